@@ -1,0 +1,27 @@
+// Argument checks shared by the public ops: each throws the typed error a user can act on.
+#pragma once
+
+#include <initializer_list>
+#include <string>
+
+#include "tandem/buffer.hpp"
+#include "tandem/ops.hpp"
+
+namespace tandem::checks {
+
+// The buffer is a real handle; returns its backend.
+Backend& backend_of(const Buffer& b, const char* op, const char* role);
+// Every buffer belongs to `backend`, else DeviceMismatch naming both.
+void same_backend(Backend& backend, const Buffer& b, const char* op, const char* role);
+// dtype is one of `allowed`, else DTypeMismatch listing them.
+void dtype_in(DType t, std::initializer_list<DType> allowed, const char* op, const char* role);
+void same_dtype(DType expected, const Buffer& b, const char* op, const char* role);
+void same_size(std::size_t expected, const Buffer& b, const char* op, const char* role);
+// ld >= cols, rows/cols >= 0, and the buffer holds the matrix.
+void matrix_fits(const Matrix& m, const char* op, const char* role);
+// Two views that must not share memory (matmul output vs inputs, transpose).
+void no_overlap(const Buffer& out, const Buffer& in, const char* op, const char* out_role, const char* in_role);
+
+std::string list_dtypes(std::initializer_list<DType> allowed);
+
+}  // namespace tandem::checks

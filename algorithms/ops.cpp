@@ -1,0 +1,409 @@
+// The public ops: argument checks, then one call into the owning backend.
+#include "tandem/ops.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <string>
+
+#include "checks.hpp"
+#include "tandem/errors.hpp"
+
+namespace tandem {
+
+using checks::backend_of;
+using checks::dtype_in;
+using checks::matrix_fits;
+using checks::same_backend;
+using checks::same_dtype;
+using checks::same_size;
+
+namespace {
+
+constexpr auto kFloat = {DType::f32, DType::f64};
+
+std::string op_name(std::string_view prefix, std::string_view name) { return std::string(prefix) + std::string(name); }
+
+// Scales (or, with beta == 0, zeroes without reading) the (rows, cols) matrix c.
+void scale_matrix(Backend& be, Queue q, const Matrix& c, double beta) {
+  Buffer buffer = c.buffer;
+  auto run = [&](std::size_t offset, std::size_t count) {
+    void* ptr = static_cast<char*>(buffer.data()) + offset * size_of(c.buffer.dtype());
+    if (beta == 0) {
+      be.fill(q, c.buffer.dtype(), count, 0.0, ptr);
+    } else if (beta != 1) {
+      be.scale(q, c.buffer.dtype(), count, beta, ptr, ptr);
+    }
+  };
+  if (c.ld == c.cols) {
+    run(0, static_cast<std::size_t>(c.rows * c.cols));
+  } else {
+    for (std::int64_t r = 0; r < c.rows; ++r) run(static_cast<std::size_t>(r * c.ld), static_cast<std::size_t>(c.cols));
+  }
+}
+
+}  // namespace
+
+Matrix matrix(Buffer buffer, std::int64_t rows, std::int64_t cols, std::int64_t ld) {
+  Matrix m{std::move(buffer), rows, cols, ld == 0 ? std::max<std::int64_t>(cols, 1) : ld};
+  matrix_fits(m, "matrix", "buffer");
+  return m;
+}
+
+void binary(BinaryOp op, const Buffer& x, const Buffer& y, Buffer& out, Queue q) {
+  const std::string name = op_name("", name_of(op));
+  Backend& be = backend_of(x, name.c_str(), "x");
+  same_backend(be, y, name.c_str(), "y");
+  same_backend(be, out, name.c_str(), "out");
+  dtype_in(x.dtype(), kFloat, name.c_str(), "x");
+  same_dtype(x.dtype(), y, name.c_str(), "y");
+  same_dtype(x.dtype(), out, name.c_str(), "out");
+  same_size(x.size(), y, name.c_str(), "y");
+  same_size(x.size(), out, name.c_str(), "out");
+  if (x.size() == 0) return;
+  be.binary(q, op, x.dtype(), x.size(), x.data(), y.data(), out.data());
+}
+
+void unary(UnaryOp op, const Buffer& x, Buffer& out, Queue q) {
+  const std::string name = op_name("", name_of(op));
+  Backend& be = backend_of(x, name.c_str(), "x");
+  same_backend(be, out, name.c_str(), "out");
+  dtype_in(x.dtype(), kFloat, name.c_str(), "x");
+  same_dtype(x.dtype(), out, name.c_str(), "out");
+  same_size(x.size(), out, name.c_str(), "out");
+  if (x.size() == 0) return;
+  be.unary(q, op, x.dtype(), x.size(), x.data(), out.data());
+}
+
+void axpy(double alpha, const Buffer& x, Buffer& y, Queue q) {
+  Backend& be = backend_of(x, "axpy", "x");
+  same_backend(be, y, "axpy", "y");
+  dtype_in(x.dtype(), kFloat, "axpy", "x");
+  same_dtype(x.dtype(), y, "axpy", "y");
+  same_size(x.size(), y, "axpy", "y");
+  if (x.size() == 0) return;
+  be.axpy(q, x.dtype(), x.size(), alpha, x.data(), y.data());
+}
+
+void scale(double alpha, const Buffer& x, Buffer& out, Queue q) {
+  Backend& be = backend_of(x, "scale", "x");
+  same_backend(be, out, "scale", "out");
+  dtype_in(x.dtype(), kFloat, "scale", "x");
+  same_dtype(x.dtype(), out, "scale", "out");
+  same_size(x.size(), out, "scale", "out");
+  if (x.size() == 0) return;
+  be.scale(q, x.dtype(), x.size(), alpha, x.data(), out.data());
+}
+
+void fill(Buffer& out, double value, Queue q) {
+  Backend& be = backend_of(out, "fill", "out");
+  if (out.size() == 0) return;
+  be.fill(q, out.dtype(), out.size(), value, out.data());
+}
+
+void copy(const Buffer& src, Buffer& dst, Queue q) {
+  Backend& be = backend_of(src, "copy", "src");
+  same_backend(be, dst, "copy", "dst");
+  same_dtype(src.dtype(), dst, "copy", "dst");
+  same_size(src.size(), dst, "copy", "dst");
+  if (src.size() == 0) return;
+  be.copy_on_device(q, dst.data(), src.data(), src.bytes());
+}
+
+void Buffer::copy_from(const Buffer& src, Queue q) { tandem::copy(src, *this, q); }
+void Buffer::fill(double value, Queue q) { tandem::fill(*this, value, q); }
+
+void add_row_vector(const Matrix& x, const Buffer& bias, Matrix& out, Queue q) {
+  matrix_fits(x, "add_row_vector", "x");
+  matrix_fits(out, "add_row_vector", "out");
+  Backend& be = x.buffer.backend();
+  same_backend(be, bias, "add_row_vector", "bias");
+  same_backend(be, out.buffer, "add_row_vector", "out");
+  dtype_in(x.buffer.dtype(), kFloat, "add_row_vector", "x");
+  same_dtype(x.buffer.dtype(), bias, "add_row_vector", "bias");
+  same_dtype(x.buffer.dtype(), out.buffer, "add_row_vector", "out");
+  same_size(static_cast<std::size_t>(x.cols), bias, "add_row_vector", "bias");
+  if (out.rows != x.rows || out.cols != x.cols) {
+    throw ShapeMismatch("add_row_vector: out is (" + std::to_string(out.rows) + ", " + std::to_string(out.cols) +
+                        "), x is (" + std::to_string(x.rows) + ", " + std::to_string(x.cols) + ")");
+  }
+  if (x.rows == 0 || x.cols == 0) return;
+  be.add_row_vector(q, x.buffer.dtype(), x.rows, x.cols, x.buffer.data(), x.ld, bias.data(),
+                    out.buffer.data(), out.ld);
+}
+
+void matrix_add(double alpha, const Matrix& a, double beta, const Matrix& b, Matrix& c, Queue q) {
+  matrix_fits(a, "matrix_add", "a");
+  matrix_fits(b, "matrix_add", "b");
+  matrix_fits(c, "matrix_add", "c");
+  Backend& be = a.buffer.backend();
+  same_backend(be, b.buffer, "matrix_add", "b");
+  same_backend(be, c.buffer, "matrix_add", "c");
+  dtype_in(a.buffer.dtype(), kFloat, "matrix_add", "a");
+  same_dtype(a.buffer.dtype(), b.buffer, "matrix_add", "b");
+  same_dtype(a.buffer.dtype(), c.buffer, "matrix_add", "c");
+  if (b.rows != a.rows || b.cols != a.cols || c.rows != a.rows || c.cols != a.cols) {
+    throw ShapeMismatch("matrix_add: a is (" + std::to_string(a.rows) + ", " + std::to_string(a.cols) + "), b is (" +
+                        std::to_string(b.rows) + ", " + std::to_string(b.cols) + "), c is (" +
+                        std::to_string(c.rows) + ", " + std::to_string(c.cols) + "); all must agree");
+  }
+  if (a.rows == 0 || a.cols == 0) return;
+  be.matrix_add(q, a.buffer.dtype(), a.rows, a.cols, alpha, a.buffer.data(), a.ld, beta, b.buffer.data(), b.ld,
+                c.buffer.data(), c.ld);
+}
+
+void transpose(const Matrix& a, Matrix& out, Queue q) {
+  matrix_fits(a, "transpose", "a");
+  matrix_fits(out, "transpose", "out");
+  Backend& be = a.buffer.backend();
+  same_backend(be, out.buffer, "transpose", "out");
+  same_dtype(a.buffer.dtype(), out.buffer, "transpose", "out");
+  if (out.rows != a.cols || out.cols != a.rows) {
+    throw ShapeMismatch("transpose: a is (" + std::to_string(a.rows) + ", " + std::to_string(a.cols) +
+                        "), so out must be (" + std::to_string(a.cols) + ", " + std::to_string(a.rows) + "), not (" +
+                        std::to_string(out.rows) + ", " + std::to_string(out.cols) + ")");
+  }
+  checks::no_overlap(out.buffer, a.buffer, "transpose", "out", "a");
+  if (a.rows == 0 || a.cols == 0) return;
+  be.transpose(q, a.buffer.dtype(), a.rows, a.cols, a.buffer.data(), a.ld, out.buffer.data(), out.ld);
+}
+
+namespace {
+
+// Checks a matmul and fills GemmArgs (tier left as asked).
+GemmArgs gemm_args(const Matrix& a, const Matrix& b, const Matrix& c, const MatmulOptions& o) {
+  matrix_fits(a, "matmul", "a");
+  matrix_fits(b, "matmul", "b");
+  matrix_fits(c, "matmul", "c");
+  Backend& be = a.buffer.backend();
+  same_backend(be, b.buffer, "matmul", "b");
+  same_backend(be, c.buffer, "matmul", "c");
+  const DType ab = a.buffer.dtype();
+  dtype_in(ab, {DType::f32, DType::f64, DType::f16, DType::bf16}, "matmul", "a");
+  same_dtype(ab, b.buffer, "matmul", "b");
+  const DType ct = (ab == DType::f16 || ab == DType::bf16) ? DType::f32 : ab;
+  if (c.buffer.dtype() != ct) {
+    throw DTypeMismatch("matmul: c has dtype " + std::string(name_of(c.buffer.dtype())) + "; with " +
+                        std::string(name_of(ab)) + " inputs it must be " + std::string(name_of(ct)) +
+                        (ct != ab ? " (f32 accumulation)" : ""));
+  }
+  GemmArgs g;
+  g.trans_a = o.trans_a;
+  g.trans_b = o.trans_b;
+  g.m = o.trans_a == Transpose::no ? a.rows : a.cols;
+  g.k = o.trans_a == Transpose::no ? a.cols : a.rows;
+  const std::int64_t kb = o.trans_b == Transpose::no ? b.rows : b.cols;
+  g.n = o.trans_b == Transpose::no ? b.cols : b.rows;
+  if (kb != g.k || c.rows != g.m || c.cols != g.n) {
+    throw ShapeMismatch("matmul: op(a) is (" + std::to_string(g.m) + ", " + std::to_string(g.k) + "), op(b) is (" +
+                        std::to_string(kb) + ", " + std::to_string(g.n) + "), c is (" + std::to_string(c.rows) +
+                        ", " + std::to_string(c.cols) + "); need op(a) (m, k), op(b) (k, n), c (m, n)");
+  }
+  checks::no_overlap(c.buffer, a.buffer, "matmul", "c", "a");
+  checks::no_overlap(c.buffer, b.buffer, "matmul", "c", "b");
+  if (!std::isfinite(o.alpha) || !std::isfinite(o.beta)) {
+    throw InvalidArgument("matmul: alpha and beta must be finite");
+  }
+  g.alpha = o.alpha;
+  g.beta = o.beta;
+  g.ab_type = ab;
+  g.c_type = ct;
+  g.a = a.buffer.data();
+  g.lda = a.ld;
+  g.b = b.buffer.data();
+  g.ldb = b.ld;
+  g.c = const_cast<Buffer&>(c.buffer).data();
+  g.ldc = c.ld;
+  g.tier = o.tier;
+  return g;
+}
+
+std::string list_tiers(const std::vector<MatmulTier>& tiers) {
+  std::string text;
+  for (auto t : tiers) {
+    if (!text.empty()) text += ", ";
+    text += name_of(t);
+  }
+  return text + ", auto";
+}
+
+}  // namespace
+
+MatmulTier resolve_matmul_tier(const Matrix& a, const Matrix& b, const Matrix& c, const MatmulOptions& options) {
+  GemmArgs g = gemm_args(a, b, c, options);
+  Backend& be = a.buffer.backend();
+  if (g.tier == MatmulTier::automatic) return be.choose_matmul_tier(g);
+  const auto tiers = be.matmul_tiers(g.ab_type);
+  if (std::find(tiers.begin(), tiers.end(), g.tier) == tiers.end()) {
+    throw Unsupported("matmul: backend '" + be.name() + "' has no tier '" + std::string(name_of(g.tier)) + "' for " +
+                      std::string(name_of(g.ab_type)) + " inputs; it has: " + list_tiers(tiers));
+  }
+  return g.tier;
+}
+
+void matmul(const Matrix& a, const Matrix& b, Matrix& c, const MatmulOptions& options, Queue q) {
+  GemmArgs g = gemm_args(a, b, c, options);
+  g.tier = resolve_matmul_tier(a, b, c, options);
+  Backend& be = a.buffer.backend();
+  if (g.m == 0 || g.n == 0) return;
+  if (g.k == 0 || g.alpha == 0) {  // BLAS semantics: A and B are not read
+    scale_matrix(be, q, c, g.beta);
+    return;
+  }
+  be.matmul(q, g);
+}
+
+void reduce(ReduceOp op, const Buffer& x, Buffer& result, Queue q) {
+  const std::string name(name_of(op));
+  Backend& be = backend_of(x, name.c_str(), "x");
+  same_backend(be, result, name.c_str(), "result");
+  if (op == ReduceOp::norm2) {
+    dtype_in(x.dtype(), kFloat, name.c_str(), "x");
+  } else {
+    dtype_in(x.dtype(), {DType::f32, DType::f64, DType::i32}, name.c_str(), "x");
+  }
+  same_dtype(op == ReduceOp::argmax ? DType::i32 : x.dtype(), result, name.c_str(), "result");
+  same_size(1, result, name.c_str(), "result");
+  if (x.size() == 0) {
+    if (op == ReduceOp::sum || op == ReduceOp::norm2) {
+      be.fill(q, result.dtype(), 1, 0.0, result.data());
+      return;
+    }
+    throw InvalidArgument(name + ": x is empty; the " + name + " of no elements is undefined");
+  }
+  if (op == ReduceOp::argmax && x.size() > static_cast<std::size_t>(INT32_MAX)) {
+    throw InvalidArgument("argmax: x has more than 2^31 - 1 elements; the index would not fit the i32 result");
+  }
+  be.reduce(q, op, x.dtype(), x.size(), x.data(), result.data());
+}
+
+void dot(const Buffer& x, const Buffer& y, Buffer& result, Queue q) {
+  Backend& be = backend_of(x, "dot", "x");
+  same_backend(be, y, "dot", "y");
+  same_backend(be, result, "dot", "result");
+  dtype_in(x.dtype(), kFloat, "dot", "x");
+  same_dtype(x.dtype(), y, "dot", "y");
+  same_dtype(x.dtype(), result, "dot", "result");
+  same_size(x.size(), y, "dot", "y");
+  same_size(1, result, "dot", "result");
+  if (x.size() == 0) {
+    be.fill(q, result.dtype(), 1, 0.0, result.data());
+    return;
+  }
+  be.dot(q, x.dtype(), x.size(), x.data(), y.data(), result.data());
+}
+
+namespace {
+double read_scalar(const Buffer& result) {
+  switch (result.dtype()) {
+    case DType::f32: return result.to_vector<float>()[0];
+    case DType::f64: return result.to_vector<double>()[0];
+    case DType::i32: return result.to_vector<std::int32_t>()[0];
+    default: throw DTypeMismatch("internal: scalar result of unexpected dtype");
+  }
+}
+double reduce_value(ReduceOp op, const Buffer& x) {
+  Backend& be = backend_of(x, std::string(name_of(op)).c_str(), "x");
+  Buffer result(be, op == ReduceOp::argmax ? DType::i32 : x.dtype(), 1);
+  reduce(op, x, result);
+  return read_scalar(result);
+}
+}  // namespace
+
+double sum(const Buffer& x) { return reduce_value(ReduceOp::sum, x); }
+double min(const Buffer& x) { return reduce_value(ReduceOp::min, x); }
+double max(const Buffer& x) { return reduce_value(ReduceOp::max, x); }
+double norm2(const Buffer& x) { return reduce_value(ReduceOp::norm2, x); }
+std::int64_t argmax(const Buffer& x) { return static_cast<std::int64_t>(reduce_value(ReduceOp::argmax, x)); }
+double dot(const Buffer& x, const Buffer& y) {
+  Backend& be = backend_of(x, "dot", "x");
+  Buffer result(be, x.dtype(), 1);
+  dot(x, y, result);
+  return read_scalar(result);
+}
+
+namespace {
+void reduce_axis(bool per_row, ReduceOp op, const Matrix& x, Buffer& out, Queue q) {
+  const char* name = per_row ? "reduce_rows" : "reduce_cols";
+  if (op != ReduceOp::sum && op != ReduceOp::max) {
+    throw InvalidArgument(std::string(name) + ": op " + std::string(name_of(op)) + " is not offered; use sum or max");
+  }
+  matrix_fits(x, name, "x");
+  Backend& be = x.buffer.backend();
+  same_backend(be, out, name, "out");
+  dtype_in(x.buffer.dtype(), {DType::f32, DType::f64, DType::i32}, name, "x");
+  same_dtype(x.buffer.dtype(), out, name, "out");
+  same_size(static_cast<std::size_t>(per_row ? x.rows : x.cols), out, name, "out");
+  if (x.rows == 0 || x.cols == 0) {
+    if (op == ReduceOp::max && out.size() > 0) {
+      throw InvalidArgument(std::string(name) + ": the max over zero elements is undefined");
+    }
+    if (out.size() > 0) be.fill(q, out.dtype(), out.size(), 0.0, out.data());
+    return;
+  }
+  if (per_row) {
+    be.reduce_rows(q, op, x.buffer.dtype(), x.rows, x.cols, x.buffer.data(), x.ld, out.data());
+  } else {
+    be.reduce_cols(q, op, x.buffer.dtype(), x.rows, x.cols, x.buffer.data(), x.ld, out.data());
+  }
+}
+
+void scan(ScanKind kind, const Buffer& x, Buffer& out, Queue q) {
+  const char* name = kind == ScanKind::inclusive ? "inclusive_scan" : "exclusive_scan";
+  Backend& be = backend_of(x, name, "x");
+  same_backend(be, out, name, "out");
+  dtype_in(x.dtype(), {DType::f32, DType::f64, DType::i32}, name, "x");
+  same_dtype(x.dtype(), out, name, "out");
+  same_size(x.size(), out, name, "out");
+  if (x.size() == 0) return;
+  if (x.data() != out.data()) checks::no_overlap(out, x, name, "out", "x (partially: use the same view or none)");
+  be.scan(q, kind, x.dtype(), x.size(), x.data(), out.data());
+}
+}  // namespace
+
+void reduce_rows(ReduceOp op, const Matrix& x, Buffer& out, Queue q) { reduce_axis(true, op, x, out, q); }
+void reduce_cols(ReduceOp op, const Matrix& x, Buffer& out, Queue q) { reduce_axis(false, op, x, out, q); }
+void inclusive_scan(const Buffer& x, Buffer& out, Queue q) { scan(ScanKind::inclusive, x, out, q); }
+void exclusive_scan(const Buffer& x, Buffer& out, Queue q) { scan(ScanKind::exclusive, x, out, q); }
+
+void softmax_cross_entropy(const Matrix& logits, const Buffer& labels, Matrix& probs, Buffer& losses, Queue q) {
+  const char* name = "softmax_cross_entropy";
+  matrix_fits(logits, name, "logits");
+  matrix_fits(probs, name, "probs");
+  Backend& be = logits.buffer.backend();
+  same_backend(be, labels, name, "labels");
+  same_backend(be, probs.buffer, name, "probs");
+  same_backend(be, losses, name, "losses");
+  dtype_in(logits.buffer.dtype(), kFloat, name, "logits");
+  same_dtype(DType::i32, labels, name, "labels");
+  same_dtype(logits.buffer.dtype(), probs.buffer, name, "probs");
+  same_dtype(logits.buffer.dtype(), losses, name, "losses");
+  same_size(static_cast<std::size_t>(logits.rows), labels, name, "labels");
+  same_size(static_cast<std::size_t>(logits.rows), losses, name, "losses");
+  if (probs.rows != logits.rows || probs.cols != logits.cols) {
+    throw ShapeMismatch(std::string(name) + ": probs is (" + std::to_string(probs.rows) + ", " +
+                        std::to_string(probs.cols) + "), logits (" + std::to_string(logits.rows) + ", " +
+                        std::to_string(logits.cols) + ")");
+  }
+  if (logits.rows == 0) return;
+  if (logits.cols == 0) throw InvalidArgument(std::string(name) + ": logits has no columns (no classes)");
+  checks::no_overlap(losses, logits.buffer, name, "losses", "logits");
+  be.softmax_cross_entropy(q, logits.buffer.dtype(), logits.rows, logits.cols, logits.buffer.data(), logits.ld,
+                           static_cast<const std::int32_t*>(labels.data()), probs.buffer.data(), probs.ld,
+                           losses.data());
+}
+
+void mse(const Buffer& a, const Buffer& b, Buffer& result, Queue q) {
+  Backend& be = backend_of(a, "mse", "a");
+  same_backend(be, b, "mse", "b");
+  same_backend(be, result, "mse", "result");
+  dtype_in(a.dtype(), kFloat, "mse", "a");
+  same_dtype(a.dtype(), b, "mse", "b");
+  same_dtype(a.dtype(), result, "mse", "result");
+  same_size(a.size(), b, "mse", "b");
+  same_size(1, result, "mse", "result");
+  if (a.size() == 0) throw InvalidArgument("mse: a and b are empty; the mean of no elements is undefined");
+  be.mse(q, a.dtype(), a.size(), a.data(), b.data(), result.data());
+}
+
+}  // namespace tandem

@@ -1,0 +1,89 @@
+#include <cmath>
+#include <cstdlib>
+#include <random>
+#include <sstream>
+
+#include "tandem/errors.hpp"
+#include "tandem/verify.hpp"
+
+namespace tandem::verify {
+
+double unit_roundoff(DType compute) {
+  switch (compute) {
+    case DType::f64: return std::ldexp(1.0, -53);
+    case DType::f32:
+    case DType::f16:
+    case DType::bf16: return std::ldexp(1.0, -24);
+    case DType::i32: return 0;
+  }
+  return 0;
+}
+
+double gamma(double n, double u) {
+  const double nu = n * u;
+  return nu < 1 ? nu / (1 - nu) : INFINITY;
+}
+
+Comparison compare(std::span<const double> actual, std::span<const double> expected, std::span<const double> bound) {
+  if (actual.size() != expected.size() || bound.size() != expected.size()) {
+    throw ShapeMismatch("verify::compare: actual, expected and bound differ in length");
+  }
+  Comparison c;
+  c.count = actual.size();
+  for (std::size_t i = 0; i < actual.size(); ++i) {
+    const double a = actual[i], e = expected[i], b = bound[i];
+    bool pass;
+    double share = 0;
+    if (std::isnan(e) || std::isnan(a)) {
+      pass = std::isnan(e) && std::isnan(a);
+      share = pass ? 0 : INFINITY;
+    } else if (std::isinf(e) || std::isinf(a)) {
+      pass = a == e;
+      share = pass ? 0 : INFINITY;
+    } else {
+      const double err = std::fabs(a - e);
+      share = err == 0 ? 0 : (b > 0 ? err / b : INFINITY);
+      pass = err <= b;
+    }
+    if (share > c.worst_share || (i == 0 && share >= c.worst_share)) {
+      c.worst_share = share;
+      c.worst_index = i;
+    }
+    if (!pass) {
+      ++c.failures;
+      if (c.first_failures.size() < 8) c.first_failures.push_back({i, e, a, b});
+    }
+  }
+  return c;
+}
+
+std::string Comparison::describe(std::size_t max_listed) const {
+  std::ostringstream out;
+  out.precision(9);
+  if (failures == 0) {
+    out << "all " << count << " elements within bound; worst [" << worst_index << "] at " << worst_share * 100
+        << "% of its bound";
+    return out.str();
+  }
+  out << failures << " of " << count << " elements outside the bound; first:";
+  for (std::size_t i = 0; i < first_failures.size() && i < max_listed; ++i) {
+    const auto& m = first_failures[i];
+    out << " [" << m.index << "] expected " << m.expected << " got " << m.actual << " (bound " << m.bound << ")";
+  }
+  return out.str();
+}
+
+std::uint64_t seed_from_environment() {
+  if (const char* env = std::getenv("TANDEM_TEST_SEED"); env != nullptr && env[0] != '\0') {
+    char* end = nullptr;
+    const unsigned long long value = std::strtoull(env, &end, 0);
+    if (end == env || *end != '\0') {
+      throw InvalidArgument(std::string("TANDEM_TEST_SEED='") + env + "' is not a number");
+    }
+    return value;
+  }
+  std::random_device device;
+  return (static_cast<std::uint64_t>(device()) << 32) ^ device();
+}
+
+}  // namespace tandem::verify

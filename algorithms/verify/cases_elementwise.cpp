@@ -1,0 +1,245 @@
+// Cases for the elementwise family and the small matrix ops (bias add, matrix add, transpose).
+#include <cmath>
+
+#include "cases.hpp"
+
+namespace tandem::verify::detail {
+
+namespace {
+
+// Relative-error factor of each function as evaluated in the tested type: 1 for correctly rounded
+// ops; 8 for exp/log/tanh/sigmoid (libm's are within 1-2 ulp, sigmoid composes three roundings).
+double unary_factor(UnaryOp op) {
+  switch (op) {
+    case UnaryOp::sigmoid:
+    case UnaryOp::tanh:
+    case UnaryOp::exp:
+    case UnaryOp::log: return 8;
+    default: return 1;
+  }
+}
+
+// Inputs inside each function's domain: positive for log and sqrt, modest for exp.
+std::pair<double, double> unary_domain(UnaryOp op) {
+  switch (op) {
+    case UnaryOp::log:
+    case UnaryOp::sqrt: return {1e-3, 4};
+    case UnaryOp::exp:
+    case UnaryOp::sigmoid:
+    case UnaryOp::tanh: return {-8, 8};
+    default: return {-1, 1};
+  }
+}
+
+std::string size_label(std::size_t n) { return std::to_string(n); }
+
+}  // namespace
+
+void add_elementwise_cases(std::vector<CheckCase>& out, const Backend&, const CheckOptions& o) {
+  const DType dtypes[] = {DType::f32, DType::f64};
+  for (DType t : dtypes) {
+    for (std::size_t n : vector_sizes(o.quick)) {
+      const std::string dt(name_of(t));
+      for (BinaryOp op : {BinaryOp::add, BinaryOp::sub, BinaryOp::mul, BinaryOp::div, BinaryOp::relu_grad,
+                          BinaryOp::sigmoid_grad, BinaryOp::tanh_grad}) {
+        CheckCase c{"elementwise", std::string(name_of(op)), "-", dt, size_label(n), {}};
+        c.run = [c, t, n, op, o](Backend& be, Backend& ref, std::uint64_t seed) {
+          auto rng = case_rng(seed, c);
+          Host x = random_values(rng, t, n), y = random_values(rng, t, n);
+          if (o.non_finite) {
+            plant_non_finite(rng, x);
+            plant_non_finite(rng, y);
+          }
+          CaseResult r = result_for(c, be);
+          Output got = make_output(be, t, n);
+          binary(op, upload(be, t, x), upload(be, t, y), got.inner);
+          Buffer want(ref, DType::f64, n);
+          binary(op, upload(ref, DType::f64, x), upload(ref, DType::f64, y), want);
+          const Host e = download(want);
+          Host bound(n);
+          const double u = u_of(t);
+          for (std::size_t i = 0; i < n; ++i) {
+            double b = (u + u64()) * std::fabs(e[i]);
+            if (op == BinaryOp::sigmoid_grad) b = gamma(4, u) * std::fabs(e[i]);
+            if (op == BinaryOp::tanh_grad) {  // dy * (1 - y^2): y^2 rounds before the cancellation
+              b = gamma(4, u) * std::fabs(y[i]) * (x[i] * x[i] + std::fabs(1 - x[i] * x[i]));
+            }
+            bound[i] = b;
+          }
+          finish(r, got, e, bound);
+          return r;
+        };
+        out.push_back(std::move(c));
+      }
+      for (UnaryOp op : {UnaryOp::relu, UnaryOp::sigmoid, UnaryOp::tanh, UnaryOp::exp, UnaryOp::log, UnaryOp::sqrt,
+                         UnaryOp::square, UnaryOp::abs, UnaryOp::neg}) {
+        CheckCase c{"elementwise", std::string(name_of(op)), "-", dt, size_label(n), {}};
+        c.run = [c, t, n, op, o](Backend& be, Backend& ref, std::uint64_t seed) {
+          auto rng = case_rng(seed, c);
+          const auto [lo, hi] = unary_domain(op);
+          Host x = random_values(rng, t, n, lo, hi);
+          if (o.non_finite) plant_non_finite(rng, x);
+          CaseResult r = result_for(c, be);
+          Output got = make_output(be, t, n);
+          unary(op, upload(be, t, x), got.inner);
+          Buffer want(ref, DType::f64, n);
+          unary(op, upload(ref, DType::f64, x), want);
+          const Host e = download(want);
+          Host bound(n);
+          for (std::size_t i = 0; i < n; ++i) bound[i] = (unary_factor(op) * u_of(t) + u64()) * std::fabs(e[i]);
+          finish(r, got, e, bound);
+          return r;
+        };
+        out.push_back(std::move(c));
+      }
+      {
+        CheckCase c{"elementwise", "axpy", "-", dt, size_label(n), {}};
+        c.run = [c, t, n, o](Backend& be, Backend& ref, std::uint64_t seed) {
+          auto rng = case_rng(seed, c);
+          Host x = random_values(rng, t, n), y = random_values(rng, t, n);
+          if (o.non_finite) plant_non_finite(rng, x);
+          const double alpha = -1.75;
+          CaseResult r = result_for(c, be);
+          Output got = make_output(be, t, n, &y);
+          axpy(alpha, upload(be, t, x), got.inner);
+          Buffer want = upload(ref, DType::f64, y);
+          axpy(alpha, upload(ref, DType::f64, x), want);
+          Host bound(n);
+          for (std::size_t i = 0; i < n; ++i) bound[i] = gamma(3, u_of(t)) * (std::fabs(alpha * x[i]) + std::fabs(y[i]));
+          finish(r, got, download(want), bound);
+          return r;
+        };
+        out.push_back(std::move(c));
+      }
+      {
+        CheckCase c{"elementwise", "scale", "-", dt, size_label(n), {}};
+        c.run = [c, t, n, o](Backend& be, Backend& ref, std::uint64_t seed) {
+          auto rng = case_rng(seed, c);
+          Host x = random_values(rng, t, n);
+          if (o.non_finite) plant_non_finite(rng, x);
+          const double alpha = 0.3;  // not exact in binary: its rounding is part of the bound
+          CaseResult r = result_for(c, be);
+          Output got = make_output(be, t, n);
+          scale(alpha, upload(be, t, x), got.inner);
+          Buffer want(ref, DType::f64, n);
+          scale(alpha, upload(ref, DType::f64, x), want);
+          const Host e = download(want);
+          Host bound(n);
+          for (std::size_t i = 0; i < n; ++i) bound[i] = gamma(2, u_of(t)) * std::fabs(e[i]);
+          finish(r, got, e, bound);
+          return r;
+        };
+        out.push_back(std::move(c));
+      }
+    }
+  }
+  // fill and copy for every dtype (they move bits, no arithmetic).
+  for (DType t : {DType::f16, DType::bf16, DType::f32, DType::f64, DType::i32}) {
+    for (std::size_t n : vector_sizes(o.quick)) {
+      const std::string dt(name_of(t));
+      CheckCase f{"elementwise", "fill", "-", dt, size_label(n), {}};
+      f.run = [f, t, n](Backend& be, Backend&, std::uint64_t) {
+        CaseResult r = result_for(f, be);
+        const double value = t == DType::i32 ? -7 : 0.1;
+        Output got = make_output(be, t, n);
+        fill(got.inner, value);
+        const double stored = download(upload(be, t, Host{value}))[0];
+        finish(r, got, Host(n, stored), Host(n, 0.0));
+        return r;
+      };
+      out.push_back(std::move(f));
+      CheckCase c{"elementwise", "copy", "-", dt, size_label(n), {}};
+      c.run = [c, t, n, o](Backend& be, Backend&, std::uint64_t seed) {
+        auto rng = case_rng(seed, c);
+        Host x = random_values(rng, t, n, t == DType::i32 ? -1000 : -1, t == DType::i32 ? 1000 : 1);
+        if (o.non_finite && t != DType::i32) plant_non_finite(rng, x);
+        CaseResult r = result_for(c, be);
+        Output got = make_output(be, t, n);
+        copy(upload(be, t, x), got.inner);
+        finish(r, got, x, Host(n, 0.0));
+        return r;
+      };
+      out.push_back(std::move(c));
+    }
+  }
+}
+
+void add_matrix_cases(std::vector<CheckCase>& out, const Backend&, const CheckOptions& o) {
+  struct Shape {
+    std::int64_t rows, cols, pad;  // pad: ld = cols + pad
+  };
+  std::vector<Shape> shapes = {{0, 0, 0}, {1, 1, 0}, {2, 3, 0}, {31, 33, 0}, {32, 32, 0}, {33, 31, 5}, {100, 257, 3}, {300, 1001, 0}};
+  if (o.quick) shapes = {{0, 0, 0}, {1, 1, 0}, {33, 31, 5}, {300, 1001, 0}};
+  for (const Shape s : shapes) {
+    const std::string label = std::to_string(s.rows) + "x" + std::to_string(s.cols) + (s.pad ? " ld+" + std::to_string(s.pad) : "");
+    const std::int64_t ld = s.cols + s.pad;
+    const std::size_t span = s.rows == 0 ? 0 : static_cast<std::size_t>((s.rows - 1) * ld + s.cols);
+    for (DType t : {DType::f32, DType::f64}) {
+      const std::string dt(name_of(t));
+      CheckCase bias{"matrix", "add_row_vector", "-", dt, label, {}};
+      bias.run = [bias, t, s, ld, span, o](Backend& be, Backend& ref, std::uint64_t seed) {
+        auto rng = case_rng(seed, bias);
+        Host x = random_values(rng, t, span), b = random_values(rng, t, static_cast<std::size_t>(s.cols));
+        if (o.non_finite) plant_non_finite(rng, x);
+        CaseResult r = result_for(bias, be);
+        Output got = make_output(be, t, span);
+        Matrix gm = matrix(got.inner, s.rows, s.cols, ld);
+        add_row_vector(matrix(upload(be, t, x), s.rows, s.cols, ld), upload(be, t, b), gm);
+        Buffer want(ref, DType::f64, span);
+        Matrix wm = matrix(want, s.rows, s.cols, ld);
+        ref.fill(Queue{}, DType::f64, span, std::nan(""), want.data());  // the padding stays NaN, as on `got`
+        add_row_vector(matrix(upload(ref, DType::f64, x), s.rows, s.cols, ld), upload(ref, DType::f64, b), wm);
+        const Host e = download(want);
+        Host bound(span);
+        for (std::size_t i = 0; i < span; ++i) bound[i] = (u_of(t) + u64()) * std::fabs(e[i]);
+        finish(r, got, e, bound);
+        return r;
+      };
+      out.push_back(std::move(bias));
+      CheckCase add{"matrix", "matrix_add", "-", dt, label, {}};
+      add.run = [add, t, s, ld, span, o](Backend& be, Backend& ref, std::uint64_t seed) {
+        auto rng = case_rng(seed, add);
+        Host a = random_values(rng, t, span), b = random_values(rng, t, span);
+        if (o.non_finite) plant_non_finite(rng, b);
+        const double alpha = 0.5, beta = -2.25;
+        CaseResult r = result_for(add, be);
+        Output got = make_output(be, t, span);
+        Matrix gm = matrix(got.inner, s.rows, s.cols, ld);
+        matrix_add(alpha, matrix(upload(be, t, a), s.rows, s.cols, ld), beta, matrix(upload(be, t, b), s.rows, s.cols, ld), gm);
+        Buffer want(ref, DType::f64, span);
+        ref.fill(Queue{}, DType::f64, span, std::nan(""), want.data());
+        Matrix wm = matrix(want, s.rows, s.cols, ld);
+        matrix_add(alpha, matrix(upload(ref, DType::f64, a), s.rows, s.cols, ld), beta,
+                   matrix(upload(ref, DType::f64, b), s.rows, s.cols, ld), wm);
+        Host bound(span);
+        for (std::size_t i = 0; i < span; ++i) bound[i] = gamma(3, u_of(t)) * (std::fabs(alpha * a[i]) + std::fabs(beta * b[i]));
+        finish(r, got, download(want), bound);
+        return r;
+      };
+      out.push_back(std::move(add));
+    }
+    for (DType t : {DType::f32, DType::f64, DType::i32, DType::bf16}) {
+      CheckCase tr{"matrix", "transpose", "-", std::string(name_of(t)), label, {}};
+      tr.run = [tr, t, s, ld, span](Backend& be, Backend& ref, std::uint64_t seed) {
+        auto rng = case_rng(seed, tr);
+        Host a = random_values(rng, t, span, t == DType::i32 ? -1000 : -1, t == DType::i32 ? 1000 : 1);
+        CaseResult r = result_for(tr, be);
+        // out is (cols, rows) with ld = rows + 1 so that a wrong leading dimension shows.
+        const std::int64_t ldo = s.rows + 1;
+        const std::size_t out_span = s.cols == 0 ? 0 : static_cast<std::size_t>((s.cols - 1) * ldo + s.rows);
+        Output got = make_output(be, t, out_span);
+        Matrix gm = matrix(got.inner, s.cols, s.rows, ldo);
+        transpose(matrix(upload(be, t, a), s.rows, s.cols, ld), gm);
+        const DType rt = t == DType::i32 ? DType::i32 : DType::f64;
+        Output want = make_output(ref, rt, out_span);
+        Matrix wm = matrix(want.inner, s.cols, s.rows, ldo);
+        transpose(matrix(upload(ref, rt, a), s.rows, s.cols, ld), wm);
+        finish(r, got, download(want.inner), Host(out_span, 0.0));
+        return r;
+      };
+      out.push_back(std::move(tr));
+    }
+  }
+}
+
+}  // namespace tandem::verify::detail

@@ -1,0 +1,53 @@
+// Building blocks of the verification cases: host data as doubles, uploads in any dtype, outputs
+// with NaN poison and guard zones, and the final comparison.
+#pragma once
+
+#include <cmath>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "tandem/buffer.hpp"
+#include "tandem/ops.hpp"
+#include "tandem/verify.hpp"
+
+namespace tandem::verify::detail {
+
+using Host = std::vector<double>;
+
+inline constexpr std::size_t kGuard = 32;  // elements of guard zone on each side of an output
+
+// Values exactly representable in dtype t, uniform in [lo, hi] (integers for i32).
+Host random_values(std::mt19937_64& rng, DType t, std::size_t n, double lo = -1, double hi = 1);
+// Plants NaN, +Inf and -Inf at a few random positions (no-op when n < 3).
+void plant_non_finite(std::mt19937_64& rng, Host& values);
+
+Buffer upload(Backend& be, DType t, const Host& values);
+Host download(const Buffer& b);
+
+// An output buffer inside guard zones; `inner` is what the op writes. Filled with NaN poison
+// (INT32_MIN for i32) or with `initial` values for in/out operands.
+struct Output {
+  Buffer whole;
+  Buffer inner;
+};
+Output make_output(Backend& be, DType t, std::size_t n, const Host* initial = nullptr);
+// "" when both guard zones still hold their pattern, else where they were overwritten.
+std::string check_guards(const Output& out);
+
+// Fills the names of a result.
+CaseResult result_for(const CheckCase& c, const Backend& be);
+
+// Element-wise bound helpers.
+inline double u_of(DType t) { return unit_roundoff(t); }
+inline double u64() { return unit_roundoff(DType::f64); }
+
+// Finishes a case: compares the tested output with the reference, checks the guards.
+void finish(CaseResult& r, const Output& out, const Host& expected, const Host& bound);
+
+std::mt19937_64 case_rng(std::uint64_t seed, const CheckCase& c);
+
+// Sizes of vectors and shapes of matrices the cases sweep (edge sizes, then past one block).
+std::vector<std::size_t> vector_sizes(bool quick);
+
+}  // namespace tandem::verify::detail

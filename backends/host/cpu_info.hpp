@@ -1,0 +1,15 @@
+#pragma once
+
+#include "tandem/device.hpp"
+
+namespace tandem::host {
+
+// The CPU as the OS describes it: model, memory, caches, clock and ISA features.
+// compute_units is the number of threads the backend will use.
+DeviceProperties cpu_properties(int threads);
+
+// Run-time ISA checks (the CPU this process runs on, not the compiler's target).
+bool cpu_has_avx2_fma();
+bool cpu_has_avx512f();
+
+}  // namespace tandem::host

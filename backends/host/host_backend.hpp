@@ -1,0 +1,71 @@
+// What the CPU backends (reference, openmp) share: host memory as device memory, memcpy copies,
+// synchronous queues, and dtype dispatch.
+#pragma once
+
+#include <cstring>
+#include <string>
+
+#include "tandem/backend.hpp"
+#include "tandem/errors.hpp"
+
+namespace tandem::host {
+
+// Calls f.template operator()<T>() for the C++ type of t, limited to the listed family.
+template <class F> decltype(auto) dispatch_float(DType t, F&& f) {
+  switch (t) {
+    case DType::f32: return f.template operator()<float>();
+    case DType::f64: return f.template operator()<double>();
+    default: throw DTypeMismatch("dtype " + std::string(name_of(t)) + " is not offered here; use f32 or f64");
+  }
+}
+template <class F> decltype(auto) dispatch_numeric(DType t, F&& f) {
+  if (t == DType::i32) return f.template operator()<std::int32_t>();
+  return dispatch_float(t, std::forward<F>(f));
+}
+template <class F> decltype(auto) dispatch_any(DType t, F&& f) {
+  switch (t) {
+    case DType::f16: return f.template operator()<half>();
+    case DType::bf16: return f.template operator()<bfloat16>();
+    default: return dispatch_numeric(t, std::forward<F>(f));
+  }
+}
+
+// Converts an element of any storage type to the compute type C.
+template <class C, class T> inline C to(T v) {
+  if constexpr (std::is_same_v<T, half> || std::is_same_v<T, bfloat16>) {
+    return static_cast<C>(static_cast<float>(v));
+  } else {
+    return static_cast<C>(v);
+  }
+}
+// And back: the compute type to a storage type.
+template <class T, class C> inline T from(C v) {
+  if constexpr (std::is_same_v<T, half> || std::is_same_v<T, bfloat16>) {
+    return T(static_cast<float>(v));
+  } else if constexpr (std::is_same_v<T, std::int32_t>) {
+    return static_cast<std::int32_t>(v);
+  } else {
+    return static_cast<T>(v);
+  }
+}
+
+class HostBackend : public Backend {
+ public:
+  void* device_allocate(std::size_t bytes) override;
+  void device_free(void* ptr, std::size_t bytes) override;
+  std::size_t device_free_bytes() const override;
+  void copy_to_device(Queue q, void* d_dst, const void* h_src, std::size_t bytes) override;
+  void copy_to_host(Queue q, void* h_dst, const void* d_src, std::size_t bytes) override;
+  void copy_on_device(Queue q, void* d_dst, const void* d_src, std::size_t bytes) override;
+  void synchronize(Queue q) override;
+
+ protected:
+  // Queues on the host are synchronous: only the default queue (id 0) and those from create_queue.
+  void check_queue(Queue q) const;
+};
+
+// Total and available physical memory (bytes), from the OS.
+std::size_t physical_memory_bytes();
+std::size_t available_memory_bytes();
+
+}  // namespace tandem::host

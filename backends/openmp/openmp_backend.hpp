@@ -1,0 +1,59 @@
+// openmp: the fast CPU backend. Elementwise ops and reductions run at memory bandwidth (several
+// independent accumulators, vectorised, one chunk per thread); the scan is parallel and cache-blocked;
+// matmul comes in tiers (see matmul.cpp).
+#pragma once
+
+#include "../host/host_backend.hpp"
+
+namespace tandem::openmp {
+
+// Below this many elements a loop runs on one thread: forking costs more than it saves.
+inline constexpr std::size_t kParallelThreshold = 1 << 15;
+
+class OpenMPBackend final : public host::HostBackend {
+ public:
+  OpenMPBackend();
+  ~OpenMPBackend() override { shutdown_memory(); }
+  std::string name() const override { return "openmp"; }
+  DeviceProperties properties() const override;
+
+  void binary(Queue q, BinaryOp op, DType t, std::size_t n, const void* x, const void* y, void* out) override;
+  void unary(Queue q, UnaryOp op, DType t, std::size_t n, const void* x, void* out) override;
+  void axpy(Queue q, DType t, std::size_t n, double alpha, const void* x, void* y) override;
+  void scale(Queue q, DType t, std::size_t n, double alpha, const void* x, void* out) override;
+  void fill(Queue q, DType t, std::size_t n, double value, void* out) override;
+  void add_row_vector(Queue q, DType t, std::int64_t rows, std::int64_t cols, const void* x, std::int64_t ldx,
+                      const void* bias, void* out, std::int64_t ldo) override;
+  void matrix_add(Queue q, DType t, std::int64_t rows, std::int64_t cols, double alpha, const void* a,
+                  std::int64_t lda, double beta, const void* b, std::int64_t ldb, void* c, std::int64_t ldc) override;
+  void transpose(Queue q, DType t, std::int64_t rows, std::int64_t cols, const void* a, std::int64_t lda, void* out,
+                 std::int64_t ldo) override;
+  std::vector<MatmulTier> matmul_tiers(DType ab) const override;
+  MatmulTier choose_matmul_tier(const GemmArgs& args) const override;
+  void matmul(Queue q, const GemmArgs& args) override;
+  void reduce(Queue q, ReduceOp op, DType t, std::size_t n, const void* x, void* result) override;
+  void dot(Queue q, DType t, std::size_t n, const void* x, const void* y, void* result) override;
+  void reduce_rows(Queue q, ReduceOp op, DType t, std::int64_t rows, std::int64_t cols, const void* x,
+                   std::int64_t ldx, void* out) override;
+  void reduce_cols(Queue q, ReduceOp op, DType t, std::int64_t rows, std::int64_t cols, const void* x,
+                   std::int64_t ldx, void* out) override;
+  void scan(Queue q, ScanKind kind, DType t, std::size_t n, const void* x, void* out) override;
+  void softmax_cross_entropy(Queue q, DType t, std::int64_t rows, std::int64_t cols, const void* logits,
+                             std::int64_t ld_logits, const std::int32_t* labels, void* probs, std::int64_t ld_probs,
+                             void* losses) override;
+  void mse(Queue q, DType t, std::size_t n, const void* a, const void* b, void* result) override;
+
+ private:
+  int threads_;
+};
+
+// Matmul tiers (matmul.cpp, gemm_packed.cpp, vendor.cpp).
+void matmul_naive(const GemmArgs& g);
+void matmul_tiled(const GemmArgs& g);
+void matmul_register_blocked(const GemmArgs& g);
+bool vendor_available();
+void matmul_vendor(const GemmArgs& g);
+// C = beta * C, or C = 0 without reading it when beta == 0 (BLAS semantics); used before tiers that add.
+void prescale_c(const GemmArgs& g);
+
+}  // namespace tandem::openmp

@@ -1,0 +1,279 @@
+// Reductions at memory bandwidth: each thread takes one contiguous chunk and sums it into
+// kLanes independent accumulators (a loop the compiler turns into several vector registers, so
+// additions do not wait on each other), then the threads' partials are combined in order.
+// min/max/argmax compare without branches and track NaN on the side, so they vectorise too.
+#include <cmath>
+#include <limits>
+#include <vector>
+
+#include <omp.h>
+
+#include "openmp_backend.hpp"
+#include "tandem/detail/scalar_math.hpp"
+
+namespace tandem::openmp {
+
+using host::dispatch_float;
+using host::dispatch_numeric;
+
+namespace {
+
+constexpr int kLanes = 32;
+
+// Accumulator type per element type: float lanes for f32 sums (the bound gamma(n, u) holds for any
+// order), wrapping unsigned lanes for i32.
+template <class T> struct SumAcc { using type = T; };
+template <> struct SumAcc<std::int32_t> { using type = std::uint32_t; };
+
+// Sum of f(i) over [begin, end) in kLanes independent lanes.
+template <class Acc, class F> Acc lane_sum(std::int64_t begin, std::int64_t end, F f) {
+  Acc lanes[kLanes] = {};
+  std::int64_t i = begin;
+  for (; i + kLanes <= end; i += kLanes) {
+#pragma omp simd
+    for (int l = 0; l < kLanes; ++l) lanes[l] += f(i + l);
+  }
+  for (int l = 0; i < end; ++i, ++l) lanes[l] += f(i);
+  Acc total = 0;
+  for (int l = 0; l < kLanes; ++l) total += lanes[l];
+  return total;
+}
+
+// Runs chunk(begin, end) for one contiguous chunk per thread and returns the partials in thread
+// order (a single chunk when n is small).
+template <class R, class Chunk> std::vector<R> per_thread(std::size_t n, Chunk chunk) {
+  const auto count = static_cast<std::int64_t>(n);
+  if (n < kParallelThreshold) return {chunk(0, count)};
+  std::vector<R> partial(static_cast<std::size_t>(omp_get_max_threads()));
+  std::size_t used = 0;
+#pragma omp parallel
+  {
+    const int t = omp_get_thread_num(), threads = omp_get_num_threads();
+    const std::int64_t per = (count + threads - 1) / threads;
+    const std::int64_t begin = std::min<std::int64_t>(count, t * per), end = std::min<std::int64_t>(count, begin + per);
+    partial[static_cast<std::size_t>(t)] = chunk(begin, end);
+#pragma omp single
+    used = static_cast<std::size_t>(threads);
+  }
+  partial.resize(used);
+  return partial;
+}
+
+template <class T> T sum_of(std::size_t n, const T* x) {
+  using Acc = typename SumAcc<T>::type;
+  const auto parts = per_thread<Acc>(n, [=](std::int64_t b, std::int64_t e) { return lane_sum<Acc>(b, e, [=](std::int64_t i) { return Acc(x[i]); }); });
+  Acc total = 0;
+  for (Acc p : parts) total += p;
+  return static_cast<T>(total);
+}
+
+// (max or min, NaN seen) over a chunk, branch-free.
+template <class T> struct Extreme {
+  T value;
+  bool nan;
+  bool empty = false;  // the chunk had no elements (more threads than work)
+};
+template <class T, bool IsMax> Extreme<T> extreme_chunk(const T* x, std::int64_t begin, std::int64_t end) {
+  T lanes[kLanes];
+  int nan_lanes[kLanes] = {};
+  const T init = begin < end ? x[begin] : T(0);
+  for (int l = 0; l < kLanes; ++l) lanes[l] = init;
+  std::int64_t i = begin;
+  for (; i + kLanes <= end; i += kLanes) {
+#pragma omp simd
+    for (int l = 0; l < kLanes; ++l) {
+      const T v = x[i + l];
+      lanes[l] = IsMax ? (v > lanes[l] ? v : lanes[l]) : (v < lanes[l] ? v : lanes[l]);
+      nan_lanes[l] |= (v != v);
+    }
+  }
+  for (int l = 0; i < end; ++i, ++l) {
+    const T v = x[i];
+    lanes[l] = IsMax ? (v > lanes[l] ? v : lanes[l]) : (v < lanes[l] ? v : lanes[l]);
+    nan_lanes[l] |= (v != v);
+  }
+  Extreme<T> r{lanes[0], false, begin >= end};
+  for (int l = 0; l < kLanes; ++l) {
+    r.value = IsMax ? (lanes[l] > r.value ? lanes[l] : r.value) : (lanes[l] < r.value ? lanes[l] : r.value);
+    r.nan = r.nan || nan_lanes[l] != 0 || lanes[l] != lanes[l];
+  }
+  return r;
+}
+
+template <class T, bool IsMax> T extreme_of(std::size_t n, const T* x) {
+  const auto parts = per_thread<Extreme<T>>(n, [=](std::int64_t b, std::int64_t e) { return extreme_chunk<T, IsMax>(x, b, e); });
+  Extreme<T> r = parts[0];
+  for (const auto& p : parts) {
+    if (p.empty) continue;
+    if (p.nan) return std::numeric_limits<T>::quiet_NaN();
+    r.value = IsMax ? (p.value > r.value ? p.value : r.value) : (p.value < r.value ? p.value : r.value);
+  }
+  return r.nan ? std::numeric_limits<T>::quiet_NaN() : r.value;
+}
+
+// Index of the first maximum (or first NaN) in a chunk: find the extreme, then its first position.
+template <class T> std::int64_t argmax_chunk(const T* x, std::int64_t begin, std::int64_t end) {
+  if (begin >= end) return -1;
+  const Extreme<T> e = extreme_chunk<T, true>(x, begin, end);
+  for (std::int64_t i = begin; i < end; ++i) {
+    if (e.nan ? x[i] != x[i] : x[i] == e.value) return i;
+  }
+  return begin;
+}
+
+}  // namespace
+
+void OpenMPBackend::reduce(Queue q, ReduceOp op, DType t, std::size_t n, const void* x, void* result) {
+  check_queue(q);
+  dispatch_numeric(t, [&]<class T>() {
+    const T* v = static_cast<const T*>(x);
+    switch (op) {
+      case ReduceOp::sum: *static_cast<T*>(result) = sum_of(n, v); break;
+      case ReduceOp::max: *static_cast<T*>(result) = extreme_of<T, true>(n, v); break;
+      case ReduceOp::min: *static_cast<T*>(result) = extreme_of<T, false>(n, v); break;
+      case ReduceOp::norm2:
+        if constexpr (!std::is_same_v<T, std::int32_t>) {
+          // Squares in double so that f32 values above 1e19 do not overflow.
+          const auto parts = per_thread<double>(n, [=](std::int64_t b, std::int64_t e) {
+            return lane_sum<double>(b, e, [=](std::int64_t i) { return double(v[i]) * double(v[i]); });
+          });
+          double total = 0;
+          for (double p : parts) total += p;
+          *static_cast<T*>(result) = T(std::sqrt(total));
+        }
+        break;
+      case ReduceOp::argmax: {
+        const auto parts = per_thread<std::int64_t>(n, [=](std::int64_t b, std::int64_t e) { return argmax_chunk(v, b, e); });
+        std::int64_t best = -1;
+        for (std::int64_t p : parts) {
+          if (p < 0) continue;
+          if (best < 0) {
+            best = p;
+          } else if (!math::is_nan(v[best]) && (math::is_nan(v[p]) || v[p] > v[best])) {
+            best = p;
+          }
+        }
+        *static_cast<std::int32_t*>(result) = static_cast<std::int32_t>(best);
+        break;
+      }
+    }
+  });
+}
+
+void OpenMPBackend::dot(Queue q, DType t, std::size_t n, const void* x, const void* y, void* result) {
+  check_queue(q);
+  dispatch_float(t, [&]<class T>() {
+    const T* a = static_cast<const T*>(x);
+    const T* b = static_cast<const T*>(y);
+    const auto parts = per_thread<T>(n, [=](std::int64_t lo, std::int64_t hi) {
+      return lane_sum<T>(lo, hi, [=](std::int64_t i) { return a[i] * b[i]; });
+    });
+    T total = 0;
+    for (T p : parts) total += p;
+    *static_cast<T*>(result) = total;
+  });
+}
+
+void OpenMPBackend::mse(Queue q, DType t, std::size_t n, const void* a, const void* b, void* result) {
+  check_queue(q);
+  dispatch_float(t, [&]<class T>() {
+    const T* u = static_cast<const T*>(a);
+    const T* v = static_cast<const T*>(b);
+    const auto parts = per_thread<T>(n, [=](std::int64_t lo, std::int64_t hi) {
+      return lane_sum<T>(lo, hi, [=](std::int64_t i) {
+        const T d = u[i] - v[i];
+        return d * d;
+      });
+    });
+    T total = 0;
+    for (T p : parts) total += p;
+    *static_cast<T*>(result) = total / T(n);
+  });
+}
+
+void OpenMPBackend::reduce_rows(Queue q, ReduceOp op, DType t, std::int64_t rows, std::int64_t cols, const void* x,
+                                std::int64_t ldx, void* out) {
+  check_queue(q);
+  dispatch_numeric(t, [&]<class T>() {
+    const T* v = static_cast<const T*>(x);
+    T* o = static_cast<T*>(out);
+    using Acc = typename SumAcc<T>::type;
+#pragma omp parallel for schedule(static) if (static_cast<std::size_t>(rows * cols) >= kParallelThreshold)
+    for (std::int64_t r = 0; r < rows; ++r) {
+      const T* row = v + r * ldx;
+      if (op == ReduceOp::max) {
+        const Extreme<T> e = extreme_chunk<T, true>(row, 0, cols);
+        o[r] = e.nan ? std::numeric_limits<T>::quiet_NaN() : e.value;
+      } else {
+        o[r] = static_cast<T>(lane_sum<Acc>(0, cols, [=](std::int64_t c) { return Acc(row[c]); }));
+      }
+    }
+  });
+}
+
+void OpenMPBackend::reduce_cols(Queue q, ReduceOp op, DType t, std::int64_t rows, std::int64_t cols, const void* x,
+                                std::int64_t ldx, void* out) {
+  check_queue(q);
+  // Walk rows in order, each thread owning a band of columns: contiguous, vectorised reads.
+  constexpr std::int64_t kBand = 256;
+  dispatch_numeric(t, [&]<class T>() {
+    const T* v = static_cast<const T*>(x);
+    T* o = static_cast<T*>(out);
+    using Acc = typename SumAcc<T>::type;
+#pragma omp parallel for schedule(static) if (static_cast<std::size_t>(rows * cols) >= kParallelThreshold)
+    for (std::int64_t c0 = 0; c0 < cols; c0 += kBand) {
+      const std::int64_t width = std::min(kBand, cols - c0);
+      if (op == ReduceOp::max) {
+        T best[kBand];
+        int nan[kBand] = {};
+        for (std::int64_t c = 0; c < width; ++c) best[c] = v[c0 + c];
+        for (std::int64_t r = 0; r < rows; ++r) {
+          const T* row = v + r * ldx + c0;
+#pragma omp simd
+          for (std::int64_t c = 0; c < width; ++c) {
+            best[c] = row[c] > best[c] ? row[c] : best[c];
+            nan[c] |= (row[c] != row[c]);
+          }
+        }
+        for (std::int64_t c = 0; c < width; ++c) o[c0 + c] = nan[c] ? std::numeric_limits<T>::quiet_NaN() : best[c];
+      } else {
+        Acc acc[kBand] = {};
+        for (std::int64_t r = 0; r < rows; ++r) {
+          const T* row = v + r * ldx + c0;
+#pragma omp simd
+          for (std::int64_t c = 0; c < width; ++c) acc[c] += Acc(row[c]);
+        }
+        for (std::int64_t c = 0; c < width; ++c) o[c0 + c] = static_cast<T>(acc[c]);
+      }
+    }
+  });
+}
+
+void OpenMPBackend::softmax_cross_entropy(Queue q, DType t, std::int64_t rows, std::int64_t cols, const void* logits,
+                                          std::int64_t ld_logits, const std::int32_t* labels, void* probs,
+                                          std::int64_t ld_probs, void* losses) {
+  check_queue(q);
+  dispatch_float(t, [&]<class T>() {
+#pragma omp parallel for schedule(static) if (static_cast<std::size_t>(rows * cols) >= kParallelThreshold)
+    for (std::int64_t r = 0; r < rows; ++r) {
+      const T* x = static_cast<const T*>(logits) + r * ld_logits;
+      T* p = static_cast<T*>(probs) + r * ld_probs;
+      const Extreme<T> e = extreme_chunk<T, true>(x, 0, cols);
+      const T m = e.nan ? std::numeric_limits<T>::quiet_NaN() : e.value;
+      // Subtracting the row max keeps exp() <= 1: no overflow for large logits.
+      T s = 0;
+      for (std::int64_t c = 0; c < cols; ++c) {
+        p[c] = std::exp(x[c] - m);
+        s += p[c];
+      }
+      const T inv = T(1) / s;
+#pragma omp simd
+      for (std::int64_t c = 0; c < cols; ++c) p[c] *= inv;
+      const std::int32_t label = labels[r];
+      static_cast<T*>(losses)[r] =
+          (label >= 0 && label < cols) ? std::log(s) - (x[label] - m) : std::numeric_limits<T>::quiet_NaN();
+    }
+  });
+}
+
+}  // namespace tandem::openmp

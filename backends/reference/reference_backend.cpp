@@ -1,0 +1,314 @@
+// reference: the specification. Serial, plain loops, every value computed in double (integers
+// wrap as documented) and rounded once to the output type. Optimise nothing here: other
+// backends are judged against it.
+#include <cmath>
+#include <limits>
+#include <vector>
+
+#include "../../core/factories.hpp"
+#include "../host/cpu_info.hpp"
+#include "../host/host_backend.hpp"
+#include "tandem/detail/scalar_math.hpp"
+
+namespace tandem {
+namespace {
+
+using host::dispatch_any;
+using host::dispatch_float;
+using host::dispatch_numeric;
+using host::from;
+using host::to;
+
+double apply(BinaryOp op, double x, double y) {
+  switch (op) {
+    case BinaryOp::add: return x + y;
+    case BinaryOp::sub: return x - y;
+    case BinaryOp::mul: return x * y;
+    case BinaryOp::div: return x / y;
+    case BinaryOp::relu_grad: return math::relu_grad(x, y);
+    case BinaryOp::sigmoid_grad: return math::sigmoid_grad(x, y);
+    case BinaryOp::tanh_grad: return math::tanh_grad(x, y);
+  }
+  return std::numeric_limits<double>::quiet_NaN();
+}
+
+double apply(UnaryOp op, double x) {
+  switch (op) {
+    case UnaryOp::relu: return math::relu(x);
+    case UnaryOp::sigmoid: return math::sigmoid(x);
+    case UnaryOp::tanh: return std::tanh(x);
+    case UnaryOp::exp: return std::exp(x);
+    case UnaryOp::log: return std::log(x);
+    case UnaryOp::sqrt: return std::sqrt(x);
+    case UnaryOp::square: return x * x;
+    case UnaryOp::abs: return std::fabs(x);
+    case UnaryOp::neg: return -x;
+  }
+  return std::numeric_limits<double>::quiet_NaN();
+}
+
+class ReferenceBackend final : public host::HostBackend {
+ public:
+  ~ReferenceBackend() override { shutdown_memory(); }
+  std::string name() const override { return "reference"; }
+  DeviceProperties properties() const override { return host::cpu_properties(1); }
+
+  void binary(Queue q, BinaryOp op, DType t, std::size_t n, const void* x, const void* y, void* out) override {
+    check_queue(q);
+    dispatch_float(t, [&]<class T>() {
+      for (std::size_t i = 0; i < n; ++i) {
+        static_cast<T*>(out)[i] = T(apply(op, static_cast<const T*>(x)[i], static_cast<const T*>(y)[i]));
+      }
+    });
+  }
+
+  void unary(Queue q, UnaryOp op, DType t, std::size_t n, const void* x, void* out) override {
+    check_queue(q);
+    dispatch_float(t, [&]<class T>() {
+      for (std::size_t i = 0; i < n; ++i) static_cast<T*>(out)[i] = T(apply(op, static_cast<const T*>(x)[i]));
+    });
+  }
+
+  void axpy(Queue q, DType t, std::size_t n, double alpha, const void* x, void* y) override {
+    check_queue(q);
+    dispatch_float(t, [&]<class T>() {
+      for (std::size_t i = 0; i < n; ++i) {
+        T& yi = static_cast<T*>(y)[i];
+        yi = T(alpha * double(static_cast<const T*>(x)[i]) + double(yi));
+      }
+    });
+  }
+
+  void scale(Queue q, DType t, std::size_t n, double alpha, const void* x, void* out) override {
+    check_queue(q);
+    dispatch_float(t, [&]<class T>() {
+      for (std::size_t i = 0; i < n; ++i) static_cast<T*>(out)[i] = T(alpha * double(static_cast<const T*>(x)[i]));
+    });
+  }
+
+  void fill(Queue q, DType t, std::size_t n, double value, void* out) override {
+    check_queue(q);
+    dispatch_any(t, [&]<class T>() {
+      for (std::size_t i = 0; i < n; ++i) static_cast<T*>(out)[i] = from<T>(value);
+    });
+  }
+
+  void add_row_vector(Queue q, DType t, std::int64_t rows, std::int64_t cols, const void* x, std::int64_t ldx,
+                      const void* bias, void* out, std::int64_t ldo) override {
+    check_queue(q);
+    dispatch_float(t, [&]<class T>() {
+      for (std::int64_t r = 0; r < rows; ++r) {
+        for (std::int64_t c = 0; c < cols; ++c) {
+          static_cast<T*>(out)[r * ldo + c] =
+              T(double(static_cast<const T*>(x)[r * ldx + c]) + double(static_cast<const T*>(bias)[c]));
+        }
+      }
+    });
+  }
+
+  void matrix_add(Queue q, DType t, std::int64_t rows, std::int64_t cols, double alpha, const void* a,
+                  std::int64_t lda, double beta, const void* b, std::int64_t ldb, void* c, std::int64_t ldc) override {
+    check_queue(q);
+    dispatch_float(t, [&]<class T>() {
+      for (std::int64_t r = 0; r < rows; ++r) {
+        for (std::int64_t j = 0; j < cols; ++j) {
+          static_cast<T*>(c)[r * ldc + j] = T(alpha * double(static_cast<const T*>(a)[r * lda + j]) +
+                                              beta * double(static_cast<const T*>(b)[r * ldb + j]));
+        }
+      }
+    });
+  }
+
+  void transpose(Queue q, DType t, std::int64_t rows, std::int64_t cols, const void* a, std::int64_t lda, void* out,
+                 std::int64_t ldo) override {
+    check_queue(q);
+    dispatch_any(t, [&]<class T>() {
+      for (std::int64_t r = 0; r < rows; ++r) {
+        for (std::int64_t c = 0; c < cols; ++c) static_cast<T*>(out)[c * ldo + r] = static_cast<const T*>(a)[r * lda + c];
+      }
+    });
+  }
+
+  std::vector<MatmulTier> matmul_tiers(DType) const override { return {MatmulTier::naive}; }
+  MatmulTier choose_matmul_tier(const GemmArgs&) const override { return MatmulTier::naive; }
+
+  // C (m, n) = alpha * op(A) (m, k) * op(B) (k, n) + beta * C; products summed in double.
+  void matmul(Queue q, const GemmArgs& g) override {
+    check_queue(q);
+    dispatch_any(g.ab_type, [&]<class TA>() {
+      dispatch_float(g.c_type, [&]<class TC>() {
+        const auto* a = static_cast<const TA*>(g.a);
+        const auto* b = static_cast<const TA*>(g.b);
+        auto* c = static_cast<TC*>(g.c);
+        for (std::int64_t i = 0; i < g.m; ++i) {
+          for (std::int64_t j = 0; j < g.n; ++j) {
+            double acc = 0;
+            for (std::int64_t p = 0; p < g.k; ++p) {
+              const double aip = to<double>(g.trans_a == Transpose::no ? a[i * g.lda + p] : a[p * g.lda + i]);
+              const double bpj = to<double>(g.trans_b == Transpose::no ? b[p * g.ldb + j] : b[j * g.ldb + p]);
+              acc += aip * bpj;
+            }
+            TC& cij = c[i * g.ldc + j];
+            cij = TC(g.beta == 0 ? g.alpha * acc : g.alpha * acc + g.beta * double(cij));
+          }
+        }
+      });
+    });
+  }
+
+  void reduce(Queue q, ReduceOp op, DType t, std::size_t n, const void* x, void* result) override {
+    check_queue(q);
+    dispatch_numeric(t, [&]<class T>() {
+      const T* v = static_cast<const T*>(x);
+      if constexpr (std::is_same_v<T, std::int32_t>) {
+        if (op == ReduceOp::sum) {
+          int acc = 0;
+          for (std::size_t i = 0; i < n; ++i) acc = math::wrap_add(acc, v[i]);
+          *static_cast<T*>(result) = acc;
+          return;
+        }
+      }
+      switch (op) {
+        case ReduceOp::sum: {
+          double acc = 0;
+          for (std::size_t i = 0; i < n; ++i) acc += double(v[i]);
+          *static_cast<T*>(result) = T(acc);
+          break;
+        }
+        case ReduceOp::norm2: {
+          double acc = 0;
+          for (std::size_t i = 0; i < n; ++i) acc += double(v[i]) * double(v[i]);
+          *static_cast<T*>(result) = T(std::sqrt(acc));
+          break;
+        }
+        case ReduceOp::min:
+        case ReduceOp::max: {
+          T best = v[0];
+          for (std::size_t i = 1; i < n; ++i) best = op == ReduceOp::min ? math::nan_min(best, v[i]) : math::nan_max(best, v[i]);
+          *static_cast<T*>(result) = best;
+          break;
+        }
+        case ReduceOp::argmax: {
+          std::size_t best = 0;
+          for (std::size_t i = 0; i < n && !math::is_nan(v[best]); ++i) {
+            if (math::is_nan(v[i]) || v[i] > v[best]) best = i;
+          }
+          *static_cast<std::int32_t*>(result) = static_cast<std::int32_t>(best);
+          break;
+        }
+      }
+    });
+  }
+
+  void dot(Queue q, DType t, std::size_t n, const void* x, const void* y, void* result) override {
+    check_queue(q);
+    dispatch_float(t, [&]<class T>() {
+      double acc = 0;
+      for (std::size_t i = 0; i < n; ++i) acc += double(static_cast<const T*>(x)[i]) * double(static_cast<const T*>(y)[i]);
+      *static_cast<T*>(result) = T(acc);
+    });
+  }
+
+  void reduce_rows(Queue q, ReduceOp op, DType t, std::int64_t rows, std::int64_t cols, const void* x,
+                   std::int64_t ldx, void* out) override {
+    reduce_axis(q, op, t, rows, cols, x, ldx, 1, out);
+  }
+  void reduce_cols(Queue q, ReduceOp op, DType t, std::int64_t rows, std::int64_t cols, const void* x,
+                   std::int64_t ldx, void* out) override {
+    // A column of x is a row of x^T: same loop with the strides swapped.
+    reduce_axis(q, op, t, cols, rows, x, 1, ldx, out);
+  }
+
+  void scan(Queue q, ScanKind kind, DType t, std::size_t n, const void* x, void* out) override {
+    check_queue(q);
+    dispatch_numeric(t, [&]<class T>() {
+      const T* v = static_cast<const T*>(x);
+      T* o = static_cast<T*>(out);
+      if constexpr (std::is_same_v<T, std::int32_t>) {
+        int acc = 0;
+        for (std::size_t i = 0; i < n; ++i) {
+          const int xi = v[i];  // read before writing: out may alias x
+          if (kind == ScanKind::exclusive) o[i] = acc;
+          acc = math::wrap_add(acc, xi);
+          if (kind == ScanKind::inclusive) o[i] = acc;
+        }
+      } else {
+        double acc = 0;
+        for (std::size_t i = 0; i < n; ++i) {
+          const double xi = v[i];
+          if (kind == ScanKind::exclusive) o[i] = T(acc);
+          acc += xi;
+          if (kind == ScanKind::inclusive) o[i] = T(acc);
+        }
+      }
+    });
+  }
+
+  void softmax_cross_entropy(Queue q, DType t, std::int64_t rows, std::int64_t cols, const void* logits,
+                             std::int64_t ld_logits, const std::int32_t* labels, void* probs, std::int64_t ld_probs,
+                             void* losses) override {
+    check_queue(q);
+    dispatch_float(t, [&]<class T>() {
+      for (std::int64_t r = 0; r < rows; ++r) {
+        const T* x = static_cast<const T*>(logits) + r * ld_logits;
+        T* p = static_cast<T*>(probs) + r * ld_probs;
+        double m = x[0];
+        for (std::int64_t c = 1; c < cols; ++c) m = math::nan_max(m, double(x[c]));
+        double s = 0;
+        for (std::int64_t c = 0; c < cols; ++c) s += std::exp(double(x[c]) - m);
+        const double log_s = std::log(s);
+        for (std::int64_t c = 0; c < cols; ++c) p[c] = T(std::exp(double(x[c]) - m) / s);
+        const std::int32_t label = labels[r];
+        static_cast<T*>(losses)[r] = (label >= 0 && label < cols) ? T(log_s - (double(x[label]) - m))
+                                                                 : std::numeric_limits<T>::quiet_NaN();
+      }
+    });
+  }
+
+  void mse(Queue q, DType t, std::size_t n, const void* a, const void* b, void* result) override {
+    check_queue(q);
+    dispatch_float(t, [&]<class T>() {
+      double acc = 0;
+      for (std::size_t i = 0; i < n; ++i) {
+        const double d = double(static_cast<const T*>(a)[i]) - double(static_cast<const T*>(b)[i]);
+        acc += d * d;
+      }
+      *static_cast<T*>(result) = T(acc / double(n));
+    });
+  }
+
+ private:
+  // out[r] = op over x[r * row_stride + c * col_stride] for c in [0, cols).
+  void reduce_axis(Queue q, ReduceOp op, DType t, std::int64_t rows, std::int64_t cols, const void* x,
+                   std::int64_t row_stride, std::int64_t col_stride, void* out) {
+    check_queue(q);
+    dispatch_numeric(t, [&]<class T>() {
+      const T* v = static_cast<const T*>(x);
+      for (std::int64_t r = 0; r < rows; ++r) {
+        const T* row = v + r * row_stride;
+        if (op == ReduceOp::max) {
+          T best = row[0];
+          for (std::int64_t c = 1; c < cols; ++c) best = math::nan_max(best, row[c * col_stride]);
+          static_cast<T*>(out)[r] = best;
+        } else if constexpr (std::is_same_v<T, std::int32_t>) {
+          int acc = 0;
+          for (std::int64_t c = 0; c < cols; ++c) acc = math::wrap_add(acc, row[c * col_stride]);
+          static_cast<T*>(out)[r] = acc;
+        } else {
+          double acc = 0;
+          for (std::int64_t c = 0; c < cols; ++c) acc += double(row[c * col_stride]);
+          static_cast<T*>(out)[r] = T(acc);
+        }
+      }
+    });
+  }
+};
+
+}  // namespace
+
+namespace detail {
+int reference_device_count(std::string&) { return 1; }
+std::shared_ptr<Backend> make_reference_backend(int) { return std::make_shared<ReferenceBackend>(); }
+}  // namespace detail
+
+}  // namespace tandem

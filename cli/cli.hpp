@@ -1,0 +1,13 @@
+#pragma once
+
+#include <string>
+#include <vector>
+
+namespace tandem::cli {
+
+// Each subcommand takes its arguments (after the subcommand name) and returns the exit code:
+// 0 success, 1 a check failed, 2 bad usage or an unusable backend.
+int info_main(const std::vector<std::string>& args);
+int check_main(const std::vector<std::string>& args);
+
+}  // namespace tandem::cli

@@ -1,0 +1,31 @@
+# tandem_option(NAME DOC): a tri-state option AUTO|ON|OFF (AUTO: on when its toolchain is found;
+# ON: configuration fails with a clear message when it is missing).
+function(tandem_option name doc)
+  set(${name} AUTO CACHE STRING "${doc} (AUTO|ON|OFF)")
+  set_property(CACHE ${name} PROPERTY STRINGS AUTO ON OFF)
+  string(TOUPPER "${${name}}" value)
+  if(value STREQUAL "TRUE" OR value STREQUAL "YES" OR value STREQUAL "1")
+    set(value ON)
+  elseif(value STREQUAL "FALSE" OR value STREQUAL "NO" OR value STREQUAL "0")
+    set(value OFF)
+  endif()
+  if(NOT value MATCHES "^(AUTO|ON|OFF)$")
+    message(FATAL_ERROR "${name}=${${name}}: use AUTO, ON or OFF")
+  endif()
+  set(${name} ${value} PARENT_SCOPE)
+endfunction()
+
+# tandem_resolve(NAME FOUND WHAT HINT): turns the option into ON/OFF given whether its
+# dependency was found; fails for ON without it.
+function(tandem_resolve name found what hint)
+  if(${name} STREQUAL "OFF")
+    set(${name}_ON OFF PARENT_SCOPE)
+  elseif(found)
+    set(${name}_ON ON PARENT_SCOPE)
+  elseif(${name} STREQUAL "ON")
+    message(FATAL_ERROR "${name}=ON but ${what} was not found. ${hint}")
+  else()
+    message(STATUS "tandem: ${what} not found, ${name}=AUTO leaves it out. ${hint}")
+    set(${name}_ON OFF PARENT_SCOPE)
+  endif()
+endfunction()

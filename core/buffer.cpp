@@ -1,0 +1,110 @@
+#include "tandem/buffer.hpp"
+
+#include <limits>
+#include <string>
+
+namespace tandem {
+
+namespace detail {
+
+// One device allocation; keeps its backend alive and returns the block to its cache.
+struct Storage {
+  std::shared_ptr<Backend> backend;
+  void* ptr = nullptr;
+  ~Storage() { backend->deallocate(ptr); }
+};
+
+struct HostStorage {
+  std::shared_ptr<Backend> backend;
+  void* ptr = nullptr;
+  std::size_t bytes = 0;
+  bool pinned = false;
+  ~HostStorage() { backend->host_free(ptr, bytes, pinned); }
+};
+
+}  // namespace detail
+
+namespace {
+std::size_t checked_bytes(std::size_t count, DType dtype, Backend& backend) {
+  if (count > std::numeric_limits<std::size_t>::max() / size_of(dtype)) {
+    throw OutOfMemory(std::numeric_limits<std::size_t>::max(), backend.device_free_bytes(), backend.name());
+  }
+  return count * size_of(dtype);
+}
+}  // namespace
+
+Buffer::Buffer(Backend& backend, DType dtype, std::size_t count, const std::source_location& where)
+    : size_(count), dtype_(dtype) {
+  const std::size_t bytes = checked_bytes(count, dtype, backend);
+  storage_ = std::make_shared<detail::Storage>();
+  storage_->backend = backend.shared_from_this();
+  storage_->ptr = backend.allocate(bytes, where);
+}
+
+Backend& Buffer::backend() const {
+  if (!storage_) throw InvalidArgument("empty Buffer handle: construct it with a backend, dtype and size first");
+  return *storage_->backend;
+}
+
+void* Buffer::data() {
+  if (!storage_ || storage_->ptr == nullptr) return nullptr;
+  return static_cast<char*>(storage_->ptr) + offset_ * size_of(dtype_);
+}
+
+const void* Buffer::data() const { return const_cast<Buffer*>(this)->data(); }
+
+Buffer Buffer::slice(std::size_t offset, std::size_t count) const {
+  if (offset > size_ || count > size_ - offset) {
+    throw InvalidArgument("Buffer::slice: [" + std::to_string(offset) + ", " + std::to_string(offset + count) +
+                          ") is outside the buffer of " + std::to_string(size_) + " elements");
+  }
+  Buffer view = *this;
+  view.offset_ = offset_ + offset;
+  view.size_ = count;
+  return view;
+}
+
+void Buffer::check_host_type(DType host, std::size_t count, const char* what) const {
+  if (host != dtype_) {
+    throw DTypeMismatch(std::string("Buffer::") + what + ": host elements are " + std::string(name_of(host)) +
+                        " but the buffer holds " + std::string(name_of(dtype_)));
+  }
+  if (count != size_) {
+    throw ShapeMismatch(std::string("Buffer::") + what + ": host span has " + std::to_string(count) +
+                        " elements, the buffer " + std::to_string(size_));
+  }
+}
+
+void Buffer::upload_bytes(const void* h_src, std::size_t bytes, Queue q) {
+  if (bytes != this->bytes()) {
+    throw ShapeMismatch("Buffer::upload_bytes: " + std::to_string(bytes) + " bytes given, the buffer has " +
+                        std::to_string(this->bytes()));
+  }
+  if (bytes == 0) return;
+  if (h_src == nullptr) throw InvalidArgument("Buffer::upload_bytes: null host pointer");
+  backend().copy_to_device(q, data(), h_src, bytes);
+}
+
+void Buffer::download_bytes(void* h_dst, std::size_t bytes, Queue q) const {
+  if (bytes != this->bytes()) {
+    throw ShapeMismatch("Buffer::download_bytes: " + std::to_string(bytes) + " bytes asked, the buffer has " +
+                        std::to_string(this->bytes()));
+  }
+  if (bytes == 0) return;
+  if (h_dst == nullptr) throw InvalidArgument("Buffer::download_bytes: null host pointer");
+  backend().copy_to_host(q, h_dst, data(), bytes);
+  backend().synchronize(q);
+}
+
+HostBuffer::HostBuffer(Backend& backend, DType dtype, std::size_t count) : size_(count), dtype_(dtype) {
+  const std::size_t bytes = checked_bytes(count, dtype, backend);
+  storage_ = std::make_shared<detail::HostStorage>();
+  storage_->backend = backend.shared_from_this();
+  storage_->bytes = bytes;
+  storage_->ptr = backend.host_allocate(bytes, storage_->pinned);
+}
+
+bool HostBuffer::is_pinned() const { return storage_->pinned; }
+void* HostBuffer::data() { return storage_->ptr; }
+
+}  // namespace tandem

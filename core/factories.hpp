@@ -1,0 +1,20 @@
+// How the registry reaches each backend compiled in. Internal; each backend folder defines its pair.
+#pragma once
+
+#include <memory>
+#include <string>
+
+#include "tandem/backend.hpp"
+
+namespace tandem::detail {
+
+// Devices of that backend usable here; 0 with `reason` set when none.
+int reference_device_count(std::string& reason);
+std::shared_ptr<Backend> make_reference_backend(int device);
+
+#ifdef TANDEM_HAVE_OPENMP
+int openmp_device_count(std::string& reason);
+std::shared_ptr<Backend> make_openmp_backend(int device);
+#endif
+
+}  // namespace tandem::detail

@@ -1,0 +1,100 @@
+// Names of enums and the errors' message formatting.
+#include <string>
+
+#include "tandem/backend.hpp"
+#include "tandem/dtype.hpp"
+#include "tandem/errors.hpp"
+
+namespace tandem {
+
+namespace {
+std::string format_bytes(std::size_t bytes) {
+  const char* units[] = {"B", "KiB", "MiB", "GiB", "TiB", "PiB", "EiB"};
+  double value = static_cast<double>(bytes);
+  int unit = 0;
+  while (value >= 1024.0 && unit < 6) {
+    value /= 1024.0;
+    ++unit;
+  }
+  char text[64];
+  std::snprintf(text, sizeof text, "%.1f %s", value, units[unit]);
+  return text;
+}
+}  // namespace
+
+OutOfMemory::OutOfMemory(std::size_t bytes_requested, std::size_t bytes_free, const std::string& backend)
+    : Error("out of memory on backend '" + backend + "': asked for " + std::to_string(bytes_requested) + " bytes (" +
+            format_bytes(bytes_requested) + "), " + std::to_string(bytes_free) + " bytes (" + format_bytes(bytes_free) +
+            ") free; free buffers, call empty_cache(), or use smaller sizes"),
+      bytes_requested_(bytes_requested),
+      bytes_free_(bytes_free),
+      backend_(backend) {}
+
+DType parse_dtype(std::string_view name) {
+  for (DType t : {DType::f16, DType::bf16, DType::f32, DType::f64, DType::i32}) {
+    if (name == name_of(t)) return t;
+  }
+  throw InvalidArgument("unknown dtype '" + std::string(name) + "': use one of f16, bf16, f32, f64, i32");
+}
+
+std::string_view name_of(BinaryOp op) {
+  switch (op) {
+    case BinaryOp::add: return "add";
+    case BinaryOp::sub: return "sub";
+    case BinaryOp::mul: return "mul";
+    case BinaryOp::div: return "div";
+    case BinaryOp::relu_grad: return "relu_grad";
+    case BinaryOp::sigmoid_grad: return "sigmoid_grad";
+    case BinaryOp::tanh_grad: return "tanh_grad";
+  }
+  return "?";
+}
+
+std::string_view name_of(UnaryOp op) {
+  switch (op) {
+    case UnaryOp::relu: return "relu";
+    case UnaryOp::sigmoid: return "sigmoid";
+    case UnaryOp::tanh: return "tanh";
+    case UnaryOp::exp: return "exp";
+    case UnaryOp::log: return "log";
+    case UnaryOp::sqrt: return "sqrt";
+    case UnaryOp::square: return "square";
+    case UnaryOp::abs: return "abs";
+    case UnaryOp::neg: return "neg";
+  }
+  return "?";
+}
+
+std::string_view name_of(ReduceOp op) {
+  switch (op) {
+    case ReduceOp::sum: return "sum";
+    case ReduceOp::min: return "min";
+    case ReduceOp::max: return "max";
+    case ReduceOp::argmax: return "argmax";
+    case ReduceOp::norm2: return "norm2";
+  }
+  return "?";
+}
+
+std::string_view name_of(MatmulTier tier) {
+  switch (tier) {
+    case MatmulTier::automatic: return "auto";
+    case MatmulTier::naive: return "naive";
+    case MatmulTier::tiled: return "tiled";
+    case MatmulTier::register_blocked: return "register_blocked";
+    case MatmulTier::tensor_core: return "tensor_core";
+    case MatmulTier::vendor: return "vendor";
+  }
+  return "?";
+}
+
+MatmulTier parse_matmul_tier(std::string_view name) {
+  for (MatmulTier t : {MatmulTier::automatic, MatmulTier::naive, MatmulTier::tiled, MatmulTier::register_blocked,
+                       MatmulTier::tensor_core, MatmulTier::vendor}) {
+    if (name == name_of(t)) return t;
+  }
+  throw InvalidArgument("unknown matmul tier '" + std::string(name) +
+                        "': use one of auto, naive, tiled, register_blocked, tensor_core, vendor");
+}
+
+}  // namespace tandem

@@ -1,0 +1,172 @@
+// The backend registry: which backends are compiled in, which can run here, and the shared
+// instance of each. Explicit (no self-registration) so that static linking keeps every backend.
+#include "tandem/registry.hpp"
+
+#include <charconv>
+#include <cstdio>
+#include <cstdlib>
+#include <functional>
+#include <map>
+#include <mutex>
+
+#include "factories.hpp"
+#include "tandem/errors.hpp"
+
+namespace tandem {
+
+namespace {
+
+struct Entry {
+  const char* name;
+  bool built;
+  const char* not_built_reason;  // when !built: how to get it
+  std::function<int(std::string&)> device_count;
+  std::function<std::shared_ptr<Backend>(int)> make;
+};
+
+// In the order "auto" prefers them: GPUs first, then the fast CPU backend, then the oracle.
+// The simulator is never chosen by "auto": it is a correctness tool, not a fast path.
+const std::vector<Entry>& entries() {
+  static const std::vector<Entry> list = {
+      {"cuda", false, "not built into this library: configure with -DTANDEM_ENABLE_CUDA=ON (needs the CUDA toolkit)",
+       nullptr, nullptr},
+      {"hip", false, "not built into this library: configure with -DTANDEM_ENABLE_HIP=ON (needs ROCm: hipcc, libamdhip64-dev)",
+       nullptr, nullptr},
+#ifdef TANDEM_HAVE_OPENMP
+      {"openmp", true, "", detail::openmp_device_count, detail::make_openmp_backend},
+#else
+      {"openmp", false, "not built into this library: configure with -DTANDEM_ENABLE_OPENMP=ON (needs OpenMP)",
+       nullptr, nullptr},
+#endif
+      {"kokkos", false, "not built into this library: the Kokkos backend is not implemented yet", nullptr, nullptr},
+      {"sim", false, "not built into this library: configure with -DTANDEM_ENABLE_SIM=ON (needs libboost-context-dev)",
+       nullptr, nullptr},
+      {"reference", true, "", detail::reference_device_count, detail::make_reference_backend},
+  };
+  return list;
+}
+
+const std::vector<std::string> auto_order = {"cuda", "hip", "openmp", "reference"};
+
+std::string known_names() {
+  std::string text;
+  for (const auto& info : backends()) {
+    if (!text.empty()) text += ", ";
+    text += info.name;
+    text += info.available ? " (available)" : " (unavailable: " + info.reason + ")";
+  }
+  return text;
+}
+
+// Splits "cuda:1" into ("cuda", 1); a bare name means device 0.
+std::pair<std::string, int> parse_name(std::string_view full) {
+  const auto colon = full.find(':');
+  if (colon == std::string_view::npos) return {std::string(full), 0};
+  int index = -1;
+  const auto digits = full.substr(colon + 1);
+  auto [end, ec] = std::from_chars(digits.data(), digits.data() + digits.size(), index);
+  if (ec != std::errc() || end != digits.data() + digits.size() || index < 0) {
+    throw BackendUnavailable("bad backend name '" + std::string(full) +
+                             "': use NAME or NAME:DEVICE with DEVICE a number, e.g. cuda:1");
+  }
+  return {std::string(full.substr(0, colon)), index};
+}
+
+const Entry& find_entry(const std::string& name) {
+  for (const auto& entry : entries()) {
+    if (name == entry.name) return entry;
+  }
+  throw BackendUnavailable("unknown backend '" + name + "'; backends: " + known_names() +
+                           "; or 'auto' for the best available");
+}
+
+// Resolves "auto" and checks the backend can run; returns (name, device).
+std::pair<std::string, int> resolve(std::string_view requested) {
+  if (requested == "auto" || requested.empty()) requested = auto_backend_name();
+  auto [name, device] = parse_name(requested);
+  const Entry& entry = find_entry(name);
+  if (!entry.built) throw BackendUnavailable("backend '" + name + "' is " + entry.not_built_reason);
+  std::string reason;
+  const int count = entry.device_count(reason);
+  if (count == 0) throw BackendUnavailable("backend '" + name + "' cannot run here: " + reason);
+  if (device >= count) {
+    throw BackendUnavailable("backend '" + name + "' has " + std::to_string(count) + " device(s); device " +
+                             std::to_string(device) + " does not exist (use " + name + ":0 .. " + name + ":" +
+                             std::to_string(count - 1) + ")");
+  }
+  return {name, device};
+}
+
+// The shared instances. At exit, with TANDEM_DEBUG_MEMORY=1, lists buffers still alive.
+struct SharedBackends {
+  std::mutex mutex;
+  std::map<std::string, std::shared_ptr<Backend>> by_name;
+  ~SharedBackends() {
+    for (auto& [name, backend] : by_name) {
+      if (backend->tracks_allocations()) {
+        const std::string report = backend->leak_report();
+        if (!report.empty()) std::fputs(report.c_str(), stderr);
+      }
+    }
+  }
+};
+
+SharedBackends& shared_backends() {
+  static SharedBackends instance;
+  return instance;
+}
+
+}  // namespace
+
+std::vector<BackendInfo> backends() {
+  std::vector<BackendInfo> list;
+  for (const auto& entry : entries()) {
+    BackendInfo info;
+    info.name = entry.name;
+    info.built = entry.built;
+    if (!entry.built) {
+      info.reason = entry.not_built_reason;
+    } else {
+      info.device_count = entry.device_count(info.reason);
+      info.available = info.device_count > 0;
+    }
+    list.push_back(std::move(info));
+  }
+  return list;
+}
+
+std::string auto_backend_name() {
+  for (const auto& name : auto_order) {
+    for (const auto& info : backends()) {
+      if (info.name == name && info.available) return name;
+    }
+  }
+  return "reference";
+}
+
+Backend& get_backend(std::string_view requested) {
+  auto [name, device] = resolve(requested);
+  const std::string key = name + ":" + std::to_string(device);
+  auto& shared = shared_backends();
+  std::lock_guard lock(shared.mutex);
+  auto& slot = shared.by_name[key];
+  if (!slot) slot = find_entry(name).make(device);
+  return *slot;
+}
+
+Backend& default_backend() {
+  const char* env = std::getenv("TANDEM_BACKEND");
+  if (env == nullptr || env[0] == '\0') return get_backend("auto");
+  try {
+    return get_backend(env);
+  } catch (const BackendUnavailable& e) {
+    throw BackendUnavailable(std::string("TANDEM_BACKEND=") + env + ": " + e.what());
+  }
+}
+
+std::shared_ptr<Backend> create_backend(std::string_view requested) {
+  auto [name, device] = resolve(requested);
+  return find_entry(name).make(device);
+}
+
+}  // namespace tandem

@@ -1,0 +1,189 @@
+// The Backend interface: the contract every backend implements.
+//
+// The resource contract is small (device_allocate, device_free, copies, synchronize); the caching
+// allocator, buffers and statistics are built on it once, here. The primitive ops take raw device
+// pointers and run on a queue; the public API (ops.hpp) checks every argument before it calls them,
+// so a backend may assume shapes, types, leading dimensions and devices are valid.
+// Matrices are row-major: element (i, j) of a matrix with leading dimension ld is at [i * ld + j].
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <map>
+#include <mutex>
+#include <source_location>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "tandem/device.hpp"
+#include "tandem/dtype.hpp"
+#include "tandem/memory.hpp"
+
+namespace tandem {
+
+enum class BinaryOp { add, sub, mul, div, relu_grad, sigmoid_grad, tanh_grad };
+enum class UnaryOp { relu, sigmoid, tanh, exp, log, sqrt, square, abs, neg };
+enum class ReduceOp { sum, min, max, argmax, norm2 };
+enum class ScanKind { inclusive, exclusive };
+enum class Transpose { no, yes };
+enum class MatmulTier { automatic, naive, tiled, register_blocked, tensor_core, vendor };
+
+std::string_view name_of(BinaryOp op);
+std::string_view name_of(UnaryOp op);
+std::string_view name_of(ReduceOp op);
+std::string_view name_of(MatmulTier tier);
+MatmulTier parse_matmul_tier(std::string_view name);  // "naive", "tiled", ..., "auto"
+
+// A queue of work on one backend. Queue{} is the backend's default queue.
+struct Queue {
+  int id = 0;
+};
+
+// A point in a queue's work, for timing and waiting. Backends subclass Event::Impl.
+class Event {
+ public:
+  struct Impl {
+    virtual ~Impl() = default;
+  };
+  Event() = default;
+  explicit Event(std::shared_ptr<Impl> impl) : impl_(std::move(impl)) {}
+  Impl* impl() const { return impl_.get(); }
+
+ private:
+  std::shared_ptr<Impl> impl_;
+};
+
+// C = alpha * op(A) * op(B) + beta * C with op(A) (m, k), op(B) (k, n), C (m, n), all row-major.
+// A and B share ab_type; C is f32 for f16/bf16 inputs and the input type otherwise.
+// With beta == 0, C is not read (it may hold NaN). alpha == 0 never reaches a backend.
+struct GemmArgs {
+  Transpose trans_a = Transpose::no;
+  Transpose trans_b = Transpose::no;
+  std::int64_t m = 0, n = 0, k = 0;
+  double alpha = 1, beta = 0;
+  DType ab_type = DType::f32;
+  DType c_type = DType::f32;
+  const void* a = nullptr;
+  std::int64_t lda = 0;
+  const void* b = nullptr;
+  std::int64_t ldb = 0;
+  void* c = nullptr;
+  std::int64_t ldc = 0;
+  MatmulTier tier = MatmulTier::automatic;  // never automatic when it reaches a backend
+};
+
+// Backends are always owned by a std::shared_ptr (the registry's or create_backend's); every
+// buffer keeps its backend alive.
+class Backend : public std::enable_shared_from_this<Backend> {
+ public:
+  Backend();
+  virtual ~Backend();
+  Backend(const Backend&) = delete;
+  Backend& operator=(const Backend&) = delete;
+
+  // ---- discovery ----
+  // Registry name, e.g. "openmp", "cuda:1".
+  virtual std::string name() const = 0;
+  virtual DeviceProperties properties() const = 0;
+
+  // ---- resource contract (each backend implements these) ----
+  // Allocates device memory; returns nullptr when the device has not enough (the caller throws).
+  virtual void* device_allocate(std::size_t bytes) = 0;
+  virtual void device_free(void* ptr, std::size_t bytes) = 0;
+  // Bytes the device could still give; used in OutOfMemory messages.
+  virtual std::size_t device_free_bytes() const = 0;
+  virtual void copy_to_device(Queue q, void* d_dst, const void* h_src, std::size_t bytes) = 0;
+  virtual void copy_to_host(Queue q, void* h_dst, const void* d_src, std::size_t bytes) = 0;
+  virtual void copy_on_device(Queue q, void* d_dst, const void* d_src, std::size_t bytes) = 0;
+  // Optional: page-locked host memory for fast transfers. Default: plain aligned host memory.
+  virtual void* host_allocate(std::size_t bytes, bool& pinned);
+  virtual void host_free(void* ptr, std::size_t bytes, bool pinned);
+
+  // ---- queues and events (CPU backends run synchronously; the default queue is id 0) ----
+  virtual Queue create_queue() { return Queue{}; }
+  virtual void synchronize(Queue q) = 0;
+  virtual Event record_event(Queue q);
+  // Milliseconds between two recorded events (waits for both).
+  virtual double elapsed_ms(const Event& start, const Event& stop);
+
+  // ---- primitive ops ----
+  // out[i] = op(x[i], y[i]); dtype f32 or f64.
+  virtual void binary(Queue q, BinaryOp op, DType t, std::size_t n, const void* x, const void* y, void* out) = 0;
+  // out[i] = op(x[i]); dtype f32 or f64.
+  virtual void unary(Queue q, UnaryOp op, DType t, std::size_t n, const void* x, void* out) = 0;
+  // y[i] += alpha * x[i].
+  virtual void axpy(Queue q, DType t, std::size_t n, double alpha, const void* x, void* y) = 0;
+  // out[i] = alpha * x[i].
+  virtual void scale(Queue q, DType t, std::size_t n, double alpha, const void* x, void* out) = 0;
+  // out[i] = value; any dtype.
+  virtual void fill(Queue q, DType t, std::size_t n, double value, void* out) = 0;
+  // out (rows, cols) = x (rows, cols) + bias (cols) broadcast over rows.
+  virtual void add_row_vector(Queue q, DType t, std::int64_t rows, std::int64_t cols, const void* x,
+                              std::int64_t ldx, const void* bias, void* out, std::int64_t ldo) = 0;
+  // c = alpha * a + beta * b, all (rows, cols).
+  virtual void matrix_add(Queue q, DType t, std::int64_t rows, std::int64_t cols, double alpha, const void* a,
+                          std::int64_t lda, double beta, const void* b, std::int64_t ldb, void* c,
+                          std::int64_t ldc) = 0;
+  // out (cols, rows) = a (rows, cols) transposed; any dtype.
+  virtual void transpose(Queue q, DType t, std::int64_t rows, std::int64_t cols, const void* a, std::int64_t lda,
+                         void* out, std::int64_t ldo) = 0;
+  // The matmul tiers this backend has for input type ab (never "automatic").
+  virtual std::vector<MatmulTier> matmul_tiers(DType ab) const = 0;
+  // The tier "automatic" resolves to for this problem.
+  virtual MatmulTier choose_matmul_tier(const GemmArgs& args) const = 0;
+  virtual void matmul(Queue q, const GemmArgs& args) = 0;
+  // result[0] = op(x[0..n)); n >= 1. result has x's dtype, except argmax which writes an i32 index
+  // (the first maximum; the first NaN if any). min, max and argmax propagate NaN.
+  virtual void reduce(Queue q, ReduceOp op, DType t, std::size_t n, const void* x, void* result) = 0;
+  // result[0] = sum x[i] * y[i]; f32 or f64.
+  virtual void dot(Queue q, DType t, std::size_t n, const void* x, const void* y, void* result) = 0;
+  // Per row (out has rows elements) or per column (cols elements) sum or max of x (rows, cols).
+  virtual void reduce_rows(Queue q, ReduceOp op, DType t, std::int64_t rows, std::int64_t cols, const void* x,
+                           std::int64_t ldx, void* out) = 0;
+  virtual void reduce_cols(Queue q, ReduceOp op, DType t, std::int64_t rows, std::int64_t cols, const void* x,
+                           std::int64_t ldx, void* out) = 0;
+  // Inclusive: out[i] = x[0] + ... + x[i]; exclusive: out[i] = x[0] + ... + x[i-1], out[0] = 0.
+  // f32, f64, i32 (i32 wraps modulo 2^32). out may alias x.
+  virtual void scan(Queue q, ScanKind kind, DType t, std::size_t n, const void* x, void* out) = 0;
+  // Row-wise stable softmax of logits (rows, cols) into probs, and losses[r] = -log probs[r][label[r]]
+  // (NaN where a label is outside [0, cols)). labels are i32.
+  virtual void softmax_cross_entropy(Queue q, DType t, std::int64_t rows, std::int64_t cols, const void* logits,
+                                     std::int64_t ld_logits, const std::int32_t* labels, void* probs,
+                                     std::int64_t ld_probs, void* losses) = 0;
+  // result[0] = mean((a[i] - b[i])^2); n >= 1.
+  virtual void mse(Queue q, DType t, std::size_t n, const void* a, const void* b, void* result) = 0;
+
+  // ---- memory, built on the resource contract (not virtual) ----
+  // Allocates through the caching allocator; throws OutOfMemory. The location is kept for the
+  // leak report when TANDEM_DEBUG_MEMORY=1.
+  void* allocate(std::size_t bytes, const std::source_location& where = std::source_location::current());
+  void deallocate(void* ptr) noexcept;
+  MemoryStats memory_stats() const;
+  // Returns cached blocks to the device.
+  void empty_cache();
+  // Buffers still alive, with where they were allocated (tracked when TANDEM_DEBUG_MEMORY=1).
+  std::vector<LiveAllocation> live_allocations() const;
+  bool tracks_allocations() const { return track_allocations_; }
+  // Human-readable list of live allocations ("" when none).
+  std::string leak_report() const;
+
+ protected:
+  // Every backend's destructor calls this before it releases its device: it frees every cached
+  // block and, with TANDEM_DEBUG_MEMORY=1, prints the leak report to stderr.
+  void shutdown_memory() noexcept;
+
+ private:
+  friend class MemoryScope;
+  mutable std::mutex memory_mutex_;
+  std::multimap<std::size_t, void*> cache_;           // free blocks kept for reuse, by size
+  std::unordered_map<void*, LiveAllocation> live_;  // every live block (where: when tracking)
+  MemoryStats stats_;
+  std::vector<std::size_t> scope_base_, scope_peak_;  // per open MemoryScope slot
+  std::vector<bool> scope_open_;
+  bool track_allocations_ = false;
+  bool memory_shut_down_ = false;
+};
+
+}  // namespace tandem

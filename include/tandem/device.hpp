@@ -1,0 +1,27 @@
+// What a backend's device is: filled from the OS on CPUs and from the runtime on GPUs.
+#pragma once
+
+#include <cstddef>
+#include <string>
+#include <vector>
+
+namespace tandem {
+
+enum class BackendKind { cpu, gpu, simulator };
+
+struct DeviceProperties {
+  std::string name;                       // "Intel(R) Xeon(R) ...", "NVIDIA H100 80GB HBM3"
+  BackendKind kind = BackendKind::cpu;
+  std::size_t memory_bytes = 0;           // total device (or host) memory
+  int compute_units = 0;                  // CPU threads used, or GPU multiprocessors
+  int simd_width = 0;                     // f32 lanes of the widest vector unit, or the warp width
+  std::size_t shared_memory_per_block = 0;  // GPU only
+  std::size_t l1_cache_bytes = 0;         // per core / per SM where known
+  std::size_t l2_cache_bytes = 0;
+  std::size_t l3_cache_bytes = 0;
+  int clock_mhz = 0;                      // 0 where unknown
+  double memory_bandwidth_gbs = 0;        // theoretical peak where known, else 0
+  std::vector<std::string> isa_features;  // "avx2", "avx512f", "sm_90", ...
+};
+
+}  // namespace tandem

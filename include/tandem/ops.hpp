@@ -1,0 +1,97 @@
+// The primitive ops. Every function checks its arguments (shapes, dtypes, devices, leading
+// dimensions, tiers) and throws a typed error before any work starts, then runs on the backend
+// that owns the buffers, on queue q (default: the backend's default queue).
+#pragma once
+
+#include <cstdint>
+
+#include "tandem/backend.hpp"
+#include "tandem/buffer.hpp"
+
+namespace tandem {
+
+// A row-major matrix view over a buffer: element (i, j) at [i * ld + j], ld >= cols.
+struct Matrix {
+  Buffer buffer;
+  std::int64_t rows = 0;
+  std::int64_t cols = 0;
+  std::int64_t ld = 0;
+};
+// Checks that the buffer holds (rows - 1) * ld + cols elements; ld = 0 means ld = cols.
+Matrix matrix(Buffer buffer, std::int64_t rows, std::int64_t cols, std::int64_t ld = 0);
+
+// ---- elementwise (f32, f64) ----
+void binary(BinaryOp op, const Buffer& x, const Buffer& y, Buffer& out, Queue q = {});
+void unary(UnaryOp op, const Buffer& x, Buffer& out, Queue q = {});
+inline void add(const Buffer& x, const Buffer& y, Buffer& out, Queue q = {}) { binary(BinaryOp::add, x, y, out, q); }
+inline void sub(const Buffer& x, const Buffer& y, Buffer& out, Queue q = {}) { binary(BinaryOp::sub, x, y, out, q); }
+inline void mul(const Buffer& x, const Buffer& y, Buffer& out, Queue q = {}) { binary(BinaryOp::mul, x, y, out, q); }
+inline void div(const Buffer& x, const Buffer& y, Buffer& out, Queue q = {}) { binary(BinaryOp::div, x, y, out, q); }
+inline void relu(const Buffer& x, Buffer& out, Queue q = {}) { unary(UnaryOp::relu, x, out, q); }
+inline void sigmoid(const Buffer& x, Buffer& out, Queue q = {}) { unary(UnaryOp::sigmoid, x, out, q); }
+inline void tanh(const Buffer& x, Buffer& out, Queue q = {}) { unary(UnaryOp::tanh, x, out, q); }
+inline void exp(const Buffer& x, Buffer& out, Queue q = {}) { unary(UnaryOp::exp, x, out, q); }
+// dx = dy where x > 0, else 0 (x is the layer input).
+inline void relu_grad(const Buffer& x, const Buffer& dy, Buffer& dx, Queue q = {}) { binary(BinaryOp::relu_grad, x, dy, dx, q); }
+// dx = dy * y * (1 - y) (y is the sigmoid output).
+inline void sigmoid_grad(const Buffer& y, const Buffer& dy, Buffer& dx, Queue q = {}) { binary(BinaryOp::sigmoid_grad, y, dy, dx, q); }
+// dx = dy * (1 - y^2) (y is the tanh output).
+inline void tanh_grad(const Buffer& y, const Buffer& dy, Buffer& dx, Queue q = {}) { binary(BinaryOp::tanh_grad, y, dy, dx, q); }
+// y += alpha * x
+void axpy(double alpha, const Buffer& x, Buffer& y, Queue q = {});
+// out = alpha * x
+void scale(double alpha, const Buffer& x, Buffer& out, Queue q = {});
+// out = value (any dtype)
+void fill(Buffer& out, double value, Queue q = {});
+// dst = src (same backend, dtype, size)
+void copy(const Buffer& src, Buffer& dst, Queue q = {});
+
+// ---- matrix ----
+// out = x + bias broadcast over rows; bias has x.cols elements.
+void add_row_vector(const Matrix& x, const Buffer& bias, Matrix& out, Queue q = {});
+// c = alpha * a + beta * b
+void matrix_add(double alpha, const Matrix& a, double beta, const Matrix& b, Matrix& c, Queue q = {});
+// out = a^T; out is (a.cols, a.rows).
+void transpose(const Matrix& a, Matrix& out, Queue q = {});
+
+struct MatmulOptions {
+  Transpose trans_a = Transpose::no;
+  Transpose trans_b = Transpose::no;
+  double alpha = 1;
+  double beta = 0;
+  MatmulTier tier = MatmulTier::automatic;
+};
+// GEMM: c = alpha * op(a) * op(b) + beta * c. a and b are f32, f64, f16 or bf16 (the same);
+// c is f32 for f16/bf16 inputs (f32 accumulation), else the input type. A tier the backend lacks
+// throws Unsupported listing the ones it has; only `automatic` chooses.
+void matmul(const Matrix& a, const Matrix& b, Matrix& c, const MatmulOptions& options = {}, Queue q = {});
+// The tier `automatic` would pick for these operands.
+MatmulTier resolve_matmul_tier(const Matrix& a, const Matrix& b, const Matrix& c, const MatmulOptions& options = {});
+
+// ---- reductions (f32, f64, i32; dot, norm2 and mse f32/f64) ----
+// result (1 element, x's dtype; i32 for argmax) = op(x). x must not be empty.
+void reduce(ReduceOp op, const Buffer& x, Buffer& result, Queue q = {});
+void dot(const Buffer& x, const Buffer& y, Buffer& result, Queue q = {});
+// Convenience forms that wait and return the value on the host.
+double sum(const Buffer& x);
+double min(const Buffer& x);
+double max(const Buffer& x);
+std::int64_t argmax(const Buffer& x);
+double dot(const Buffer& x, const Buffer& y);
+double norm2(const Buffer& x);
+// out[r] = op over row r (out has x.rows elements); op is sum or max.
+void reduce_rows(ReduceOp op, const Matrix& x, Buffer& out, Queue q = {});
+// out[c] = op over column c (out has x.cols elements); op is sum or max.
+void reduce_cols(ReduceOp op, const Matrix& x, Buffer& out, Queue q = {});
+
+// ---- scans (f32, f64, i32; out may be x) ----
+void inclusive_scan(const Buffer& x, Buffer& out, Queue q = {});
+void exclusive_scan(const Buffer& x, Buffer& out, Queue q = {});
+
+// ---- ML helpers ----
+// probs = row-wise softmax(logits); losses[r] = -log probs[r][labels[r]]. labels: i32, rows elements.
+void softmax_cross_entropy(const Matrix& logits, const Buffer& labels, Matrix& probs, Buffer& losses, Queue q = {});
+// result = mean((a - b)^2)
+void mse(const Buffer& a, const Buffer& b, Buffer& result, Queue q = {});
+
+}  // namespace tandem

@@ -1,0 +1,35 @@
+// Backend selection: by name ("reference", "openmp", "cuda", "cuda:1", "hip", "sim"), by the
+// environment variable TANDEM_BACKEND, or "auto" (the best available).
+#pragma once
+
+#include <memory>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "tandem/backend.hpp"
+
+namespace tandem {
+
+struct BackendInfo {
+  std::string name;      // "openmp", "cuda", ...
+  bool built = false;    // compiled into this library
+  bool available = false;  // built and has a usable device here
+  std::string reason;    // why not available ("" when available)
+  int device_count = 0;
+};
+
+// Every backend tandem knows of, built or not, with availability and the reason when unavailable.
+std::vector<BackendInfo> backends();
+
+// The shared instance of a backend. name: a backend name, "name:index", or "auto".
+// Throws BackendUnavailable (listing the backends) for an unknown name or one that cannot run here.
+Backend& get_backend(std::string_view name);
+// The backend named by TANDEM_BACKEND, or "auto" when it is unset.
+Backend& default_backend();
+// A fresh instance with its own allocator and statistics (tests, isolation).
+std::shared_ptr<Backend> create_backend(std::string_view name);
+// What "auto" resolves to here.
+std::string auto_backend_name();
+
+}  // namespace tandem

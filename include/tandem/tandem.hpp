@@ -1,0 +1,12 @@
+// tandem: one API, several backends. Include this for the whole public API.
+#pragma once
+
+#include "tandem/backend.hpp"
+#include "tandem/buffer.hpp"
+#include "tandem/device.hpp"
+#include "tandem/dtype.hpp"
+#include "tandem/errors.hpp"
+#include "tandem/memory.hpp"
+#include "tandem/ops.hpp"
+#include "tandem/registry.hpp"
+#include "tandem/version.hpp"

@@ -1,0 +1,75 @@
+// Cross-backend verification: the error bounds that define "correct", an element-by-element
+// comparison against the float64 reference, and the case list that `tandem check` and the test
+// matrix both run. Every case poisons its outputs with NaN (so unwritten elements fail), surrounds
+// them with guard zones (so out-of-bounds writes fail), and draws fresh inputs from a seed.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "tandem/backend.hpp"
+
+namespace tandem::verify {
+
+// Unit roundoff of a compute type: 2^-24 for f32 (and f16/bf16 inputs with f32 accumulation),
+// 2^-53 for f64, 2^-11 for tf32.
+double unit_roundoff(DType compute);
+inline constexpr double kTf32UnitRoundoff = 1.0 / 2048.0;
+// Higham's gamma(n) = n u / (1 - n u): the relative error bound of n roundings.
+double gamma(double n, double u);
+
+struct Mismatch {
+  std::size_t index = 0;
+  double expected = 0, actual = 0, bound = 0;
+};
+
+struct Comparison {
+  std::size_t count = 0;
+  std::size_t failures = 0;
+  std::size_t worst_index = 0;
+  double worst_share = 0;  // largest |actual - expected| / bound (0 for an exact match, inf past a zero bound)
+  std::vector<Mismatch> first_failures;  // the first few, in index order
+  bool ok() const { return failures == 0; }
+  // "3 of 1000 elements outside the bound; first: [17] expected 1.5 got nan (bound 1e-7) ..."
+  std::string describe(std::size_t max_listed = 5) const;
+};
+
+// Element i passes when both are NaN, both are the same infinity, or |actual - expected| <= bound[i].
+Comparison compare(std::span<const double> actual, std::span<const double> expected, std::span<const double> bound);
+
+struct CaseResult {
+  std::string algorithm, backend, tier, dtype, size;
+  Comparison comparison;
+  std::string guard_failure;  // non-empty when a guard zone around an output was overwritten
+  std::string error;          // an exception the case raised
+  bool passed() const { return error.empty() && guard_failure.empty() && comparison.ok(); }
+};
+
+struct CheckOptions {
+  bool quick = false;       // fewer sizes: the CLI's --quick
+  bool non_finite = false;  // plant NaN, +Inf and -Inf in the inputs
+};
+
+struct CheckCase {
+  std::string family;     // elementwise, matrix, matmul, reduce, scan, ml
+  std::string algorithm;  // "add", "matmul", "inclusive_scan", ...
+  std::string tier;       // matmul tier, or "-"
+  std::string dtype;
+  std::string size;       // "1001", "31x33x32 tA", ...
+  std::function<CaseResult(Backend& tested, Backend& reference, std::uint64_t seed)> run;
+};
+
+// Every case for this backend: every primitive x the dtypes and tiers it has x the edge sizes.
+std::vector<CheckCase> cases(const Backend& backend, const CheckOptions& options);
+std::vector<std::string> families();
+
+// Runs one case, turning exceptions into a failed result.
+CaseResult run_case(const CheckCase& c, Backend& tested, Backend& reference, std::uint64_t seed);
+
+// The seed for this run: TANDEM_TEST_SEED when set (to replay), else a fresh random one.
+std::uint64_t seed_from_environment();
+
+}  // namespace tandem::verify
