@@ -1,0 +1,22 @@
+#!/usr/bin/env bash
+# Installs what tandem needs on Debian 12, as root (or through sudo). Quick when all is present.
+# CUDA is not a Debian package: when /usr/local/cuda exists the build uses it, else leaves CUDA out.
+set -euo pipefail
+packages=(cmake ninja-build g++ make doctest-dev libopenblas-dev)
+missing=()
+for p in "${packages[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+if [ ${#missing[@]} -eq 0 ]; then
+  echo "install-deps: all present (${packages[*]})"
+  exit 0
+fi
+SUDO=""
+if [ "$(id -u)" -ne 0 ]; then
+  command -v sudo >/dev/null || { echo "install-deps: need root or sudo to install: ${missing[*]}" >&2; exit 1; }
+  SUDO=sudo
+fi
+echo "install-deps: installing ${missing[*]}"
+export DEBIAN_FRONTEND=noninteractive
+$SUDO apt-get update -qq
+$SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}"

@@ -1,0 +1,11 @@
+#!/usr/bin/env bash
+# README command 1: install dependencies, build tandem (Release), and run the main job on this
+# machine: what backends it has, the cross-backend verification pass, and the CPU benchmark.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+bash ci/install-deps.sh
+cmake --preset cpu >/dev/null
+cmake --build --preset cpu
+./build/cpu/tandem info
+./build/cpu/tandem check --failures-only
+./build/cpu/bench/tandem_bench_cpu --json build/cpu/bench-cpu.json

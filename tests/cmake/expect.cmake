@@ -1,0 +1,15 @@
+# Runs COMMAND (a ;-list) with optional ENV (NAME=VALUE;...) and checks its exit code and output:
+#   cmake -DCOMMAND=... -DEXPECT_RC=N -DEXPECT_REGEX=... [-DENV=...] -P expect.cmake
+foreach(var ${ENV})
+  string(REGEX MATCH "^([^=]+)=(.*)$" _ "${var}")
+  set(ENV{${CMAKE_MATCH_1}} "${CMAKE_MATCH_2}")
+endforeach()
+execute_process(COMMAND ${COMMAND} RESULT_VARIABLE rc OUTPUT_VARIABLE out ERROR_VARIABLE err)
+set(all "${out}${err}")
+if(NOT rc EQUAL EXPECT_RC)
+  message(FATAL_ERROR "exit code ${rc}, expected ${EXPECT_RC}; output:\n${all}")
+endif()
+if(NOT all MATCHES "${EXPECT_REGEX}")
+  message(FATAL_ERROR "output does not match '${EXPECT_REGEX}':\n${all}")
+endif()
+message(STATUS "ok: exit ${rc}, output matches '${EXPECT_REGEX}'")

@@ -1,0 +1,41 @@
+// doctest main for tandem's test executables. Strips --tandem-backend=NAME (see support.hpp),
+// prints the seed so a failing run can be replayed with TANDEM_TEST_SEED.
+#define DOCTEST_CONFIG_IMPLEMENT
+#include <doctest/doctest.h>
+
+#include <cstdio>
+#include <cstring>
+#include <vector>
+
+#include "support.hpp"
+#include "tandem/verify.hpp"
+
+namespace tandem::test {
+namespace {
+std::string g_backend = "reference";
+}
+const std::string& backend_under_test() { return g_backend; }
+std::uint64_t seed() {
+  static const std::uint64_t value = [] {
+    const std::uint64_t s = verify::seed_from_environment();
+    std::printf("tandem tests: seed %llu (replay with TANDEM_TEST_SEED=%llu)\n", static_cast<unsigned long long>(s),
+                static_cast<unsigned long long>(s));
+    return s;
+  }();
+  return value;
+}
+}  // namespace tandem::test
+
+int main(int argc, char** argv) {
+  std::vector<char*> args;
+  const char* prefix = "--tandem-backend=";
+  for (int i = 0; i < argc; ++i) {
+    if (std::strncmp(argv[i], prefix, std::strlen(prefix)) == 0) {
+      tandem::test::g_backend = argv[i] + std::strlen(prefix);
+    } else {
+      args.push_back(argv[i]);
+    }
+  }
+  doctest::Context context(static_cast<int>(args.size()), args.data());
+  return context.run();
+}

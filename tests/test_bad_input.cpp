@@ -1,0 +1,147 @@
+// Bad input: every op rejects it with a typed error and a message that says what to do; nothing
+// crashes and the library stays usable.
+#include <doctest/doctest.h>
+
+#include <string>
+#include <vector>
+
+#include "tandem/tandem.hpp"
+
+using namespace tandem;
+
+namespace {
+template <class E, class F> std::string raises(F&& f) {
+  try {
+    f();
+  } catch (const E& e) {
+    return e.what();
+  } catch (const std::exception& e) {
+    FAIL("wrong exception type: ", e.what());
+  }
+  FAIL("no exception");
+  return "";
+}
+
+const char* cpu_backend() {
+#ifdef TANDEM_TEST_HAVE_OPENMP
+  return "openmp";
+#else
+  return "reference";
+#endif
+}
+}  // namespace
+
+TEST_CASE("shape mismatch") {
+  Backend& be = get_backend(cpu_backend());
+  Buffer x(be, DType::f32, 10), y(be, DType::f32, 11), out(be, DType::f32, 10);
+  CHECK(raises<ShapeMismatch>([&] { add(x, y, out); }).find("y has 11 elements, expected 10") != std::string::npos);
+  Buffer a(be, DType::f32, 6), b(be, DType::f32, 6), c(be, DType::f32, 4);
+  Matrix cm = matrix(c, 2, 2);
+  CHECK(raises<ShapeMismatch>([&] { matmul(matrix(a, 2, 3), matrix(b, 2, 3), cm); }).find("op(a) is (2, 3)") !=
+        std::string::npos);
+  Matrix t = matrix(c, 2, 2);
+  CHECK_THROWS_AS(transpose(matrix(a, 2, 3), t), ShapeMismatch);
+  CHECK_THROWS_AS(matrix(a, 3, 3), ShapeMismatch);  // needs 9 elements
+  Buffer bias(be, DType::f32, 2);
+  Matrix am = matrix(a, 2, 3);
+  CHECK_THROWS_AS(add_row_vector(am, bias, am), ShapeMismatch);
+}
+
+TEST_CASE("dtype mismatch") {
+  Backend& be = get_backend(cpu_backend());
+  Buffer x(be, DType::f32, 4), y(be, DType::f64, 4), out(be, DType::f32, 4);
+  CHECK(raises<DTypeMismatch>([&] { add(x, y, out); }).find("y has dtype f64, expected f32") != std::string::npos);
+  Buffer i(be, DType::i32, 4), io(be, DType::i32, 4);
+  CHECK(raises<DTypeMismatch>([&] { relu(i, io); }).find("takes f32, f64") != std::string::npos);
+  Buffer h(be, DType::f16, 4), c16(be, DType::f16, 4);
+  Matrix cm = matrix(c16, 2, 2);
+  CHECK(raises<DTypeMismatch>([&] { matmul(matrix(h, 2, 2), matrix(h, 2, 2), cm); }).find("must be f32") !=
+        std::string::npos);
+  Buffer r(be, DType::f32, 1);
+  CHECK_THROWS_AS(reduce(ReduceOp::argmax, x, r), DTypeMismatch);  // argmax writes an i32 index
+  CHECK_THROWS_AS(norm2(i), DTypeMismatch);
+}
+
+TEST_CASE("a buffer of another backend") {
+  Backend& cpu = get_backend(cpu_backend());
+  auto other = create_backend("reference");
+  Buffer x(cpu, DType::f32, 4), y(*other, DType::f32, 4), out(cpu, DType::f32, 4);
+  const std::string msg = raises<DeviceMismatch>([&] { add(x, y, out); });
+  CHECK(msg.find("lives on backend 'reference'") != std::string::npos);
+  CHECK(msg.find("copy it over") != std::string::npos);
+  Buffer r(*other, DType::f32, 1);
+  CHECK_THROWS_AS(reduce(ReduceOp::sum, x, r), DeviceMismatch);
+}
+
+TEST_CASE("empty or null where not allowed") {
+  Backend& be = get_backend(cpu_backend());
+  Buffer none, out(be, DType::f32, 4), x(be, DType::f32, 4);
+  CHECK(raises<InvalidArgument>([&] { add(none, x, out); }).find("empty Buffer handle") != std::string::npos);
+  CHECK_THROWS_AS(add(x, none, out), InvalidArgument);
+  Buffer empty(be, DType::f32, 0), r(be, DType::f32, 1), ri(be, DType::i32, 1);
+  CHECK(sum(empty) == 0);  // the empty sum is defined
+  CHECK(raises<InvalidArgument>([&] { reduce(ReduceOp::max, empty, r); }).find("undefined") != std::string::npos);
+  CHECK_THROWS_AS(reduce(ReduceOp::argmax, empty, ri), InvalidArgument);
+  CHECK_THROWS_AS(mse(empty, empty, r), InvalidArgument);
+  CHECK_THROWS_AS(x.upload_bytes(nullptr, 16), InvalidArgument);
+  Buffer logits(be, DType::f32, 0), labels(be, DType::i32, 3), losses(be, DType::f32, 3);
+  Matrix lm{logits, 3, 0, 1}, pm{logits, 3, 0, 1};
+  CHECK_THROWS_AS(softmax_cross_entropy(lm, labels, pm, losses), InvalidArgument);
+}
+
+TEST_CASE("leading dimension smaller than the row length") {
+  Backend& be = get_backend(cpu_backend());
+  Buffer a(be, DType::f32, 12);
+  CHECK(raises<InvalidArgument>([&] { matrix(a, 3, 4, 3); }).find("leading dimension 3, smaller than its row length 4") !=
+        std::string::npos);
+  Matrix bad{a, 3, 4, 2};  // built by hand: the op still checks
+  Buffer c(be, DType::f32, 16);
+  Matrix cm = matrix(c, 4, 4);
+  CHECK_THROWS_AS(transpose(bad, cm), InvalidArgument);
+}
+
+TEST_CASE("unknown tier or backend, and a tier the backend lacks") {
+  CHECK(raises<InvalidArgument>([] { parse_matmul_tier("fastest"); }).find("naive, tiled") != std::string::npos);
+  CHECK_THROWS_AS(parse_dtype("f8"), InvalidArgument);
+  CHECK_THROWS_AS(get_backend("gpu"), BackendUnavailable);
+  Backend& ref = get_backend("reference");
+  Buffer a(ref, DType::f32, 4), c(ref, DType::f32, 4);
+  Matrix cm = matrix(c, 2, 2);
+  MatmulOptions o;
+  o.tier = MatmulTier::register_blocked;
+  const std::string msg = raises<Unsupported>([&] { matmul(matrix(a, 2, 2), matrix(a, 2, 2), cm, o); });
+  CHECK(msg.find("no tier 'register_blocked'") != std::string::npos);
+  CHECK(msg.find("it has: naive, auto") != std::string::npos);
+#ifdef TANDEM_TEST_HAVE_OPENMP
+  Backend& omp = get_backend("openmp");
+  Buffer h(omp, DType::f16, 4), hc(omp, DType::f32, 4);
+  Matrix hm = matrix(hc, 2, 2);
+  o.tier = MatmulTier::tensor_core;
+  CHECK(raises<Unsupported>([&] { matmul(matrix(h, 2, 2), matrix(h, 2, 2), hm, o); }).find("register_blocked") !=
+        std::string::npos);
+  o.tier = MatmulTier::vendor;  // OpenBLAS has no f16 GEMM
+  CHECK_THROWS_AS(matmul(matrix(h, 2, 2), matrix(h, 2, 2), hm, o), Unsupported);
+#endif
+}
+
+TEST_CASE("aliasing the matmul output, non-finite alpha, bad reduce ops") {
+  Backend& be = get_backend(cpu_backend());
+  Buffer a(be, DType::f32, 4);
+  Matrix am = matrix(a, 2, 2);
+  CHECK(raises<InvalidArgument>([&] { matmul(am, am, am); }).find("overlaps") != std::string::npos);
+  Buffer c(be, DType::f32, 4);
+  Matrix cm = matrix(c, 2, 2);
+  MatmulOptions o;
+  o.alpha = std::numeric_limits<double>::infinity();
+  CHECK_THROWS_AS(matmul(am, am, cm, o), InvalidArgument);
+  Buffer out(be, DType::f32, 2);
+  CHECK_THROWS_AS(reduce_rows(ReduceOp::argmax, am, out), InvalidArgument);
+}
+
+TEST_CASE("after bad input the backend still works") {
+  Backend& be = get_backend(cpu_backend());
+  Buffer x = Buffer::from(be, std::vector<float>{1, 2, 3}), y(be, DType::f32, 3);
+  CHECK_THROWS(add(x, Buffer(be, DType::f32, 2), y));
+  add(x, x, y);
+  CHECK(y.to_vector<float>() == std::vector<float>{2, 4, 6});
+}

@@ -1,0 +1,109 @@
+// Closed forms on every CPU backend, the reference included: results a person can check by hand,
+// so the oracle is itself held to something outside it.
+#include <doctest/doctest.h>
+
+#include <cmath>
+#include <numeric>
+#include <vector>
+
+#include "tandem/tandem.hpp"
+
+using namespace tandem;
+
+namespace {
+std::vector<std::string> cpu_backends() {
+  std::vector<std::string> names = {"reference"};
+#ifdef TANDEM_TEST_HAVE_OPENMP
+  names.push_back("openmp");
+#endif
+  return names;
+}
+}  // namespace
+
+TEST_CASE("exclusive scan of i is i(i-1)/2, inclusive i(i+1)/2") {
+  for (const auto& name : cpu_backends()) {
+    Backend& be = get_backend(name);
+    for (std::size_t n : {std::size_t(1), std::size_t(1000), std::size_t(200003)}) {
+      std::vector<double> iota(n);
+      std::iota(iota.begin(), iota.end(), 0.0);
+      Buffer x = Buffer::from(be, iota), out(be, DType::f64, n);
+      exclusive_scan(x, out);
+      auto v = out.to_vector<double>();
+      for (std::size_t i = 0; i < n; i += 997) CHECK(v[i] == double(i) * (double(i) - 1) / 2);
+      CHECK(v[n - 1] == double(n - 1) * double(n - 2) / 2);
+      inclusive_scan(x, x);  // in place
+      v = x.to_vector<double>();
+      CHECK(v[n - 1] == double(n - 1) * double(n) / 2);
+    }
+    // i32 sums wrap modulo 2^32, identically everywhere.
+    Buffer big = Buffer::from(be, std::vector<std::int32_t>(3, 2000000000));
+    CHECK(sum(big) == double(std::int32_t(std::uint32_t(6000000000ULL % 4294967296ULL))));
+  }
+}
+
+TEST_CASE("sums, extremes, argmax ties and norms of known vectors") {
+  for (const auto& name : cpu_backends()) {
+    Backend& be = get_backend(name);
+    std::vector<float> h(100000);
+    for (std::size_t i = 0; i < h.size(); ++i) h[i] = float(i % 7);
+    Buffer x = Buffer::from(be, h);
+    double expect = 0;
+    for (float v : h) expect += v;
+    CHECK(sum(x) == expect);  // small integers: exact in f32
+    CHECK(max(x) == 6);
+    CHECK(min(x) == 0);
+    CHECK(argmax(x) == 6);  // first of the tied maxima
+    h[77777] = NAN;
+    h[88888] = NAN;
+    Buffer y = Buffer::from(be, h);
+    CHECK(std::isnan(max(y)));
+    CHECK(argmax(y) == 77777);  // the first NaN
+    Buffer three_four = Buffer::from(be, std::vector<double>{3, 4});
+    CHECK(norm2(three_four) == 5);
+    CHECK(dot(three_four, three_four) == 25);
+  }
+}
+
+TEST_CASE("matmul of small known matrices, with transposes and leading dimensions") {
+  for (const auto& name : cpu_backends()) {
+    Backend& be = get_backend(name);
+    for (MatmulTier tier : be.matmul_tiers(DType::f64)) {
+      CAPTURE(name);
+      CAPTURE(std::string(name_of(tier)));
+      // A = [1 2 3; 4 5 6] stored with ld 4; B = [7 8; 9 10; 11 12].
+      Buffer a = Buffer::from(be, std::vector<double>{1, 2, 3, -99, 4, 5, 6, -99});
+      Buffer b = Buffer::from(be, std::vector<double>{7, 8, 9, 10, 11, 12});
+      Buffer c = Buffer::from(be, std::vector<double>{1, 1, 1, 1});
+      Matrix cm = matrix(c, 2, 2);
+      MatmulOptions o;
+      o.tier = tier;
+      o.alpha = 2;
+      o.beta = -1;
+      matmul(matrix(a, 2, 3, 4), matrix(b, 3, 2), cm, o);
+      CHECK(c.to_vector<double>() == std::vector<double>{2 * 58 - 1, 2 * 64 - 1, 2 * 139 - 1, 2 * 154 - 1});
+      // (B^T)^T = B: op(B^T) with trans_b on a (2, 3) view of B's transpose.
+      Buffer bt = Buffer::from(be, std::vector<double>{7, 9, 11, 8, 10, 12});
+      o = MatmulOptions{Transpose::no, Transpose::yes, 1, 0, tier};
+      c.fill(NAN);  // beta = 0: C must not be read
+      matmul(matrix(a, 2, 3, 4), matrix(bt, 2, 3), cm, o);
+      CHECK(c.to_vector<double>() == std::vector<double>{58, 64, 139, 154});
+    }
+  }
+}
+
+TEST_CASE("softmax of equal logits is uniform and its loss is log(classes)") {
+  for (const auto& name : cpu_backends()) {
+    Backend& be = get_backend(name);
+    const std::int64_t rows = 3, cols = 4;
+    Buffer logits = Buffer::from(be, std::vector<double>(12, 1000.0));  // large: needs the max subtraction
+    Buffer labels = Buffer::from(be, std::vector<std::int32_t>{0, 3, 4});
+    Buffer probs(be, DType::f64, 12), losses(be, DType::f64, 3);
+    Matrix pm = matrix(probs, rows, cols);
+    softmax_cross_entropy(matrix(logits, rows, cols), labels, pm, losses);
+    for (double p : probs.to_vector<double>()) CHECK(p == doctest::Approx(0.25).epsilon(1e-15));
+    const auto l = losses.to_vector<double>();
+    CHECK(l[0] == doctest::Approx(std::log(4.0)).epsilon(1e-15));
+    CHECK(l[1] == doctest::Approx(std::log(4.0)).epsilon(1e-15));
+    CHECK(std::isnan(l[2]));  // label 4 is out of range
+  }
+}

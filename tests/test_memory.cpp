@@ -1,0 +1,118 @@
+// Buffers, the caching allocator's statistics, scopes, OutOfMemory and the leak report.
+#include <doctest/doctest.h>
+
+#include <cmath>
+#include <cstdint>
+#include <cstdlib>
+#include <limits>
+#include <vector>
+
+#include "tandem/tandem.hpp"
+
+using namespace tandem;
+
+TEST_CASE("upload, download, slice, copy and fill") {
+  Backend& be = get_backend("reference");
+  const std::vector<double> h = {1, 2, 3, 4, 5};
+  Buffer b = Buffer::from(be, h);
+  CHECK(b.dtype() == DType::f64);
+  CHECK(b.size() == 5);
+  CHECK(b.to_vector<double>() == h);
+  CHECK(b.slice(1, 3).to_vector<double>() == std::vector<double>{2, 3, 4});
+  CHECK_THROWS_AS(b.slice(3, 3), InvalidArgument);
+  Buffer c(be, DType::f64, 5);
+  c.copy_from(b);
+  CHECK(c.to_vector<double>() == h);
+  Buffer part = c.slice(2, 2);
+  part.fill(-1);
+  CHECK(c.to_vector<double>() == std::vector<double>{1, 2, -1, -1, 5});
+  CHECK_THROWS_AS(b.upload(std::vector<float>(5)), DTypeMismatch);
+  CHECK_THROWS_AS(b.upload(std::vector<double>(4)), ShapeMismatch);
+  Buffer empty;
+  CHECK_THROWS_AS(empty.backend(), InvalidArgument);
+  HostBuffer pinned(be, DType::f32, 16);
+  CHECK_FALSE(pinned.is_pinned());  // CPU backends have no page-locked memory to offer
+  CHECK(pinned.span<float>().size() == 16);
+  CHECK_THROWS_AS(pinned.span<double>(), DTypeMismatch);
+}
+
+TEST_CASE("f16 and bf16 round to nearest even and keep NaN and Inf") {
+  CHECK(float(half(1.0f)) == 1.0f);
+  CHECK(float(half(65504.0f)) == 65504.0f);
+  CHECK(std::isinf(float(half(65520.0f))));       // rounds up past the largest half
+  CHECK(float(half(1.0f + 1.0f / 2048)) == 1.0f);   // tie goes to even
+  CHECK(float(half(5.96046448e-8f)) == 5.96046448e-8f);  // smallest subnormal
+  CHECK(std::isnan(float(half(std::numeric_limits<float>::quiet_NaN()))));
+  CHECK(float(bfloat16(1.0f + 1.0f / 256)) == 1.0f);
+  CHECK(float(bfloat16(3.0f)) == 3.0f);
+  CHECK(std::isnan(float(bfloat16(std::numeric_limits<float>::quiet_NaN()))));
+}
+
+TEST_CASE("the caching allocator counts, caches and gives back") {
+  auto be = create_backend("reference");
+  const std::size_t mib = 1 << 20;
+  {
+    Buffer a(*be, DType::f32, mib / 4);
+    const MemoryStats s = be->memory_stats();
+    CHECK(s.bytes_in_use >= mib);
+    CHECK(s.allocations == 1);
+    CHECK(s.cache_hits == 0);
+  }
+  MemoryStats s = be->memory_stats();
+  CHECK(s.bytes_in_use == 0);
+  CHECK(s.bytes_reserved >= mib);  // kept for reuse
+  { Buffer again(*be, DType::f32, mib / 4); }
+  s = be->memory_stats();
+  CHECK(s.allocations == 2);
+  CHECK(s.cache_hits == 1);
+  CHECK(s.peak_bytes_in_use >= mib);
+  be->empty_cache();
+  CHECK(be->memory_stats().bytes_reserved == 0);
+}
+
+TEST_CASE("a memory scope reports the peak inside it, and scopes nest") {
+  auto be = create_backend("reference");
+  Buffer outside(*be, DType::f64, 1000);
+  MemoryScope outer(*be);
+  {
+    Buffer a(*be, DType::f32, 1 << 18), b(*be, DType::f32, 1 << 18);
+    MemoryScope inner(*be);
+    { Buffer c(*be, DType::f32, 1 << 16); }
+    CHECK(inner.peak_bytes() >= (1 << 18));
+    CHECK(inner.peak_bytes() < (1 << 19));
+  }
+  CHECK(outer.peak_bytes() >= (9u << 18));  // a + b + c = 2.25 MiB; `outside` does not count
+  CHECK(outer.peak_bytes() < (3u << 20));
+}
+
+TEST_CASE("an allocation larger than memory raises OutOfMemory and the allocator still works") {
+  Backend& be = get_backend("reference");
+  const std::size_t huge = std::size_t(1) << 58;
+  try {
+    Buffer b(be, DType::f32, huge);
+    FAIL("no OutOfMemory");
+  } catch (const OutOfMemory& e) {
+    CHECK(e.bytes_requested() == huge * 4);
+    CHECK(e.backend() == "reference");
+    CHECK(std::string(e.what()).find("asked for") != std::string::npos);
+  }
+  CHECK_THROWS_AS(Buffer(be, DType::f64, std::numeric_limits<std::size_t>::max() / 2), OutOfMemory);
+  Buffer ok(be, DType::f32, 1000);
+  fill(ok, 2.0);
+  CHECK(sum(ok) == 2000.0);
+}
+
+TEST_CASE("with TANDEM_DEBUG_MEMORY=1 live buffers are listed with where they were allocated") {
+  ::setenv("TANDEM_DEBUG_MEMORY", "1", 1);
+  auto be = create_backend("reference");
+  ::unsetenv("TANDEM_DEBUG_MEMORY");
+  CHECK(be->tracks_allocations());
+  CHECK(be->leak_report().empty());
+  Buffer kept(*be, DType::f32, 256);
+  const auto live = be->live_allocations();
+  REQUIRE(live.size() == 1);
+  CHECK(live[0].bytes >= 1024);
+  CHECK(live[0].file.find("test_memory.cpp") != std::string::npos);
+  CHECK(live[0].line > 0);
+  CHECK(be->leak_report().find("test_memory.cpp") != std::string::npos);
+}

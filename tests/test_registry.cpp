@@ -1,0 +1,103 @@
+// Backend selection, device properties, queues and events.
+#include <doctest/doctest.h>
+
+#include <cstdlib>
+#include <string>
+
+#include "tandem/tandem.hpp"
+
+using namespace tandem;
+
+namespace {
+std::string message_of(auto&& f) {
+  try {
+    f();
+  } catch (const Error& e) {
+    return e.what();
+  }
+  return "";
+}
+}  // namespace
+
+TEST_CASE("every known backend is listed, with a reason when unavailable") {
+  const auto list = backends();
+  bool saw_reference = false, saw_cuda = false;
+  for (const auto& b : list) {
+    if (b.name == "reference") {
+      saw_reference = true;
+      CHECK(b.built);
+      CHECK(b.available);
+      CHECK(b.reason.empty());
+    }
+    if (b.name == "cuda") saw_cuda = true;
+    if (!b.available) CHECK_FALSE(b.reason.empty());
+  }
+  CHECK(saw_reference);
+  CHECK(saw_cuda);
+}
+
+TEST_CASE("selection by name, auto and TANDEM_BACKEND") {
+  CHECK(get_backend("reference").name() == "reference");
+  CHECK(&get_backend("reference") == &get_backend("reference:0"));
+  CHECK(get_backend("auto").name() == auto_backend_name());
+#ifdef TANDEM_TEST_HAVE_OPENMP
+  CHECK(auto_backend_name() == "openmp");
+#endif
+  ::setenv("TANDEM_BACKEND", "reference", 1);
+  CHECK(default_backend().name() == "reference");
+  ::setenv("TANDEM_BACKEND", "nonsense", 1);
+  const std::string msg = message_of([] { default_backend(); });
+  CHECK(msg.find("TANDEM_BACKEND=nonsense") != std::string::npos);
+  CHECK(msg.find("reference") != std::string::npos);
+  ::unsetenv("TANDEM_BACKEND");
+}
+
+TEST_CASE("unknown, unbuilt and bad backend names raise BackendUnavailable with what exists") {
+  CHECK_THROWS_AS(get_backend("nonsense"), BackendUnavailable);
+  const std::string unknown = message_of([] { get_backend("nonsense"); });
+  CHECK(unknown.find("unknown backend 'nonsense'") != std::string::npos);
+  CHECK(unknown.find("reference (available)") != std::string::npos);
+  CHECK(unknown.find("cuda") != std::string::npos);
+  CHECK_THROWS_AS(get_backend("reference:1"), BackendUnavailable);
+  CHECK(message_of([] { get_backend("reference:1"); }).find("device 1 does not exist") != std::string::npos);
+  CHECK_THROWS_AS(get_backend("reference:x"), BackendUnavailable);
+  CHECK_THROWS_AS(get_backend("kokkos"), BackendUnavailable);
+#ifndef TANDEM_TEST_HAVE_CUDA
+  CHECK(message_of([] { get_backend("cuda"); }).find("TANDEM_ENABLE_CUDA") != std::string::npos);
+#endif
+}
+
+TEST_CASE("create_backend gives an isolated instance") {
+  auto a = create_backend("reference");
+  CHECK(a.get() != &get_backend("reference"));
+  Buffer b(*a, DType::f32, 100);
+  CHECK(a->memory_stats().bytes_in_use >= 400);
+}
+
+TEST_CASE("CPU device properties come from the OS") {
+  const DeviceProperties p = get_backend("reference").properties();
+  CHECK_FALSE(p.name.empty());
+  CHECK(p.kind == BackendKind::cpu);
+  CHECK(p.memory_bytes > (std::size_t(1) << 28));
+  CHECK(p.compute_units == 1);
+#if defined(__x86_64__)
+  bool has_avx2 = false;
+  for (const auto& f : p.isa_features) has_avx2 = has_avx2 || f == "avx2";
+  CHECK(has_avx2 == static_cast<bool>(__builtin_cpu_supports("avx2")));
+#endif
+#ifdef TANDEM_TEST_HAVE_OPENMP
+  CHECK(get_backend("openmp").properties().compute_units >= 1);
+#endif
+}
+
+TEST_CASE("queues and events on a CPU backend") {
+  Backend& be = get_backend("reference");
+  const Event a = be.record_event(Queue{});
+  Buffer x(be, DType::f32, 1 << 16);
+  fill(x, 1.0);
+  const Event b = be.record_event(Queue{});
+  CHECK(be.elapsed_ms(a, b) >= 0);
+  CHECK_THROWS_AS(be.elapsed_ms(a, Event{}), InvalidArgument);
+  CHECK_THROWS_AS(fill(x, 2.0, Queue{7}), InvalidArgument);
+  be.synchronize(be.create_queue());
+}
