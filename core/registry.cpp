@@ -82,8 +82,8 @@ const Entry& find_entry(const std::string& name) {
 
 // Resolves "auto" and checks the backend can run; returns (name, device).
 std::pair<std::string, int> resolve(std::string_view requested) {
-  if (requested == "auto" || requested.empty()) requested = auto_backend_name();
-  auto [name, device] = parse_name(requested);
+  const std::string full = (requested == "auto" || requested.empty()) ? auto_backend_name() : std::string(requested);
+  auto [name, device] = parse_name(full);
   const Entry& entry = find_entry(name);
   if (!entry.built) throw BackendUnavailable("backend '" + name + "' is " + entry.not_built_reason);
   std::string reason;

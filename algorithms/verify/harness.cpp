@@ -95,7 +95,7 @@ Output make_output(Backend& be, DType t, std::size_t n, const Host* initial) {
                                                        : std::numeric_limits<double>::quiet_NaN());
   std::vector<unsigned char> bytes(out.whole.bytes(), kGuardByte);
   const auto inner = encode(t, fill_values);
-  std::memcpy(bytes.data() + kGuard * size_of(t), inner.data(), inner.size());
+  if (!inner.empty()) std::memcpy(bytes.data() + kGuard * size_of(t), inner.data(), inner.size());
   out.whole.upload_bytes(bytes.data(), bytes.size());
   out.inner = out.whole.slice(kGuard, n);
   return out;

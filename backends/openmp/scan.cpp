@@ -35,8 +35,12 @@ template <class Acc, class T> Acc piece_sum(const T* x, std::int64_t n) {
 }
 
 // Scans x[0, n) into out with `offset` added; out may alias x.
-template <class Acc, class T> void piece_scan(const T* x, T* out, std::int64_t n, Acc offset, bool inclusive) {
-  const std::int64_t len = n / kChains;
+template <bool inclusive, class Acc, class T> void piece_scan(const T* x, T* out, std::int64_t n, Acc offset) {
+  // Chains start len elements apart. A len whose byte stride is a multiple of 4 KiB would put
+  // all 16 streams (8 read, 8 written) in the same L1 sets; shortening it by one cache line
+  // spreads them out (the remainder goes to the sequential tail).
+  std::int64_t len = n / kChains;
+  if (len > 64) len -= 64 / static_cast<std::int64_t>(sizeof(T));
   Acc start[kChains];
   Acc running = offset;
   for (int c = 0; c < kChains; ++c) {  // offsets of the sub-chunks
@@ -47,24 +51,24 @@ template <class Acc, class T> void piece_scan(const T* x, T* out, std::int64_t n
 #pragma GCC unroll 8
     for (int c = 0; c < kChains; ++c) {
       const Acc v = Acc(x[c * len + j]);
-      if (!inclusive) out[c * len + j] = static_cast<T>(start[c]);
+      if constexpr (!inclusive) out[c * len + j] = static_cast<T>(start[c]);
       start[c] += v;
-      if (inclusive) out[c * len + j] = static_cast<T>(start[c]);
+      if constexpr (inclusive) out[c * len + j] = static_cast<T>(start[c]);
     }
   }
   Acc acc = running;  // the tail after kChains * len
   for (std::int64_t i = kChains * len; i < n; ++i) {
     const Acc v = Acc(x[i]);
-    if (!inclusive) out[i] = static_cast<T>(acc);
+    if constexpr (!inclusive) out[i] = static_cast<T>(acc);
     acc += v;
-    if (inclusive) out[i] = static_cast<T>(acc);
+    if constexpr (inclusive) out[i] = static_cast<T>(acc);
   }
 }
 
-template <class T> void scan_impl(const T* x, T* out, std::int64_t n, bool inclusive) {
+template <bool inclusive, class T> void scan_impl(const T* x, T* out, std::int64_t n) {
   using Acc = typename ScanAcc<T>::type;
   if (n < static_cast<std::int64_t>(kParallelThreshold)) {
-    piece_scan<Acc>(x, out, n, Acc(0), inclusive);
+    piece_scan<inclusive, Acc>(x, out, n, Acc(0));
     return;
   }
   const int max_threads = omp_get_max_threads();
@@ -84,7 +88,7 @@ template <class T> void scan_impl(const T* x, T* out, std::int64_t n, bool inclu
       for (int u = 0; u < t; ++u) offset += slot[u];
       Acc block_total = offset;
       for (int u = t; u < threads; ++u) block_total += slot[u];
-      piece_scan<Acc>(x + begin, out + begin, end - begin, offset, inclusive);
+      piece_scan<inclusive, Acc>(x + begin, out + begin, end - begin, offset);
       carry = block_total;
     }
   }
@@ -95,7 +99,10 @@ template <class T> void scan_impl(const T* x, T* out, std::int64_t n, bool inclu
 void OpenMPBackend::scan(Queue q, ScanKind kind, DType t, std::size_t n, const void* x, void* out) {
   check_queue(q);
   host::dispatch_numeric(t, [&]<class T>() {
-    scan_impl(static_cast<const T*>(x), static_cast<T*>(out), static_cast<std::int64_t>(n), kind == ScanKind::inclusive);
+    const auto* in = static_cast<const T*>(x);
+    auto* o = static_cast<T*>(out);
+    const auto count = static_cast<std::int64_t>(n);
+    kind == ScanKind::inclusive ? scan_impl<true>(in, o, count) : scan_impl<false>(in, o, count);
   });
 }
 
