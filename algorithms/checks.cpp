@@ -75,6 +75,11 @@ void matrix_fits(const Matrix& m, const char* op, const char* role) {
   }
 }
 
+void same_or_disjoint(const Buffer& out, const Buffer& in, const char* op, const char* out_role, const char* in_role) {
+  if (out.data() == in.data() && out.size() == in.size()) return;
+  no_overlap(out, in, op, out_role, in_role);
+}
+
 void no_overlap(const Buffer& out, const Buffer& in, const char* op, const char* out_role, const char* in_role) {
   if (out.bytes() == 0 || in.bytes() == 0) return;
   const auto* o = static_cast<const char*>(out.data());

@@ -19,6 +19,9 @@ void same_dtype(DType expected, const Buffer& b, const char* op, const char* rol
 void same_size(std::size_t expected, const Buffer& b, const char* op, const char* role);
 // ld >= cols, rows/cols >= 0, and the buffer holds the matrix.
 void matrix_fits(const Matrix& m, const char* op, const char* role);
+// An output may be the very same view as an input (in place) or not touch it at all; a partial
+// overlap would make the result depend on the order elements are processed in.
+void same_or_disjoint(const Buffer& out, const Buffer& in, const char* op, const char* out_role, const char* in_role);
 // Two views that must not share memory (matmul output vs inputs, transpose).
 void no_overlap(const Buffer& out, const Buffer& in, const char* op, const char* out_role, const char* in_role);
 

@@ -60,6 +60,8 @@ void binary(BinaryOp op, const Buffer& x, const Buffer& y, Buffer& out, Queue q)
   same_dtype(x.dtype(), out, name.c_str(), "out");
   same_size(x.size(), y, name.c_str(), "y");
   same_size(x.size(), out, name.c_str(), "out");
+  checks::same_or_disjoint(out, x, name.c_str(), "out", "x");
+  checks::same_or_disjoint(out, y, name.c_str(), "out", "y");
   if (x.size() == 0) return;
   be.binary(q, op, x.dtype(), x.size(), x.data(), y.data(), out.data());
 }
@@ -71,6 +73,7 @@ void unary(UnaryOp op, const Buffer& x, Buffer& out, Queue q) {
   dtype_in(x.dtype(), kFloat, name.c_str(), "x");
   same_dtype(x.dtype(), out, name.c_str(), "out");
   same_size(x.size(), out, name.c_str(), "out");
+  checks::same_or_disjoint(out, x, name.c_str(), "out", "x");
   if (x.size() == 0) return;
   be.unary(q, op, x.dtype(), x.size(), x.data(), out.data());
 }
@@ -81,6 +84,7 @@ void axpy(double alpha, const Buffer& x, Buffer& y, Queue q) {
   dtype_in(x.dtype(), kFloat, "axpy", "x");
   same_dtype(x.dtype(), y, "axpy", "y");
   same_size(x.size(), y, "axpy", "y");
+  checks::same_or_disjoint(y, x, "axpy", "y", "x");
   if (x.size() == 0) return;
   be.axpy(q, x.dtype(), x.size(), alpha, x.data(), y.data());
 }
@@ -91,12 +95,16 @@ void scale(double alpha, const Buffer& x, Buffer& out, Queue q) {
   dtype_in(x.dtype(), kFloat, "scale", "x");
   same_dtype(x.dtype(), out, "scale", "out");
   same_size(x.size(), out, "scale", "out");
+  checks::same_or_disjoint(out, x, "scale", "out", "x");
   if (x.size() == 0) return;
   be.scale(q, x.dtype(), x.size(), alpha, x.data(), out.data());
 }
 
 void fill(Buffer& out, double value, Queue q) {
   Backend& be = backend_of(out, "fill", "out");
+  if (out.dtype() == DType::i32 && !(value >= INT32_MIN && value <= INT32_MAX)) {
+    throw InvalidArgument("fill: " + std::to_string(value) + " does not fit an i32 buffer (finite, within +-2^31)");
+  }
   if (out.size() == 0) return;
   be.fill(q, out.dtype(), out.size(), value, out.data());
 }
@@ -128,6 +136,8 @@ void add_row_vector(const Matrix& x, const Buffer& bias, Matrix& out, Queue q) {
                         "), x is (" + std::to_string(x.rows) + ", " + std::to_string(x.cols) + ")");
   }
   if (x.rows == 0 || x.cols == 0) return;
+  if (x.buffer.data() != out.buffer.data() || x.ld != out.ld) checks::no_overlap(out.buffer, x.buffer, "add_row_vector", "out", "x");
+  checks::no_overlap(out.buffer, bias, "add_row_vector", "out", "bias");
   be.add_row_vector(q, x.buffer.dtype(), x.rows, x.cols, x.buffer.data(), x.ld, bias.data(),
                     out.buffer.data(), out.ld);
 }
@@ -148,6 +158,8 @@ void matrix_add(double alpha, const Matrix& a, double beta, const Matrix& b, Mat
                         std::to_string(c.rows) + ", " + std::to_string(c.cols) + "); all must agree");
   }
   if (a.rows == 0 || a.cols == 0) return;
+  if (a.buffer.data() != c.buffer.data() || a.ld != c.ld) checks::no_overlap(c.buffer, a.buffer, "matrix_add", "c", "a");
+  if (b.buffer.data() != c.buffer.data() || b.ld != c.ld) checks::no_overlap(c.buffer, b.buffer, "matrix_add", "c", "b");
   be.matrix_add(q, a.buffer.dtype(), a.rows, a.cols, alpha, a.buffer.data(), a.ld, beta, b.buffer.data(), b.ld,
                 c.buffer.data(), c.ld);
 }
@@ -264,6 +276,7 @@ void reduce(ReduceOp op, const Buffer& x, Buffer& result, Queue q) {
   }
   same_dtype(op == ReduceOp::argmax ? DType::i32 : x.dtype(), result, name.c_str(), "result");
   same_size(1, result, name.c_str(), "result");
+  checks::no_overlap(result, x, name.c_str(), "result", "x");
   if (x.size() == 0) {
     if (op == ReduceOp::sum || op == ReduceOp::norm2) {
       be.fill(q, result.dtype(), 1, 0.0, result.data());
@@ -286,6 +299,8 @@ void dot(const Buffer& x, const Buffer& y, Buffer& result, Queue q) {
   same_dtype(x.dtype(), result, "dot", "result");
   same_size(x.size(), y, "dot", "y");
   same_size(1, result, "dot", "result");
+  checks::no_overlap(result, x, "dot", "result", "x");
+  checks::no_overlap(result, y, "dot", "result", "y");
   if (x.size() == 0) {
     be.fill(q, result.dtype(), 1, 0.0, result.data());
     return;
@@ -341,6 +356,7 @@ void reduce_axis(bool per_row, ReduceOp op, const Matrix& x, Buffer& out, Queue 
     if (out.size() > 0) be.fill(q, out.dtype(), out.size(), 0.0, out.data());
     return;
   }
+  checks::no_overlap(out, x.buffer, name, "out", "x");
   if (per_row) {
     be.reduce_rows(q, op, x.buffer.dtype(), x.rows, x.cols, x.buffer.data(), x.ld, out.data());
   } else {
@@ -388,6 +404,8 @@ void softmax_cross_entropy(const Matrix& logits, const Buffer& labels, Matrix& p
   if (logits.rows == 0) return;
   if (logits.cols == 0) throw InvalidArgument(std::string(name) + ": logits has no columns (no classes)");
   checks::no_overlap(losses, logits.buffer, name, "losses", "logits");
+  checks::no_overlap(probs.buffer, logits.buffer, name, "probs", "logits (the loss reads the logits after probs are written)");
+  checks::no_overlap(losses, probs.buffer, name, "losses", "probs");
   be.softmax_cross_entropy(q, logits.buffer.dtype(), logits.rows, logits.cols, logits.buffer.data(), logits.ld,
                            static_cast<const std::int32_t*>(labels.data()), probs.buffer.data(), probs.ld,
                            losses.data());
@@ -402,6 +420,8 @@ void mse(const Buffer& a, const Buffer& b, Buffer& result, Queue q) {
   same_dtype(a.dtype(), result, "mse", "result");
   same_size(a.size(), b, "mse", "b");
   same_size(1, result, "mse", "result");
+  checks::no_overlap(result, a, "mse", "result", "a");
+  checks::no_overlap(result, b, "mse", "result", "b");
   if (a.size() == 0) throw InvalidArgument("mse: a and b are empty; the mean of no elements is undefined");
   be.mse(q, a.dtype(), a.size(), a.data(), b.data(), result.data());
 }

@@ -25,6 +25,15 @@ struct HostStorage {
 }  // namespace detail
 
 namespace {
+std::shared_ptr<Backend> owner_of(Backend& backend) {
+  try {
+    return backend.shared_from_this();
+  } catch (const std::bad_weak_ptr&) {
+    throw InvalidArgument("backend '" + backend.name() +
+                          "' is not owned by a std::shared_ptr; obtain backends from get_backend() or create_backend()");
+  }
+}
+
 std::size_t checked_bytes(std::size_t count, DType dtype, Backend& backend) {
   if (count > std::numeric_limits<std::size_t>::max() / size_of(dtype)) {
     throw OutOfMemory(std::numeric_limits<std::size_t>::max(), backend.device_free_bytes(), backend.name());
@@ -37,7 +46,7 @@ Buffer::Buffer(Backend& backend, DType dtype, std::size_t count, const std::sour
     : size_(count), dtype_(dtype) {
   const std::size_t bytes = checked_bytes(count, dtype, backend);
   storage_ = std::make_shared<detail::Storage>();
-  storage_->backend = backend.shared_from_this();
+  storage_->backend = owner_of(backend);
   storage_->ptr = backend.allocate(bytes, where);
 }
 
@@ -99,7 +108,7 @@ void Buffer::download_bytes(void* h_dst, std::size_t bytes, Queue q) const {
 HostBuffer::HostBuffer(Backend& backend, DType dtype, std::size_t count) : size_(count), dtype_(dtype) {
   const std::size_t bytes = checked_bytes(count, dtype, backend);
   storage_ = std::make_shared<detail::HostStorage>();
-  storage_->backend = backend.shared_from_this();
+  storage_->backend = owner_of(backend);
   storage_->bytes = bytes;
   storage_->ptr = backend.host_allocate(bytes, storage_->pinned);
 }

@@ -46,7 +46,7 @@ const std::vector<Entry>& entries() {
   return list;
 }
 
-const std::vector<std::string> auto_order = {"cuda", "hip", "openmp", "reference"};
+constexpr std::string_view auto_order[] = {"cuda", "hip", "openmp", "reference"};
 
 std::string known_names() {
   std::string text;
@@ -138,7 +138,7 @@ std::vector<BackendInfo> backends() {
 std::string auto_backend_name() {
   for (const auto& name : auto_order) {
     for (const auto& info : backends()) {
-      if (info.name == name && info.available) return name;
+      if (info.name == name && info.available) return std::string(name);
     }
   }
   return "reference";

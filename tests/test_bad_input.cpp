@@ -2,6 +2,7 @@
 // crashes and the library stays usable.
 #include <doctest/doctest.h>
 
+#include <cmath>
 #include <string>
 #include <vector>
 
@@ -136,6 +137,22 @@ TEST_CASE("aliasing the matmul output, non-finite alpha, bad reduce ops") {
   CHECK_THROWS_AS(matmul(am, am, cm, o), InvalidArgument);
   Buffer out(be, DType::f32, 2);
   CHECK_THROWS_AS(reduce_rows(ReduceOp::argmax, am, out), InvalidArgument);
+}
+
+TEST_CASE("outputs may be their input in place, but not overlap it partly") {
+  Backend& be = get_backend(cpu_backend());
+  Buffer x = Buffer::from(be, std::vector<float>{1, 2, 3, 4, 5});
+  relu(x, x);  // in place: fine
+  Buffer shifted = x.slice(1, 4), head = x.slice(0, 4);
+  CHECK(raises<InvalidArgument>([&] { add(head, head, shifted); }).find("overlaps") != std::string::npos);
+  CHECK_THROWS_AS(axpy(1.0, head, shifted), InvalidArgument);
+  Buffer logits = Buffer::from(be, std::vector<float>{1, 2, 3, 4}), labels = Buffer::from(be, std::vector<std::int32_t>{0, 1}),
+         losses(be, DType::f32, 2);
+  Matrix lm = matrix(logits, 2, 2);
+  CHECK_THROWS_AS(softmax_cross_entropy(lm, labels, lm, losses), InvalidArgument);  // probs over logits
+  Buffer i32(be, DType::i32, 3);
+  CHECK_THROWS_AS(fill(i32, std::nan("")), InvalidArgument);
+  CHECK_THROWS_AS(fill(i32, 1e10), InvalidArgument);
 }
 
 TEST_CASE("after bad input the backend still works") {

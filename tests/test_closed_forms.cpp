@@ -35,9 +35,20 @@ TEST_CASE("exclusive scan of i is i(i-1)/2, inclusive i(i+1)/2") {
       v = x.to_vector<double>();
       CHECK(v[n - 1] == double(n - 1) * double(n) / 2);
     }
-    // i32 sums wrap modulo 2^32, identically everywhere.
-    Buffer big = Buffer::from(be, std::vector<std::int32_t>(3, 2000000000));
-    CHECK(sum(big) == double(std::int32_t(std::uint32_t(6000000000ULL % 4294967296ULL))));
+    // i32 sums and scans wrap modulo 2^32, identically everywhere, on the parallel path too.
+    const std::size_t m = 100003;
+    std::vector<std::int32_t> near_max(m);
+    std::uint32_t wrapped = 0;
+    std::vector<std::int32_t> prefix(m);
+    for (std::size_t i = 0; i < m; ++i) {
+      near_max[i] = 2147480000 - std::int32_t(i % 1000);
+      wrapped += std::uint32_t(near_max[i]);
+      prefix[i] = std::int32_t(wrapped);
+    }
+    Buffer big = Buffer::from(be, near_max), scanned(be, DType::i32, m);
+    CHECK(sum(big) == double(std::int32_t(wrapped)));
+    inclusive_scan(big, scanned);
+    CHECK(scanned.to_vector<std::int32_t>() == prefix);
   }
 }
 

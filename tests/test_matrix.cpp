@@ -55,8 +55,12 @@ TEST_CASE("matrix") { run_family("matrix", false); }
 TEST_CASE("matmul") {
   // When a run caps the micro-kernel (TANDEM_CPU_ISA), check the cap took effect on openmp.
   const char* isa = std::getenv("TANDEM_CPU_ISA");
-  const bool cpu_can = isa == nullptr || std::string(isa) == "generic" ||
-                       (std::string(isa) == "avx2" && __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma"));
+#if defined(__x86_64__) || defined(__i386__)
+  const bool has_avx2 = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
+#else
+  const bool has_avx2 = false;
+#endif
+  const bool cpu_can = isa == nullptr || std::string(isa) == "generic" || (std::string(isa) == "avx2" && has_avx2);
   if (isa != nullptr && cpu_can && test::backend_under_test() == "openmp") {
     bool found = false;
     for (const auto& f : get_backend("openmp").properties().isa_features) found = found || f == std::string("microkernel:") + isa;

@@ -95,14 +95,3 @@ TEST_CASE("the same seed replays the same inputs; TANDEM_TEST_SEED is read") {
     ::unsetenv("TANDEM_TEST_SEED");
   }
 }
-
-TEST_CASE("a wrong backend result fails its case") {
-  // Run a real case, then corrupt the reference's answer: the same comparison must now fail.
-  Backend& be = get_backend("reference");
-  harness::Output out = harness::make_output(be, DType::f32, 3);
-  out.inner.upload(std::vector<float>{1, 2, 3});
-  CaseResult r;
-  harness::finish(r, out, {1, 2, 3.001}, {0, 0, 1e-7});
-  CHECK_FALSE(r.passed());
-  CHECK(r.comparison.worst_index == 2);
-}

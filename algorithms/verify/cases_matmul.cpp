@@ -53,6 +53,7 @@ std::vector<Problem> problems(bool quick) {
       {33, 31, 33, Transpose::no, Transpose::no, 7, 0.75, 0},
       {200, 300, 400},                                    // past the register_blocked mc and kc blocks
       {67, 530, 400, Transpose::yes, Transpose::no, 2, 1, 1},  // past the tiled tier's (256, 512) tile
+      {3, 3100, 20, Transpose::no, Transpose::yes},            // past the register_blocked nc column block
   };
 }
 

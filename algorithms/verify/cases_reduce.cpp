@@ -1,9 +1,10 @@
 // Cases for reductions, scans and the ML helpers.
 //   sum: gamma(n, u) sum |x|        dot: gamma(n + 1, u) sum |x y|      norm2, mse: gamma(n + 4, u) |r|
 //   min, max, argmax: exact (argmax: the first maximum, the first NaN if any)
-//   scans, per prefix of m terms: gamma(m + 128, u) sum |x| (128 covers the extra additions that
-//   blocked and parallel scans make: lanes, chains and thread offsets)
-//   i32 sums and scans: exact, wrapping modulo 2^32.
+//   scans, per prefix of m terms: gamma(m, u) sum |x| (any tree of additions over exactly those
+//   terms, as blocked and parallel scans compute, stays within it)
+//   plus, everywhere, the reference's own error in f64 (the same bound with u = 2^-53) and the
+//   rounding of the result; i32 sums and scans: exact, wrapping modulo 2^32.
 #include <cmath>
 
 #include "cases.hpp"
@@ -45,8 +46,8 @@ void add_reduce_cases(std::vector<CheckCase>& out, const Backend&, const CheckOp
           for (double v : x) abs_sum += std::fabs(v);
           double bound = 0;
           const double u = u_of(t), nn = static_cast<double>(n);
-          if (!integer(t) && op == ReduceOp::sum) bound = gamma(nn, u) * abs_sum + u * std::fabs(e[0]);
-          if (op == ReduceOp::norm2) bound = gamma(nn + 4, u) * std::fabs(e[0]);
+          if (!integer(t) && op == ReduceOp::sum) bound = (gamma(nn, u) + gamma(nn, u64())) * abs_sum + u * std::fabs(e[0]);
+          if (op == ReduceOp::norm2) bound = (gamma(nn + 4, u) + gamma(nn + 4, u64())) * std::fabs(e[0]);
           finish(r, got, e, Host{bound});
           return r;
         };
@@ -65,7 +66,8 @@ void add_reduce_cases(std::vector<CheckCase>& out, const Backend&, const CheckOp
         const Host e = download(want);
         double abs_sum = 0;
         for (std::size_t i = 0; i < n; ++i) abs_sum += std::fabs(x[i] * y[i]);
-        finish(r, got, e, Host{gamma(static_cast<double>(n) + 1, u_of(t)) * abs_sum + u_of(t) * std::fabs(e[0])});
+        const double nn = static_cast<double>(n) + 1;
+        finish(r, got, e, Host{(gamma(nn, u_of(t)) + gamma(nn, u64())) * abs_sum + u_of(t) * std::fabs(e[0])});
         return r;
       };
       out.push_back(std::move(d));
@@ -108,7 +110,8 @@ void add_reduce_cases(std::vector<CheckCase>& out, const Backend&, const CheckOp
                 for (std::int64_t j = 0; j < len; ++j) {
                   abs_sum += std::fabs(per_row ? x[static_cast<std::size_t>(i * ld + j)] : x[static_cast<std::size_t>(j * ld + i)]);
                 }
-                bound[i] = gamma(static_cast<double>(len), u_of(t)) * abs_sum + u_of(t) * std::fabs(e[i]);
+                const double terms = static_cast<double>(len);
+                bound[i] = (gamma(terms, u_of(t)) + gamma(terms, u64())) * abs_sum + u_of(t) * std::fabs(e[i]);
               }
             }
             finish(r, got, e, bound);
@@ -149,7 +152,8 @@ void add_scan_cases(std::vector<CheckCase>& out, const Backend&, const CheckOpti
               for (std::size_t i = 0; i < n; ++i) {
                 const std::size_t terms = kind == ScanKind::inclusive ? i + 1 : i;
                 if (kind == ScanKind::inclusive) abs_prefix += std::fabs(x[i]);
-                bound[i] = gamma(static_cast<double>(terms + 128), u_of(t)) * abs_prefix + u_of(t) * std::fabs(e[i]);
+                const double m = static_cast<double>(terms);
+                bound[i] = (gamma(m, u_of(t)) + gamma(m, u64())) * abs_prefix + u_of(t) * std::fabs(e[i]);
                 if (kind == ScanKind::exclusive) abs_prefix += std::fabs(x[i]);
               }
             }
@@ -230,7 +234,8 @@ void add_ml_cases(std::vector<CheckCase>& out, const Backend&, const CheckOption
         Buffer want(ref, DType::f64, 1);
         mse(upload(ref, DType::f64, a), upload(ref, DType::f64, b), want);
         const Host e = download(want);
-        finish(r, got, e, Host{gamma(static_cast<double>(n) + 4, u_of(t)) * std::fabs(e[0])});
+        const double nn = static_cast<double>(n) + 4;
+        finish(r, got, e, Host{(gamma(nn, u_of(t)) + gamma(nn, u64())) * std::fabs(e[0])});
         return r;
       };
       out.push_back(std::move(c));

@@ -1,5 +1,6 @@
 #include "cpu_info.hpp"
 
+#include <cstdlib>
 #include <fstream>
 #include <string>
 
@@ -16,7 +17,9 @@ std::string cpuinfo_field(const std::string& key) {
   while (std::getline(in, line)) {
     if (line.rfind(key, 0) == 0) {
       const auto colon = line.find(':');
-      if (colon != std::string::npos) return line.substr(line.find_first_not_of(" \t", colon + 1));
+      if (colon == std::string::npos) return "";
+      const auto start = line.find_first_not_of(" \t", colon + 1);
+      return start == std::string::npos ? "" : line.substr(start);
     }
   }
   return "";
@@ -38,7 +41,7 @@ bool cpu_has_avx2_fma() {
 
 bool cpu_has_avx512f() {
 #if defined(__x86_64__) || defined(__i386__)
-  return __builtin_cpu_supports("avx512f");
+  return __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512vl");  // the kernel uses both
 #else
   return false;
 #endif
@@ -55,7 +58,7 @@ DeviceProperties cpu_properties(int threads) {
   p.l2_cache_bytes = cache_bytes(_SC_LEVEL2_CACHE_SIZE);
   p.l3_cache_bytes = cache_bytes(_SC_LEVEL3_CACHE_SIZE);
   const std::string mhz = cpuinfo_field("cpu MHz");
-  p.clock_mhz = mhz.empty() ? 0 : static_cast<int>(std::stod(mhz));
+  p.clock_mhz = static_cast<int>(std::strtod(mhz.c_str(), nullptr));  // 0 when absent or malformed
   p.simd_width = 1;
 #if defined(__x86_64__) || defined(__i386__)
   const char* features[] = {"sse4.2", "avx", "avx2", "fma", "f16c", "avx512f", "avx512bw", "avx512vl", "avx512bf16",

@@ -11,6 +11,8 @@
 #include <memory>
 #include <vector>
 
+#include <omp.h>
+
 #include "openmp_backend.hpp"
 
 namespace tandem::openmp {
@@ -87,10 +89,12 @@ void matmul_tiled(const GemmArgs& g) {
         const auto* b = static_cast<const TA*>(g.b);
         auto* c = static_cast<TC*>(g.c);
         std::vector<C> btile(static_cast<std::size_t>(tile_k * tile_n));
+        // Per-thread C strips, allocated here: an exception must not escape a parallel region.
+        std::vector<C> strips(static_cast<std::size_t>(tile_n * omp_get_max_threads()));
         const C alpha = C(g.alpha);
 #pragma omp parallel if (g.m * g.n * g.k >= (1 << 16))
         {
-          std::vector<C> strip(static_cast<std::size_t>(tile_n));
+          C* strip = strips.data() + tile_n * omp_get_thread_num();
           for (std::int64_t j0 = 0; j0 < g.n; j0 += tile_n) {
             const std::int64_t nb = std::min(tile_n, g.n - j0);
             for (std::int64_t p0 = 0; p0 < g.k; p0 += tile_k) {
@@ -102,7 +106,7 @@ void matmul_tiled(const GemmArgs& g) {
               // implicit barrier: the tile is complete before anyone reads it
 #pragma omp for schedule(static)
               for (std::int64_t i = 0; i < g.m; ++i) {
-                std::fill(strip.begin(), strip.begin() + nb, C(0));
+                std::fill(strip, strip + nb, C(0));
                 for (std::int64_t p = 0; p < kb; ++p) {
                   const C aip = to<C>(at(a, g.lda, g.trans_a, i, p0 + p));
                   const C* brow = btile.data() + p * nb;

@@ -1,5 +1,8 @@
 #include "openmp_backend.hpp"
 
+#include <algorithm>
+#include <new>
+
 #include <omp.h>
 
 #include "../../core/factories.hpp"
@@ -30,12 +33,17 @@ MatmulTier OpenMPBackend::choose_matmul_tier(const GemmArgs& g) const {
 
 void OpenMPBackend::matmul(Queue q, const GemmArgs& g) {
   check_queue(q);
-  switch (g.tier) {
-    case MatmulTier::naive: matmul_naive(g); break;
-    case MatmulTier::tiled: matmul_tiled(g); break;
-    case MatmulTier::register_blocked: matmul_register_blocked(g); break;
-    case MatmulTier::vendor: matmul_vendor(g); break;
-    default: throw Unsupported("openmp: matmul tier '" + std::string(name_of(g.tier)) + "' is not offered");
+  try {
+    switch (g.tier) {
+      case MatmulTier::naive: matmul_naive(g); break;
+      case MatmulTier::tiled: matmul_tiled(g); break;
+      case MatmulTier::register_blocked: matmul_register_blocked(g); break;
+      case MatmulTier::vendor: matmul_vendor(g); break;
+      default: throw Unsupported("openmp: matmul tier '" + std::string(name_of(g.tier)) + "' is not offered");
+    }
+  } catch (const std::bad_alloc&) {  // packing buffers: report it as the typed error
+    throw OutOfMemory(static_cast<std::size_t>((g.m + g.n) * std::min<std::int64_t>(g.k, 512)) * size_of(g.c_type),
+                      device_free_bytes(), name() + " (matmul packing buffers)");
   }
 }
 
