@@ -241,9 +241,9 @@ std::string list_tiers(const std::vector<MatmulTier>& tiers) {
 
 }  // namespace
 
-MatmulTier resolve_matmul_tier(const Matrix& a, const Matrix& b, const Matrix& c, const MatmulOptions& options) {
-  GemmArgs g = gemm_args(a, b, c, options);
-  Backend& be = a.buffer.backend();
+namespace {
+// The tier a checked GEMM runs with: `automatic` chooses, anything else must be offered.
+MatmulTier tier_for(Backend& be, const GemmArgs& g) {
   if (g.tier == MatmulTier::automatic) return be.choose_matmul_tier(g);
   const auto tiers = be.matmul_tiers(g.ab_type);
   if (std::find(tiers.begin(), tiers.end(), g.tier) == tiers.end()) {
@@ -252,11 +252,16 @@ MatmulTier resolve_matmul_tier(const Matrix& a, const Matrix& b, const Matrix& c
   }
   return g.tier;
 }
+}  // namespace
+
+MatmulTier resolve_matmul_tier(const Matrix& a, const Matrix& b, const Matrix& c, const MatmulOptions& options) {
+  return tier_for(a.buffer.backend(), gemm_args(a, b, c, options));
+}
 
 void matmul(const Matrix& a, const Matrix& b, Matrix& c, const MatmulOptions& options, Queue q) {
   GemmArgs g = gemm_args(a, b, c, options);
-  g.tier = resolve_matmul_tier(a, b, c, options);
   Backend& be = a.buffer.backend();
+  g.tier = tier_for(be, g);
   if (g.m == 0 || g.n == 0) return;
   if (g.k == 0 || g.alpha == 0) {  // BLAS semantics: A and B are not read
     scale_matrix(be, q, c, g.beta);

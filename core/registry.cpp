@@ -136,8 +136,9 @@ std::vector<BackendInfo> backends() {
 }
 
 std::string auto_backend_name() {
+  const auto list = backends();  // probes each backend's devices once
   for (const auto& name : auto_order) {
-    for (const auto& info : backends()) {
+    for (const auto& info : list) {
       if (info.name == name && info.available) return std::string(name);
     }
   }
