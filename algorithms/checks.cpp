@@ -90,4 +90,17 @@ void no_overlap(const Buffer& out, const Buffer& in, const char* op, const char*
   }
 }
 
+void variant_in(const Backend& backend, std::string_view algorithm, std::string_view variant) {
+  if (variant.empty()) return;
+  const auto known = backend.variants(algorithm);
+  for (const auto& v : known) {
+    if (v == variant) return;
+  }
+  std::string list;
+  for (const auto& v : known) list += (list.empty() ? "" : ", ") + v;
+  throw Unsupported(std::string(algorithm) + ": backend '" + backend.name() + "' has no variant '" +
+                    std::string(variant) + "'; " +
+                    (known.empty() ? std::string("it has one way only (pass no variant)") : "it has: " + list));
+}
+
 }  // namespace tandem::checks

@@ -270,7 +270,7 @@ void matmul(const Matrix& a, const Matrix& b, Matrix& c, const MatmulOptions& op
   be.matmul(q, g);
 }
 
-void reduce(ReduceOp op, const Buffer& x, Buffer& result, Queue q) {
+void reduce(ReduceOp op, const Buffer& x, Buffer& result, Queue q, std::string_view variant) {
   const std::string name(name_of(op));
   Backend& be = backend_of(x, name.c_str(), "x");
   same_backend(be, result, name.c_str(), "result");
@@ -282,6 +282,7 @@ void reduce(ReduceOp op, const Buffer& x, Buffer& result, Queue q) {
   same_dtype(op == ReduceOp::argmax ? DType::i32 : x.dtype(), result, name.c_str(), "result");
   same_size(1, result, name.c_str(), "result");
   checks::no_overlap(result, x, name.c_str(), "result", "x");
+  checks::variant_in(be, "reduce", variant);
   if (x.size() == 0) {
     if (op == ReduceOp::sum || op == ReduceOp::norm2) {
       be.fill(q, result.dtype(), 1, 0.0, result.data());
@@ -292,7 +293,7 @@ void reduce(ReduceOp op, const Buffer& x, Buffer& result, Queue q) {
   if (op == ReduceOp::argmax && x.size() > static_cast<std::size_t>(INT32_MAX)) {
     throw InvalidArgument("argmax: x has more than 2^31 - 1 elements; the index would not fit the i32 result");
   }
-  be.reduce(q, op, x.dtype(), x.size(), x.data(), result.data());
+  be.reduce(q, op, x.dtype(), x.size(), x.data(), result.data(), variant);
 }
 
 void dot(const Buffer& x, const Buffer& y, Buffer& result, Queue q) {
@@ -369,23 +370,28 @@ void reduce_axis(bool per_row, ReduceOp op, const Matrix& x, Buffer& out, Queue 
   }
 }
 
-void scan(ScanKind kind, const Buffer& x, Buffer& out, Queue q) {
+void scan(ScanKind kind, const Buffer& x, Buffer& out, Queue q, std::string_view variant) {
   const char* name = kind == ScanKind::inclusive ? "inclusive_scan" : "exclusive_scan";
   Backend& be = backend_of(x, name, "x");
   same_backend(be, out, name, "out");
   dtype_in(x.dtype(), {DType::f32, DType::f64, DType::i32}, name, "x");
   same_dtype(x.dtype(), out, name, "out");
   same_size(x.size(), out, name, "out");
+  checks::variant_in(be, "scan", variant);
   if (x.size() == 0) return;
   if (x.data() != out.data()) checks::no_overlap(out, x, name, "out", "x (partially: use the same view or none)");
-  be.scan(q, kind, x.dtype(), x.size(), x.data(), out.data());
+  be.scan(q, kind, x.dtype(), x.size(), x.data(), out.data(), variant);
 }
 }  // namespace
 
 void reduce_rows(ReduceOp op, const Matrix& x, Buffer& out, Queue q) { reduce_axis(true, op, x, out, q); }
 void reduce_cols(ReduceOp op, const Matrix& x, Buffer& out, Queue q) { reduce_axis(false, op, x, out, q); }
-void inclusive_scan(const Buffer& x, Buffer& out, Queue q) { scan(ScanKind::inclusive, x, out, q); }
-void exclusive_scan(const Buffer& x, Buffer& out, Queue q) { scan(ScanKind::exclusive, x, out, q); }
+void inclusive_scan(const Buffer& x, Buffer& out, Queue q, std::string_view variant) {
+  scan(ScanKind::inclusive, x, out, q, variant);
+}
+void exclusive_scan(const Buffer& x, Buffer& out, Queue q, std::string_view variant) {
+  scan(ScanKind::exclusive, x, out, q, variant);
+}
 
 void softmax_cross_entropy(const Matrix& logits, const Buffer& labels, Matrix& probs, Buffer& losses, Queue q) {
   const char* name = "softmax_cross_entropy";

@@ -41,6 +41,8 @@ Backend::Backend() : track_allocations_(debug_memory_enabled()) {}
 
 Backend::~Backend() = default;
 
+std::vector<std::string> Backend::variants(std::string_view) const { return {}; }
+
 void* Backend::allocate(std::size_t bytes, const std::source_location& where) {
   if (bytes == 0) return nullptr;
   const std::size_t block = round_block(bytes);
@@ -82,6 +84,7 @@ void* Backend::allocate(std::size_t bytes, const std::source_location& where) {
   for (std::size_t s = 0; s < scope_open_.size(); ++s) {
     if (scope_open_[s] && stats_.bytes_in_use > scope_peak_[s]) scope_peak_[s] = stats_.bytes_in_use;
   }
+  on_allocate(ptr, bytes, got);
   return ptr;
 }
 

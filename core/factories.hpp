@@ -17,4 +17,20 @@ int openmp_device_count(std::string& reason);
 std::shared_ptr<Backend> make_openmp_backend(int device);
 #endif
 
+#ifdef TANDEM_HAVE_SIM
+int sim_device_count(std::string& reason);
+std::shared_ptr<Backend> make_sim_backend(int device);
+std::shared_ptr<Backend> make_sim64_backend(int device);
+#endif
+
+#ifdef TANDEM_HAVE_CUDA
+int cuda_device_count(std::string& reason);
+std::shared_ptr<Backend> make_cuda_backend(int device);
+#endif
+
+#ifdef TANDEM_HAVE_HIP
+int hip_device_count(std::string& reason);
+std::shared_ptr<Backend> make_hip_backend(int device);
+#endif
+
 }  // namespace tandem::detail

@@ -28,10 +28,18 @@ struct Entry {
 // The simulator is never chosen by "auto": it is a correctness tool, not a fast path.
 const std::vector<Entry>& entries() {
   static const std::vector<Entry> list = {
+#ifdef TANDEM_HAVE_CUDA
+      {"cuda", true, "", detail::cuda_device_count, detail::make_cuda_backend},
+#else
       {"cuda", false, "not built into this library: configure with -DTANDEM_ENABLE_CUDA=ON (needs the CUDA toolkit)",
        nullptr, nullptr},
+#endif
+#ifdef TANDEM_HAVE_HIP
+      {"hip", true, "", detail::hip_device_count, detail::make_hip_backend},
+#else
       {"hip", false, "not built into this library: configure with -DTANDEM_ENABLE_HIP=ON (needs ROCm: hipcc, libamdhip64-dev)",
        nullptr, nullptr},
+#endif
 #ifdef TANDEM_HAVE_OPENMP
       {"openmp", true, "", detail::openmp_device_count, detail::make_openmp_backend},
 #else
@@ -39,8 +47,15 @@ const std::vector<Entry>& entries() {
        nullptr, nullptr},
 #endif
       {"kokkos", false, "not built into this library: the Kokkos backend is not implemented yet", nullptr, nullptr},
+#ifdef TANDEM_HAVE_SIM
+      {"sim", true, "", detail::sim_device_count, detail::make_sim_backend},
+      {"sim64", true, "", detail::sim_device_count, detail::make_sim64_backend},
+#else
       {"sim", false, "not built into this library: configure with -DTANDEM_ENABLE_SIM=ON (needs libboost-context-dev)",
        nullptr, nullptr},
+      {"sim64", false, "not built into this library: configure with -DTANDEM_ENABLE_SIM=ON (needs libboost-context-dev)",
+       nullptr, nullptr},
+#endif
       {"reference", true, "", detail::reference_device_count, detail::make_reference_backend},
   };
   return list;

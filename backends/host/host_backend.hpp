@@ -6,29 +6,14 @@
 #include <string>
 
 #include "tandem/backend.hpp"
+#include "../../core/dispatch.hpp"
 #include "tandem/errors.hpp"
 
 namespace tandem::host {
 
-// Calls f.template operator()<T>() for the C++ type of t, limited to the listed family.
-template <class F> decltype(auto) dispatch_float(DType t, F&& f) {
-  switch (t) {
-    case DType::f32: return f.template operator()<float>();
-    case DType::f64: return f.template operator()<double>();
-    default: throw DTypeMismatch("dtype " + std::string(name_of(t)) + " is not offered here; use f32 or f64");
-  }
-}
-template <class F> decltype(auto) dispatch_numeric(DType t, F&& f) {
-  if (t == DType::i32) return f.template operator()<std::int32_t>();
-  return dispatch_float(t, std::forward<F>(f));
-}
-template <class F> decltype(auto) dispatch_any(DType t, F&& f) {
-  switch (t) {
-    case DType::f16: return f.template operator()<half>();
-    case DType::bf16: return f.template operator()<bfloat16>();
-    default: return dispatch_numeric(t, std::forward<F>(f));
-  }
-}
+using detail::dispatch_any;
+using detail::dispatch_float;
+using detail::dispatch_numeric;
 
 // Converts an element of any storage type to the compute type C.
 template <class C, class T> inline C to(T v) {

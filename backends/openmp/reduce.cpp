@@ -123,7 +123,8 @@ template <class T> std::int64_t argmax_chunk(const T* x, std::int64_t begin, std
 
 }  // namespace
 
-void OpenMPBackend::reduce(Queue q, ReduceOp op, DType t, std::size_t n, const void* x, void* result) {
+void OpenMPBackend::reduce(Queue q, ReduceOp op, DType t, std::size_t n, const void* x, void* result,
+                          std::string_view) {
   check_queue(q);
   dispatch_numeric(t, [&]<class T>() {
     const T* v = static_cast<const T*>(x);

@@ -96,7 +96,7 @@ template <bool inclusive, class T> void scan_impl(const T* x, T* out, std::int64
 
 }  // namespace
 
-void OpenMPBackend::scan(Queue q, ScanKind kind, DType t, std::size_t n, const void* x, void* out) {
+void OpenMPBackend::scan(Queue q, ScanKind kind, DType t, std::size_t n, const void* x, void* out, std::string_view) {
   check_queue(q);
   host::dispatch_numeric(t, [&]<class T>() {
     const auto* in = static_cast<const T*>(x);

@@ -14,6 +14,7 @@
 #include <mutex>
 #include <source_location>
 #include <string>
+#include <string_view>
 #include <unordered_map>
 #include <vector>
 
@@ -131,12 +132,17 @@ class Backend : public std::enable_shared_from_this<Backend> {
                          void* out, std::int64_t ldo) = 0;
   // The matmul tiers this backend has for input type ab (never "automatic").
   virtual std::vector<MatmulTier> matmul_tiers(DType ab) const = 0;
+  // Teaching variants a backend keeps of "reduce" or "scan" (the benchmark's ladder), the default
+  // first; empty when it has one way only.
+  virtual std::vector<std::string> variants(std::string_view algorithm) const;
   // The tier "automatic" resolves to for this problem.
   virtual MatmulTier choose_matmul_tier(const GemmArgs& args) const = 0;
   virtual void matmul(Queue q, const GemmArgs& args) = 0;
   // result[0] = op(x[0..n)); n >= 1. result has x's dtype, except argmax which writes an i32 index
   // (the first maximum; the first NaN if any). min, max and argmax propagate NaN.
-  virtual void reduce(Queue q, ReduceOp op, DType t, std::size_t n, const void* x, void* result) = 0;
+  // variant: one of variants("reduce"), or empty for the default (the public API checks it).
+  virtual void reduce(Queue q, ReduceOp op, DType t, std::size_t n, const void* x, void* result,
+                      std::string_view variant) = 0;
   // result[0] = sum x[i] * y[i]; f32 or f64.
   virtual void dot(Queue q, DType t, std::size_t n, const void* x, const void* y, void* result) = 0;
   // Per row (out has rows elements) or per column (cols elements) sum or max of x (rows, cols).
@@ -146,7 +152,9 @@ class Backend : public std::enable_shared_from_this<Backend> {
                            std::int64_t ldx, void* out) = 0;
   // Inclusive: out[i] = x[0] + ... + x[i]; exclusive: out[i] = x[0] + ... + x[i-1], out[0] = 0.
   // f32, f64, i32 (i32 wraps modulo 2^32). out may alias x.
-  virtual void scan(Queue q, ScanKind kind, DType t, std::size_t n, const void* x, void* out) = 0;
+  // variant: one of variants("scan"), or empty for the default.
+  virtual void scan(Queue q, ScanKind kind, DType t, std::size_t n, const void* x, void* out,
+                    std::string_view variant) = 0;
   // Row-wise stable softmax of logits (rows, cols) into probs, and losses[r] = -log probs[r][label[r]]
   // (NaN where a label is outside [0, cols)). labels are i32.
   virtual void softmax_cross_entropy(Queue q, DType t, std::int64_t rows, std::int64_t cols, const void* logits,
@@ -170,6 +178,12 @@ class Backend : public std::enable_shared_from_this<Backend> {
   std::string leak_report() const;
 
  protected:
+  // Told of every block the caching allocator hands out: `requested` of its `block` bytes are in
+  // use (the simulator guards the rest). Called with the allocator's lock held.
+  virtual void on_allocate(void* ptr, std::size_t requested, std::size_t block) noexcept {
+    (void)ptr, (void)requested, (void)block;
+  }
+
   // Every backend's destructor calls this before it releases its device: it frees every cached
   // block and, with TANDEM_DEBUG_MEMORY=1, prints the leak report to stderr.
   void shutdown_memory() noexcept;

@@ -1,0 +1,387 @@
+// The GPU Backend, written once against a small runtime layer and instantiated three times:
+// CUDA (backends/cuda), HIP (backends/hip) and the simulator (backends/sim). It owns memory,
+// copies, queues and events through the runtime and turns every primitive into launches of the
+// kernels in kernels/. Nothing per algorithm is written per runtime.
+//
+// A Runtime provides:
+//   void* allocate(size_t) (nullptr when the device is full); void release(void*);
+//   void set_requested(void*, size_t) (guard what the caching allocator does not use);
+//   size_t free_bytes() const; DeviceProperties properties() const;
+//   unsigned max_blocks() const (blocks worth launching for a grid-stride loop);
+//   int create_stream(); void check_stream(int) const; void synchronize(int);
+//   void copy(int stream, void* dst, const void* src, size_t bytes) (asynchronous, any direction);
+//   void memset(int stream, void* p, int value, size_t bytes);
+//   std::shared_ptr<Event::Impl> record(int stream); double elapsed_ms(Event::Impl*, Event::Impl*);
+//   template <class... P, class... A> void launch(int stream, const gpu::LaunchConfig&, void (*)(P...), A&&...).
+#pragma once
+
+#include <algorithm>
+#include <cstring>
+#include <string>
+#include <utility>
+
+#include "../../core/dispatch.hpp"
+#include "kernels/elementwise.hpp"
+#include "kernels/matmul.hpp"
+#include "kernels/ml.hpp"
+#include "kernels/reduce.hpp"
+#include "kernels/scan.hpp"
+#include "tandem/backend.hpp"
+#include "tandem/errors.hpp"
+
+namespace tandem::gpu {
+
+inline const std::vector<std::string>& reduce_variants() {
+  static const std::vector<std::string> v = {"single_pass", "warp_shuffle", "shared_tree"};
+  return v;
+}
+inline const std::vector<std::string>& scan_variants() {
+  static const std::vector<std::string> v = {"decoupled_lookback", "three_pass", "single_block"};
+  return v;
+}
+
+template <class Runtime> class GpuBackend : public Backend {
+ public:
+  template <class... A>
+  explicit GpuBackend(std::string name, A&&... runtime_args)
+      : name_(std::move(name)), rt_(std::forward<A>(runtime_args)...) {}
+  ~GpuBackend() override { shutdown_memory(); }
+
+  Runtime& runtime() { return rt_; }
+
+  std::string name() const override { return name_; }
+  DeviceProperties properties() const override { return rt_.properties(); }
+
+  // ---- resource contract ----
+  void* device_allocate(std::size_t bytes) override { return rt_.allocate(bytes); }
+  void device_free(void* ptr, std::size_t) override { rt_.release(ptr); }
+  std::size_t device_free_bytes() const override { return rt_.free_bytes(); }
+  // Host memory may be pageable and reused as soon as these return: they wait for the copy.
+  void copy_to_device(Queue q, void* d_dst, const void* h_src, std::size_t bytes) override {
+    if (bytes == 0) return;
+    rt_.copy(stream(q), d_dst, h_src, bytes);
+    rt_.synchronize(q.id);
+  }
+  void copy_to_host(Queue q, void* h_dst, const void* d_src, std::size_t bytes) override {
+    if (bytes == 0) return;
+    rt_.copy(stream(q), h_dst, d_src, bytes);
+    rt_.synchronize(q.id);
+  }
+  void copy_on_device(Queue q, void* d_dst, const void* d_src, std::size_t bytes) override {
+    if (bytes == 0) return;
+    rt_.copy(stream(q), d_dst, d_src, bytes);
+  }
+
+  Queue create_queue() override { return Queue{rt_.create_stream()}; }
+  void synchronize(Queue q) override { rt_.synchronize(stream(q)); }
+  Event record_event(Queue q) override { return Event(rt_.record(stream(q))); }
+  double elapsed_ms(const Event& start, const Event& stop) override {
+    if (start.impl() == nullptr || stop.impl() == nullptr) {
+      throw InvalidArgument("elapsed_ms: an event was not recorded (use record_event)");
+    }
+    return rt_.elapsed_ms(start.impl(), stop.impl());
+  }
+
+  std::vector<std::string> variants(std::string_view algorithm) const override {
+    if (algorithm == "reduce") return reduce_variants();
+    if (algorithm == "scan") return scan_variants();
+    return {};
+  }
+
+  // ---- elementwise ----
+  void binary(Queue q, BinaryOp op, DType t, std::size_t n, const void* x, const void* y, void* out) override {
+    detail::dispatch_float(t, [&]<class T>() {
+      const bool packed = aligned(x, y, out);
+      launch(q, "binary", grid_1d(packed ? n / kernels::Pack<T>::size : n), block_1d(), 0,
+             kernels::binary_kernel<T>, op, n, as<T>(x), as<T>(y), as<T>(out), packed);
+    });
+  }
+  void unary(Queue q, UnaryOp op, DType t, std::size_t n, const void* x, void* out) override {
+    detail::dispatch_float(t, [&]<class T>() {
+      const bool packed = aligned(x, out);
+      launch(q, "unary", grid_1d(packed ? n / kernels::Pack<T>::size : n), block_1d(), 0,
+             kernels::unary_kernel<T>, op, n, as<T>(x), as<T>(out), packed);
+    });
+  }
+  void axpy(Queue q, DType t, std::size_t n, double alpha, const void* x, void* y) override {
+    detail::dispatch_float(t, [&]<class T>() {
+      const bool packed = aligned(x, y);
+      launch(q, "axpy", grid_1d(packed ? n / kernels::Pack<T>::size : n), block_1d(), 0, kernels::axpy_kernel<T>, n,
+             T(alpha), as<T>(x), as<T>(y), packed);
+    });
+  }
+  void scale(Queue q, DType t, std::size_t n, double alpha, const void* x, void* out) override {
+    detail::dispatch_float(t, [&]<class T>() {
+      const bool packed = aligned(x, out);
+      launch(q, "scale", grid_1d(packed ? n / kernels::Pack<T>::size : n), block_1d(), 0, kernels::scale_kernel<T>,
+             n, T(alpha), as<T>(x), as<T>(out), packed);
+    });
+  }
+  void fill(Queue q, DType t, std::size_t n, double value, void* out) override {
+    detail::dispatch_any(t, [&]<class T>() {
+      T v;
+      if constexpr (std::is_same_v<T, half> || std::is_same_v<T, bfloat16>) {
+        v = T(static_cast<float>(value));
+      } else {
+        v = static_cast<T>(value);
+      }
+      using U = std::conditional_t<sizeof(T) == 2, std::uint16_t,
+                                   std::conditional_t<sizeof(T) == 4, std::uint32_t, std::uint64_t>>;
+      U bits;
+      std::memcpy(&bits, &v, sizeof bits);
+      const bool packed = aligned(out);
+      launch(q, "fill", grid_1d(packed ? n / kernels::Pack<U>::size : n), block_1d(), 0, kernels::fill_kernel<U>, n,
+             bits, static_cast<U*>(out), packed);
+    });
+  }
+
+  // ---- matrix ----
+  void add_row_vector(Queue q, DType t, std::int64_t rows, std::int64_t cols, const void* x, std::int64_t ldx,
+                      const void* bias, void* out, std::int64_t ldo) override {
+    detail::dispatch_float(t, [&]<class T>() {
+      launch(q, "add_row_vector", grid_2d(rows, cols, 8, 32), Dim3{32, 8, 1}, 0, kernels::add_row_vector_kernel<T>,
+             rows, cols, as<T>(x), ldx, as<T>(bias), as<T>(out), ldo);
+    });
+  }
+  void matrix_add(Queue q, DType t, std::int64_t rows, std::int64_t cols, double alpha, const void* a,
+                  std::int64_t lda, double beta, const void* b, std::int64_t ldb, void* c, std::int64_t ldc) override {
+    detail::dispatch_float(t, [&]<class T>() {
+      launch(q, "matrix_add", grid_2d(rows, cols, 8, 32), Dim3{32, 8, 1}, 0, kernels::matrix_add_kernel<T>, rows, cols,
+             T(alpha), as<T>(a), lda, T(beta), as<T>(b), ldb, as<T>(c), ldc);
+    });
+  }
+  void transpose(Queue q, DType t, std::int64_t rows, std::int64_t cols, const void* a, std::int64_t lda, void* out,
+                 std::int64_t ldo) override {
+    auto run = [&]<class U>() {
+      constexpr unsigned T = kernels::kTransposeTile;
+      launch(q, "transpose", grid_2d(rows, cols, T, T), Dim3{T, kernels::kTransposeRows, 1}, 0,
+             kernels::transpose_kernel<U>, rows, cols, static_cast<const U*>(a), lda, static_cast<U*>(out), ldo);
+    };
+    switch (size_of(t)) {
+      case 2: return run.template operator()<std::uint16_t>();
+      case 4: return run.template operator()<std::uint32_t>();
+      default: return run.template operator()<std::uint64_t>();
+    }
+  }
+
+  std::vector<MatmulTier> matmul_tiers(DType) const override {
+    return {MatmulTier::naive, MatmulTier::tiled, MatmulTier::register_blocked};
+  }
+  MatmulTier choose_matmul_tier(const GemmArgs&) const override { return MatmulTier::register_blocked; }
+
+  void matmul(Queue q, const GemmArgs& a) override {
+    detail::dispatch_any(a.ab_type, [&]<class TA>() {
+      if constexpr (std::is_same_v<TA, std::int32_t>) {
+        throw DTypeMismatch("matmul: i32 inputs are not offered; use f32, f64, f16 or bf16");
+      } else {
+        using TC = std::conditional_t<std::is_same_v<TA, double>, double, float>;
+        kernels::Gemm<TA, TC> g{a.m, a.n, a.k, TC(a.alpha), TC(a.beta), static_cast<const TA*>(a.a), a.lda,
+                                a.trans_a == Transpose::yes, static_cast<const TA*>(a.b), a.ldb,
+                                a.trans_b == Transpose::yes, static_cast<TC*>(a.c), a.ldc, false, false};
+        constexpr std::int64_t per16 = 16 / sizeof(TA);
+        g.vector_a = std::is_same_v<TA, TC> && aligned(a.a) && a.lda % per16 == 0;
+        g.vector_b = std::is_same_v<TA, TC> && aligned(a.b) && a.ldb % per16 == 0;
+        switch (a.tier) {
+          case MatmulTier::naive:
+            return launch(q, "matmul_naive", grid_2d(a.m, a.n, 16, 16), Dim3{16, 16, 1}, 0,
+                          kernels::matmul_naive_kernel<TA, TC>, g);
+          case MatmulTier::tiled:
+            return launch(q, "matmul_tiled", grid_2d(a.m, a.n, kernels::kTile, kernels::kTile),
+                          Dim3{kernels::kTile, kernels::kTile, 1}, 0, kernels::matmul_tiled_kernel<TA, TC>, g);
+          case MatmulTier::register_blocked:
+            return launch(q, "matmul_register_blocked", grid_2d(a.m, a.n, kernels::kBlockM, kernels::kBlockN),
+                          Dim3{kernels::kRegisterThreads, 1, 1}, 0, kernels::matmul_register_kernel<TA, TC>, g);
+          default:
+            throw Unsupported("matmul: backend '" + name_ + "' has no tier '" + std::string(name_of(a.tier)) +
+                              "'; it has naive, tiled, register_blocked");
+        }
+      }
+    });
+  }
+
+  // ---- reductions ----
+  void reduce(Queue q, ReduceOp op, DType t, std::size_t n, const void* x, void* result,
+              std::string_view variant) override {
+    detail::dispatch_numeric(t, [&]<class T>() {
+      using namespace kernels;
+      const T* xs = as<T>(x);
+      switch (op) {
+        case ReduceOp::sum: return run_reduce<SumOp<T>>(q, variant, Plain<T>{xs}, n, as<T>(result), Finish::value);
+        case ReduceOp::min: return run_reduce<MinOp<T>>(q, variant, Plain<T>{xs}, n, as<T>(result), Finish::value);
+        case ReduceOp::max: return run_reduce<MaxOp<T>>(q, variant, Plain<T>{xs}, n, as<T>(result), Finish::value);
+        case ReduceOp::argmax:
+          return run_reduce<ArgMaxOp<T>>(q, variant, Indexed<T>{xs}, n, static_cast<std::int32_t*>(result),
+                                         Finish::value);
+        case ReduceOp::norm2:
+          if constexpr (std::is_floating_point_v<T>) {
+            return run_reduce<SumOp<T>>(q, variant, Squares<T>{xs}, n, as<T>(result), Finish::sqrt);
+          } else {
+            throw DTypeMismatch("norm2: i32 is not offered; use f32 or f64");
+          }
+      }
+    });
+  }
+  void dot(Queue q, DType t, std::size_t n, const void* x, const void* y, void* result) override {
+    detail::dispatch_float(t, [&]<class T>() {
+      run_reduce<kernels::SumOp<T>>(q, {}, kernels::Products<T>{as<T>(x), as<T>(y)}, n, as<T>(result),
+                                    kernels::Finish::value);
+    });
+  }
+  void mse(Queue q, DType t, std::size_t n, const void* a, const void* b, void* result) override {
+    detail::dispatch_float(t, [&]<class T>() {
+      run_reduce<kernels::SumOp<T>>(q, {}, kernels::SquaredDifferences<T>{as<T>(a), as<T>(b)}, n, as<T>(result),
+                                    kernels::Finish::mean);
+    });
+  }
+  void reduce_rows(Queue q, ReduceOp op, DType t, std::int64_t rows, std::int64_t cols, const void* x,
+                   std::int64_t ldx, void* out) override {
+    detail::dispatch_numeric(t, [&]<class T>() {
+      const unsigned grid = blocks(static_cast<std::size_t>(rows));
+      if (op == ReduceOp::max) {
+        launch(q, "reduce_rows", Dim3{grid, 1, 1}, block_1d(), 0, kernels::reduce_rows_kernel<kernels::MaxOp<T>>, rows,
+               cols, as<T>(x), ldx, as<T>(out));
+      } else {
+        launch(q, "reduce_rows", Dim3{grid, 1, 1}, block_1d(), 0, kernels::reduce_rows_kernel<kernels::SumOp<T>>, rows,
+               cols, as<T>(x), ldx, as<T>(out));
+      }
+    });
+  }
+  void reduce_cols(Queue q, ReduceOp op, DType t, std::int64_t rows, std::int64_t cols, const void* x,
+                   std::int64_t ldx, void* out) override {
+    detail::dispatch_numeric(t, [&]<class T>() {
+      const unsigned grid = blocks(static_cast<std::size_t>((cols + kernels::kColumnsPerBlock - 1) /
+                                                            kernels::kColumnsPerBlock));
+      const Dim3 block{kernels::kColumnsPerBlock, kernels::kRowGroups, 1};
+      if (op == ReduceOp::max) {
+        launch(q, "reduce_cols", Dim3{grid, 1, 1}, block, 0, kernels::reduce_cols_kernel<kernels::MaxOp<T>>, rows, cols,
+               as<T>(x), ldx, as<T>(out));
+      } else {
+        launch(q, "reduce_cols", Dim3{grid, 1, 1}, block, 0, kernels::reduce_cols_kernel<kernels::SumOp<T>>, rows, cols,
+               as<T>(x), ldx, as<T>(out));
+      }
+    });
+  }
+
+  // ---- scans ----
+  void scan(Queue q, ScanKind kind, DType t, std::size_t n, const void* x, void* out,
+            std::string_view variant) override {
+    if (n == 0) return;
+    detail::dispatch_numeric(t, [&]<class T>() {
+      const bool inclusive = kind == ScanKind::inclusive;
+      const std::size_t tiles = (n + kernels::kScanTile - 1) / kernels::kScanTile;
+      const Dim3 block{kernels::kScanThreads, 1, 1};
+      if (variant == "single_block") {
+        return launch(q, "scan_single_block", Dim3{}, block, 0, kernels::scan_single_block_kernel<T>, as<T>(x),
+                      as<T>(out), n, inclusive);
+      }
+      if (tiles > 0x7fffffffu) throw InvalidArgument("scan: more than 2^31 tiles; split the input");
+      if (variant == "three_pass") {
+        Scratch sums(*this, tiles * sizeof(T));
+        T* s = static_cast<T*>(sums.ptr);
+        launch(q, "scan_tile_sums", Dim3{blocks(tiles), 1, 1}, block, 0, kernels::scan_tile_sums_kernel<T>, as<T>(x),
+               n, s, tiles);
+        launch(q, "scan_tile_prefixes", Dim3{}, block, 0, kernels::scan_single_block_kernel<T>, static_cast<const T*>(s),
+               s, tiles, false);
+        return launch(q, "scan_tiles", Dim3{blocks(tiles), 1, 1}, block, 0, kernels::scan_tiles_kernel<T>, as<T>(x),
+                      as<T>(out), n, inclusive, static_cast<const T*>(s), tiles);
+      }
+      // decoupled look-back: [counter][status x tiles] then aggregates and prefixes, 16-byte aligned
+      const std::size_t flags_bytes = (tiles + 1) * sizeof(unsigned);
+      const std::size_t values_at = (flags_bytes + 15) / 16 * 16;
+      Scratch scratch(*this, values_at + 2 * tiles * sizeof(T));
+      auto* base = static_cast<unsigned char*>(scratch.ptr);
+      rt_.memset(stream(q), base, 0, flags_bytes);
+      auto* counter = reinterpret_cast<unsigned*>(base);
+      auto* aggregates = reinterpret_cast<T*>(base + values_at);
+      launch(q, "scan_lookback", Dim3{static_cast<unsigned>(tiles), 1, 1}, block, 0, kernels::scan_lookback_kernel<T>,
+             as<T>(x), as<T>(out), n, inclusive, counter + 1, aggregates, aggregates + tiles, counter);
+    });
+  }
+
+  // ---- ML ----
+  void softmax_cross_entropy(Queue q, DType t, std::int64_t rows, std::int64_t cols, const void* logits,
+                             std::int64_t ld_logits, const std::int32_t* labels, void* probs, std::int64_t ld_probs,
+                             void* losses) override {
+    detail::dispatch_float(t, [&]<class T>() {
+      launch(q, "softmax_cross_entropy", Dim3{blocks(static_cast<std::size_t>(rows)), 1, 1}, block_1d(), 0,
+             kernels::softmax_cross_entropy_kernel<T>, rows, cols, as<T>(logits), ld_logits, labels, as<T>(probs),
+             ld_probs, as<T>(losses));
+    });
+  }
+
+ protected:
+  void on_allocate(void* ptr, std::size_t requested, std::size_t) noexcept override {
+    rt_.set_requested(ptr, requested);
+  }
+
+ private:
+  // Device memory for one op's intermediate results, from the caching allocator. Work queued
+  // after this op on the same queue runs after it, so returning the block when the op is queued
+  // is safe for that queue.
+  struct Scratch {
+    Backend& owner;
+    void* ptr;
+    Scratch(Backend& b, std::size_t bytes) : owner(b), ptr(b.allocate(std::max<std::size_t>(bytes, 16))) {}
+    ~Scratch() { owner.deallocate(ptr); }
+    Scratch(const Scratch&) = delete;
+    Scratch& operator=(const Scratch&) = delete;
+  };
+
+  template <class T> static const T* as(const void* p) { return static_cast<const T*>(p); }
+  template <class T> static T* as(void* p) { return static_cast<T*>(p); }
+  template <class... P> static bool aligned(const P*... p) {
+    return ((reinterpret_cast<std::uintptr_t>(p) % 16 == 0) && ...);
+  }
+
+  int stream(Queue q) const {
+    rt_.check_stream(q.id);
+    return q.id;
+  }
+  static Dim3 block_1d() { return Dim3{kernels::kBlock, 1, 1}; }
+  // Blocks for `work` independent items (tiles, rows, ...), at most what fills the device.
+  unsigned blocks(std::size_t work) const {
+    return static_cast<unsigned>(std::clamp<std::size_t>(work, 1, rt_.max_blocks()));
+  }
+  Dim3 grid_1d(std::size_t items) const { return Dim3{blocks((items + kernels::kBlock - 1) / kernels::kBlock), 1, 1}; }
+  // A 2D grid over (rows, cols) in tiles of (tile_rows, tile_cols), at most max_blocks in all.
+  Dim3 grid_2d(std::int64_t rows, std::int64_t cols, std::int64_t tile_rows, std::int64_t tile_cols) const {
+    const std::size_t tr = static_cast<std::size_t>((rows + tile_rows - 1) / tile_rows);
+    const std::size_t tc = static_cast<std::size_t>((cols + tile_cols - 1) / tile_cols);
+    const unsigned gx = blocks(tc);
+    const unsigned gy = static_cast<unsigned>(
+        std::clamp<std::size_t>(tr, 1, std::min<std::size_t>(65535, std::max<std::size_t>(1, rt_.max_blocks() / gx))));
+    return Dim3{gx, gy, 1};
+  }
+
+  template <class... P, class... A>
+  void launch(Queue q, const char* kernel, Dim3 grid, Dim3 block, std::size_t shared, void (*fn)(P...), A&&... args) {
+    rt_.launch(stream(q), LaunchConfig{kernel, grid, block, shared}, fn, std::forward<A>(args)...);
+  }
+
+  template <class R, class S, class Out>
+  void run_reduce(Queue q, std::string_view variant, S src, std::size_t n, Out* result, kernels::Finish finish) {
+    using Acc = typename R::Acc;
+    const unsigned grid = blocks((n + 4 * kernels::kBlock - 1) / (4 * kernels::kBlock));
+    if (variant.empty() || variant == "single_pass") {
+      Scratch scratch(*this, 16 + grid * sizeof(Acc));
+      auto* ticket = static_cast<unsigned*>(scratch.ptr);
+      rt_.memset(stream(q), ticket, 0, sizeof(unsigned));
+      auto* partials = reinterpret_cast<Acc*>(static_cast<unsigned char*>(scratch.ptr) + 16);
+      launch(q, "reduce_single_pass", Dim3{grid, 1, 1}, block_1d(), 0, kernels::reduce_single_pass_kernel<R, S, Out>,
+             src, n, partials, ticket, result, finish);
+      return;
+    }
+    const auto how = variant == "shared_tree" ? kernels::BlockReduce::shared_tree : kernels::BlockReduce::warp_shuffle;
+    Scratch scratch(*this, grid * sizeof(Acc));
+    auto* partials = static_cast<Acc*>(scratch.ptr);
+    launch(q, "reduce_partials", Dim3{grid, 1, 1}, block_1d(), 0, kernels::reduce_partials_kernel<R, S>, src, n,
+           partials, how);
+    launch(q, "reduce_final", Dim3{}, block_1d(), 0, kernels::reduce_final_kernel<R, Out>,
+           static_cast<const Acc*>(partials), grid, result, finish, n, how);
+  }
+
+  std::string name_;
+  mutable Runtime rt_;
+};
+
+}  // namespace tandem::gpu

@@ -1,0 +1,170 @@
+// Elementwise kernels: grid-stride loops over packed 16-byte loads where every pointer is
+// aligned, with a scalar tail; bias broadcast and matrix add over 2D grid-stride loops.
+#pragma once
+
+#include <cmath>
+
+#include "common.hpp"
+#include "tandem/backend.hpp"
+
+namespace tandem::gpu::kernels {
+
+template <class T> TANDEM_DEVICE T apply(BinaryOp op, T x, T y) {
+  switch (op) {
+    case BinaryOp::add: return x + y;
+    case BinaryOp::sub: return x - y;
+    case BinaryOp::mul: return x * y;
+    case BinaryOp::div: return x / y;
+    case BinaryOp::relu_grad: return math::relu_grad(x, y);
+    case BinaryOp::sigmoid_grad: return math::sigmoid_grad(x, y);
+    case BinaryOp::tanh_grad: return math::tanh_grad(x, y);
+  }
+  return quiet_nan<T>();
+}
+
+template <class T> TANDEM_DEVICE T apply(UnaryOp op, T x) {
+  switch (op) {
+    case UnaryOp::relu: return math::relu(x);
+    case UnaryOp::sigmoid: return math::sigmoid(x);
+    case UnaryOp::tanh: return std::tanh(x);
+    case UnaryOp::exp: return std::exp(x);
+    case UnaryOp::log: return std::log(x);
+    case UnaryOp::sqrt: return std::sqrt(x);
+    case UnaryOp::square: return x * x;
+    case UnaryOp::abs: return std::fabs(x);
+    case UnaryOp::neg: return -x;
+  }
+  return quiet_nan<T>();
+}
+
+// Calls pack_f(base) for each whole 16-byte pack when `packed` (every pointer aligned), then
+// element_f(i) for the rest: a grid-stride loop each.
+template <class T, class PackF, class ElementF>
+TANDEM_DEVICE void grid_stride_packed(std::size_t n, bool packed, PackF pack_f, ElementF element_f) {
+  const std::size_t start = global_thread(), stride = global_threads();
+  std::size_t done = 0;
+  if (packed) {
+    constexpr unsigned P = Pack<T>::size;
+    const std::size_t packs = n / P;
+    for (std::size_t p = start; p < packs; p += stride) pack_f(p * P);
+    done = packs * P;
+  }
+  for (std::size_t i = done + start; i < n; i += stride) element_f(i);
+}
+
+template <class T>
+TANDEM_KERNEL void binary_kernel(BinaryOp op, std::size_t n, const T* x, const T* y, T* out, bool packed) {
+  grid_stride_packed<T>(
+      n, packed,
+      [&](std::size_t base) {
+        const Pack<T> a = load_pack(x + base), b = load_pack(y + base);
+        Pack<T> r;
+        for (unsigned k = 0; k < Pack<T>::size; ++k) r.v[k] = apply(op, a.v[k], b.v[k]);
+        store_pack(out + base, r);
+      },
+      [&](std::size_t i) { out[i] = apply(op, x[i], y[i]); });
+}
+
+template <class T> TANDEM_KERNEL void unary_kernel(UnaryOp op, std::size_t n, const T* x, T* out, bool packed) {
+  grid_stride_packed<T>(
+      n, packed,
+      [&](std::size_t base) {
+        const Pack<T> a = load_pack(x + base);
+        Pack<T> r;
+        for (unsigned k = 0; k < Pack<T>::size; ++k) r.v[k] = apply(op, a.v[k]);
+        store_pack(out + base, r);
+      },
+      [&](std::size_t i) { out[i] = apply(op, x[i]); });
+}
+
+// y += alpha * x
+template <class T> TANDEM_KERNEL void axpy_kernel(std::size_t n, T alpha, const T* x, T* y, bool packed) {
+  grid_stride_packed<T>(
+      n, packed,
+      [&](std::size_t base) {
+        const Pack<T> a = load_pack(x + base);
+        Pack<T> r = load_pack(y + base);
+        for (unsigned k = 0; k < Pack<T>::size; ++k) r.v[k] = alpha * a.v[k] + r.v[k];
+        store_pack(y + base, r);
+      },
+      [&](std::size_t i) { y[i] = alpha * x[i] + y[i]; });
+}
+
+// out = alpha * x
+template <class T> TANDEM_KERNEL void scale_kernel(std::size_t n, T alpha, const T* x, T* out, bool packed) {
+  grid_stride_packed<T>(
+      n, packed,
+      [&](std::size_t base) {
+        const Pack<T> a = load_pack(x + base);
+        Pack<T> r;
+        for (unsigned k = 0; k < Pack<T>::size; ++k) r.v[k] = alpha * a.v[k];
+        store_pack(out + base, r);
+      },
+      [&](std::size_t i) { out[i] = alpha * x[i]; });
+}
+
+// out = value, for any element type by its bits (U: an unsigned integer of the element's size).
+template <class U> TANDEM_KERNEL void fill_kernel(std::size_t n, U value, U* out, bool packed) {
+  grid_stride_packed<U>(
+      n, packed,
+      [&](std::size_t base) {
+        Pack<U> r;
+        for (unsigned k = 0; k < Pack<U>::size; ++k) r.v[k] = value;
+        store_pack(out + base, r);
+      },
+      [&](std::size_t i) { out[i] = value; });
+}
+
+// f(r, c) over a rows x cols grid-stride loop: threads along x walk columns (coalesced).
+template <class F> TANDEM_DEVICE void grid_stride_2d(std::int64_t rows, std::int64_t cols, F f) {
+  for (std::int64_t r = std::int64_t(block_idx().y) * block_dim().y + thread_idx().y; r < rows;
+       r += std::int64_t(grid_dim().y) * block_dim().y) {
+    for (std::int64_t c = std::int64_t(block_idx().x) * block_dim().x + thread_idx().x; c < cols;
+         c += std::int64_t(grid_dim().x) * block_dim().x) {
+      f(r, c);
+    }
+  }
+}
+
+template <class T>
+TANDEM_KERNEL void add_row_vector_kernel(std::int64_t rows, std::int64_t cols, const T* x, std::int64_t ldx,
+                                         const T* bias, T* out, std::int64_t ldo) {
+  grid_stride_2d(rows, cols, [&](std::int64_t r, std::int64_t c) { out[r * ldo + c] = x[r * ldx + c] + bias[c]; });
+}
+
+template <class T>
+TANDEM_KERNEL void matrix_add_kernel(std::int64_t rows, std::int64_t cols, T alpha, const T* a, std::int64_t lda,
+                                     T beta, const T* b, std::int64_t ldb, T* out, std::int64_t ldc) {
+  grid_stride_2d(rows, cols, [&](std::int64_t r, std::int64_t c) {
+    out[r * ldc + c] = alpha * a[r * lda + c] + beta * b[r * ldb + c];
+  });
+}
+
+// out (cols, rows) = a (rows, cols)^T through a 32 x 33 shared tile: reads and writes are both
+// coalesced, and the extra column puts a tile column in 32 different banks. Block (32, 8); U is
+// an unsigned integer of the element's size (a transpose moves bits).
+inline constexpr unsigned kTransposeTile = 32;
+inline constexpr unsigned kTransposeRows = 8;
+template <class U>
+TANDEM_KERNEL void transpose_kernel(std::int64_t rows, std::int64_t cols, const U* a, std::int64_t lda, U* out,
+                                    std::int64_t ldo) {
+  constexpr unsigned T = kTransposeTile;
+  TANDEM_SHARED(U, tile, [T][T + 1]);
+  const unsigned tx = thread_idx().x, ty = thread_idx().y;
+  const std::int64_t tiles_r = (rows + T - 1) / T, tiles_c = (cols + T - 1) / T;
+  for (std::int64_t br = block_idx().y; br < tiles_r; br += grid_dim().y) {
+    for (std::int64_t bc = block_idx().x; bc < tiles_c; bc += grid_dim().x) {
+      const std::int64_t r0 = br * T, c0 = bc * T;
+      for (unsigned j = ty; j < T; j += kTransposeRows) {
+        if (r0 + j < rows && c0 + tx < cols) tile[j][tx] = a[(r0 + j) * lda + c0 + tx];
+      }
+      sync_threads();
+      for (unsigned j = ty; j < T; j += kTransposeRows) {
+        if (c0 + j < cols && r0 + tx < rows) out[(c0 + j) * ldo + r0 + tx] = tile[tx][j];
+      }
+      sync_threads();
+    }
+  }
+}
+
+}  // namespace tandem::gpu::kernels

@@ -1,0 +1,157 @@
+// Prefix sums (inclusive and exclusive; f32, f64, and i32 wrapping modulo 2^32). A block scans a
+// tile of kScanThreads x kScanItems elements: each thread scans its kScanItems consecutive
+// elements in registers, the block scans the thread totals with warp shuffles, and a tile prefix
+// comes from the grid-level scheme:
+//   decoupled_lookback - single pass: tiles take ids in launch order, publish their aggregate,
+//                        and look back over their predecessors' flags for the prefix;
+//   three_pass         - tile sums, a scan of the tile sums, then each tile with its prefix;
+//   single_block       - one block walks every tile in order with a running carry.
+// Each thread reads its elements before it writes them, so out may alias x.
+#pragma once
+
+#include "common.hpp"
+
+namespace tandem::gpu::kernels {
+
+inline constexpr unsigned kScanThreads = 256, kScanItems = 8, kScanTile = kScanThreads * kScanItems;
+
+template <class T> TANDEM_DEVICE T warp_inclusive_scan(T v) {
+  const unsigned lane = lane_id();
+  for (unsigned d = 1; d < warp_size(); d *= 2) {
+    const T other = shfl_up(v, d);
+    if (lane >= d) v = plus(other, v);
+  }
+  return v;
+}
+
+// The exclusive prefix of v over the threads of the block; total gets the block's sum.
+template <class T> TANDEM_DEVICE T block_exclusive_scan(T v, T& total) {
+  TANDEM_SHARED(T, warp_sums, [kMaxBlockThreads / kMinWarpSize]);
+  const unsigned lane = lane_id(), warp = warp_id(), warps = block_threads() / warp_size();
+  const T inclusive = warp_inclusive_scan(v);
+  T exclusive = shfl_up(inclusive, 1);
+  if (lane == 0) exclusive = T(0);
+  if (lane == warp_size() - 1) warp_sums[warp] = inclusive;
+  sync_threads();
+  if (warp == 0) {
+    T s = lane < warps ? warp_sums[lane] : T(0);
+    s = warp_inclusive_scan(s);
+    if (lane < warps) warp_sums[lane] = s;
+  }
+  sync_threads();
+  const T warp_prefix = warp == 0 ? T(0) : warp_sums[warp - 1];
+  total = warp_sums[warps - 1];
+  sync_threads();  // warp_sums may be reused by the next call
+  return plus(warp_prefix, exclusive);
+}
+
+// One tile, in two steps so the grid scheme can find the tile's prefix in between.
+template <class T> struct TileScan {
+  T run[kScanItems];  // this thread's inclusive scan of its items
+  T thread_prefix;    // sum of the items of earlier threads in the tile
+  T aggregate;        // sum of the whole tile
+  std::size_t first;  // index of this thread's first item
+
+  TANDEM_DEVICE void load(const T* x, std::size_t n, std::size_t tile_start) {
+    first = tile_start + std::size_t(thread_rank()) * kScanItems;
+    T acc = T(0);
+    for (unsigned k = 0; k < kScanItems; ++k) {
+      const std::size_t i = first + k;
+      acc = plus(acc, i < n ? x[i] : T(0));
+      run[k] = acc;
+    }
+    thread_prefix = block_exclusive_scan(acc, aggregate);
+  }
+  TANDEM_DEVICE void store(T* out, std::size_t n, T tile_prefix, bool inclusive) const {
+    const T base = plus(tile_prefix, thread_prefix);
+    for (unsigned k = 0; k < kScanItems; ++k) {
+      const std::size_t i = first + k;
+      if (i >= n) break;
+      if (inclusive) {
+        out[i] = plus(base, run[k]);
+      } else {
+        out[i] = k == 0 ? base : plus(base, run[k - 1]);
+      }
+    }
+  }
+};
+
+// ---- decoupled look-back ----
+// status[tile]: 0 nothing yet, 1 aggregate published, 2 inclusive prefix published.
+// scratch: status[tiles], aggregates[tiles], prefixes[tiles], and the tile counter, zeroed
+// before the launch.
+template <class T>
+TANDEM_KERNEL void scan_lookback_kernel(const T* x, T* out, std::size_t n, bool inclusive, unsigned* status,
+                                        T* aggregates, T* prefixes, unsigned* counter) {
+  TANDEM_SHARED(unsigned, tile_id);
+  TANDEM_SHARED(T, tile_prefix);
+  if (thread_rank() == 0) tile_id = atomic_add(counter, 1u);  // ids in the order blocks start
+  sync_threads();
+  const unsigned tile = tile_id;
+  TileScan<T> s;
+  s.load(x, n, std::size_t(tile) * kScanTile);
+  if (thread_rank() == 0) {
+    T prefix = T(0);
+    if (tile == 0) {
+      store_volatile(prefixes, s.aggregate);
+      thread_fence();
+      store_volatile(status, 2u);
+    } else {
+      store_volatile(aggregates + tile, s.aggregate);
+      thread_fence();
+      store_volatile(status + tile, 1u);
+      // Walk back: add aggregates until a predecessor with its inclusive prefix.
+      for (unsigned j = tile - 1;; --j) {
+        unsigned flag;
+        while ((flag = load_volatile(status + j)) == 0u) {
+        }
+        thread_fence();
+        if (flag == 2u) {
+          prefix = plus(load_volatile(prefixes + j), prefix);
+          break;
+        }
+        prefix = plus(load_volatile(aggregates + j), prefix);
+      }
+      store_volatile(prefixes + tile, plus(prefix, s.aggregate));
+      thread_fence();
+      store_volatile(status + tile, 2u);
+    }
+    tile_prefix = prefix;
+  }
+  sync_threads();
+  s.store(out, n, tile_prefix, inclusive);
+}
+
+// ---- three passes ----
+template <class T> TANDEM_KERNEL void scan_tile_sums_kernel(const T* x, std::size_t n, T* sums, std::size_t tiles) {
+  for (std::size_t tile = block_idx().x; tile < tiles; tile += grid_dim().x) {
+    TileScan<T> s;
+    s.load(x, n, tile * kScanTile);
+    if (thread_rank() == 0) sums[tile] = s.aggregate;
+  }
+}
+
+// One block: in-place exclusive scan of data[0..n) tile by tile with a carry; the same loop is
+// the single_block scheme over the whole input.
+template <class T>
+TANDEM_KERNEL void scan_single_block_kernel(const T* x, T* out, std::size_t n, bool inclusive) {
+  T carry = T(0);
+  for (std::size_t start = 0; start < n; start += kScanTile) {
+    TileScan<T> s;
+    s.load(x, n, start);
+    s.store(out, n, carry, inclusive);
+    carry = plus(carry, s.aggregate);
+  }
+}
+
+template <class T>
+TANDEM_KERNEL void scan_tiles_kernel(const T* x, T* out, std::size_t n, bool inclusive, const T* tile_prefixes,
+                                     std::size_t tiles) {
+  for (std::size_t tile = block_idx().x; tile < tiles; tile += grid_dim().x) {
+    TileScan<T> s;
+    s.load(x, n, tile * kScanTile);
+    s.store(out, n, tile_prefixes[tile], inclusive);
+  }
+}
+
+}  // namespace tandem::gpu::kernels

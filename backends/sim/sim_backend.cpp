@@ -1,0 +1,135 @@
+// The simulator backends "sim" (warp 32) and "sim64" (warp 64): the GPU Backend of
+// backends/gpu over a runtime whose device is the engine in sim_engine.cpp. Memory is host
+// memory with guard zones; queues are synchronous (every launch finishes before it returns), so
+// events read the host clock.
+#include <chrono>
+#include <cstdlib>
+#include <cstring>
+#include <random>
+#include <string>
+
+#include "../../core/factories.hpp"
+#include "../gpu/gpu_backend.hpp"
+#include "../host/cpu_info.hpp"
+#include "../host/host_backend.hpp"
+#include "sim_engine.hpp"
+
+namespace tandem {
+namespace sim {
+namespace {
+
+std::uint64_t env_number(const char* name, bool& found) {
+  const char* v = std::getenv(name);
+  found = v != nullptr && v[0] != '\0';
+  if (!found) return 0;
+  char* end = nullptr;
+  const unsigned long long x = std::strtoull(v, &end, 10);
+  if (end == v || *end != '\0') {
+    throw InvalidArgument(std::string(name) + "=" + v + " is not a non-negative integer");
+  }
+  return x;
+}
+
+// TANDEM_SIM_SEED, else TANDEM_TEST_SEED (so a test run's seed replays its thread order), else random.
+std::uint64_t schedule_seed() {
+  bool found = false;
+  std::uint64_t seed = env_number("TANDEM_SIM_SEED", found);
+  if (found) return seed;
+  seed = env_number("TANDEM_TEST_SEED", found);
+  if (found) return seed;
+  return (std::uint64_t(std::random_device{}()) << 32) ^ std::random_device{}();
+}
+
+struct HostClockEvent : Event::Impl {
+  std::chrono::steady_clock::time_point time = std::chrono::steady_clock::now();
+};
+
+class SimRuntime {
+ public:
+  explicit SimRuntime(const EngineOptions& options) : engine_(options) {}
+
+  SimEngine& engine() { return engine_; }
+
+  void* allocate(std::size_t bytes) {
+    if (bytes > host::available_memory_bytes()) return nullptr;
+    return engine_.allocate(bytes);
+  }
+  void release(void* ptr) { engine_.release(ptr); }
+  void set_requested(void* ptr, std::size_t requested) noexcept { engine_.set_requested(ptr, requested); }
+  std::size_t free_bytes() const { return host::available_memory_bytes(); }
+
+  DeviceProperties properties() const {
+    DeviceProperties p = host::cpu_properties(static_cast<int>(engine_.threads()));
+    p.name = "tandem GPU simulator (warp " + std::to_string(engine_.warp_size()) + ", " +
+             std::to_string(engine_.threads()) + " OS threads, schedule seed " + std::to_string(engine_.schedule_seed()) +
+             ") on " + p.name;
+    p.kind = BackendKind::simulator;
+    p.simd_width = static_cast<int>(engine_.warp_size());
+    p.shared_memory_per_block = engine_.options().shared_memory_per_block;
+    p.isa_features = {"warp" + std::to_string(engine_.warp_size())};
+    return p;
+  }
+  // Few blocks keep the simulator fast; grid-stride loops cover any size with them.
+  unsigned max_blocks() const { return 4 * engine_.threads(); }
+
+  int create_stream() { return ++streams_; }
+  void check_stream(int id) const {
+    if (id < 0 || id > streams_) {
+      throw InvalidArgument("queue " + std::to_string(id) + " was not created by this backend (create_queue)");
+    }
+  }
+  void synchronize(int) {}
+  void copy(int, void* dst, const void* src, std::size_t bytes) { std::memmove(dst, src, bytes); }
+  void memset(int, void* p, int value, std::size_t bytes) { std::memset(p, value, bytes); }
+  std::shared_ptr<Event::Impl> record(int) { return std::make_shared<HostClockEvent>(); }
+  double elapsed_ms(Event::Impl* a, Event::Impl* b) {
+    auto* x = dynamic_cast<HostClockEvent*>(a);
+    auto* y = dynamic_cast<HostClockEvent*>(b);
+    if (x == nullptr || y == nullptr) throw InvalidArgument("elapsed_ms: events of another backend");
+    return std::chrono::duration<double, std::milli>(y->time - x->time).count();
+  }
+
+  template <class... P, class... A>
+  void launch(int, const gpu::LaunchConfig& config, void (*kernel)(P...), A&&... args) {
+    const std::tuple<std::decay_t<P>...> params(std::forward<A>(args)...);
+    engine_.run(config, [&] { std::apply(kernel, params); });
+  }
+
+ private:
+  SimEngine engine_;
+  int streams_ = 0;
+};
+
+using SimBackend = gpu::GpuBackend<SimRuntime>;
+
+EngineOptions options_for(unsigned warp) {
+  EngineOptions o;
+  o.warp_size = warp;
+  o.seed = schedule_seed();
+  bool found = false;
+  const std::uint64_t threads = env_number("TANDEM_SIM_THREADS", found);
+  if (found && (threads == 0 || threads > 1024)) {
+    throw InvalidArgument("TANDEM_SIM_THREADS=" + std::to_string(threads) + ": use 1 to 1024 OS threads");
+  }
+  o.threads = static_cast<unsigned>(threads);
+  return o;
+}
+
+}  // namespace
+
+Engine& engine_of(Backend& backend) {
+  if (auto* sim = dynamic_cast<SimBackend*>(&backend)) return sim->runtime().engine();
+  throw InvalidArgument("backend '" + backend.name() + "' is not a simulator; use get_backend(\"sim\") or \"sim64\"");
+}
+
+}  // namespace sim
+
+namespace detail {
+int sim_device_count(std::string&) { return 1; }
+std::shared_ptr<Backend> make_sim_backend(int) { return std::make_shared<sim::SimBackend>("sim", sim::options_for(32)); }
+std::shared_ptr<Backend> make_sim64_backend(int) {
+  return std::make_shared<sim::SimBackend>("sim64", sim::options_for(64));
+}
+}  // namespace detail
+
+}  // namespace tandem

@@ -1,0 +1,613 @@
+// The simulator's engine. Each OS thread of the pool takes blocks from a shared counter and runs
+// one block at a time: one fiber per GPU thread, switched by a scheduler loop that runs every
+// ready fiber (in a shuffled order) until it waits at a barrier or a warp exchange or ends, then
+// settles the waits: a warp exchange completes when all lanes of the warp reach it, a barrier
+// when all threads of the block reach the same one. Any other state is divergence, reported.
+#include "sim_engine.hpp"
+
+#include <sys/mman.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <boost/context/fiber.hpp>
+#include <cstdlib>
+#include <cstring>
+#include <new>
+#include <string>
+
+#include "tandem/errors.hpp"
+
+#if defined(__SANITIZE_ADDRESS__)
+#include <sanitizer/common_interface_defs.h>
+#define TANDEM_SIM_ASAN 1
+#endif
+
+namespace tandem::sim {
+namespace {
+
+namespace bctx = boost::context;
+
+constexpr std::size_t kStackBytes = 256 * 1024;  // per GPU thread; a page below it faults on overflow
+constexpr std::size_t kGuardBytes = 1024;        // before and after every global buffer
+constexpr unsigned char kGuardByte = 0xCD;
+constexpr unsigned char kSharedPoison = 0xFF;  // NaN as f32/f64, -1 as i32
+
+std::size_t page_bytes() {
+  static const std::size_t bytes = static_cast<std::size_t>(sysconf(_SC_PAGESIZE));
+  return bytes;
+}
+
+// Fiber stacks, reused from block to block on each OS thread.
+class StackPool {
+ public:
+  StackPool() { free_.reserve(gpu::kMaxBlockThreads); }
+  ~StackPool() {
+    for (void* base : free_) munmap(base, kStackBytes + page_bytes());
+  }
+  StackPool(const StackPool&) = delete;
+  StackPool& operator=(const StackPool&) = delete;
+  bctx::stack_context take() {
+    void* base = nullptr;
+    if (!free_.empty()) {
+      base = free_.back();
+      free_.pop_back();
+    } else {
+      base = mmap(nullptr, kStackBytes + page_bytes(), PROT_READ | PROT_WRITE,
+                  MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+      if (base == MAP_FAILED) throw std::bad_alloc();
+      mprotect(base, page_bytes(), PROT_NONE);
+    }
+    bctx::stack_context sc;
+    sc.size = kStackBytes;
+    sc.sp = static_cast<char*>(base) + page_bytes() + kStackBytes;
+    return sc;
+  }
+  void give(const bctx::stack_context& sc) noexcept {
+    void* base = static_cast<char*>(sc.sp) - kStackBytes - page_bytes();
+    if (free_.size() < free_.capacity()) {
+      free_.push_back(base);
+    } else {
+      munmap(base, kStackBytes + page_bytes());
+    }
+  }
+
+ private:
+  std::vector<void*> free_;
+};
+thread_local StackPool tl_stacks;
+
+enum class State : unsigned char { ready, barrier, warp, exited };
+
+struct Fiber {
+  bctx::fiber context;  // the fiber, while suspended
+  bctx::fiber sink;     // the scheduler, while the fiber runs
+  gpu::Dim3 tid;
+  unsigned rank = 0;
+  State state = State::ready;
+  std::source_location where;
+  WarpOp op = WarpOp::sync;
+  std::uint64_t bits = 0;
+  unsigned param = 0;
+  std::uint64_t result = 0;
+  const void* stack_bottom = nullptr;
+  std::size_t stack_size = 0;
+};
+
+// Boost.Context stack allocator drawing on the thread's pool; tells the fiber where its stack is.
+struct PooledStack {
+  Fiber* fiber;
+  bctx::stack_context allocate() {
+    bctx::stack_context sc = tl_stacks.take();
+    fiber->stack_bottom = static_cast<char*>(sc.sp) - sc.size;
+    fiber->stack_size = sc.size;
+    return sc;
+  }
+  void deallocate(bctx::stack_context& sc) noexcept { tl_stacks.give(sc); }
+};
+
+struct Block {
+  const gpu::LaunchConfig* config = nullptr;
+  const std::function<void()>* body = nullptr;
+  gpu::Dim3 idx;
+  unsigned threads = 0;
+  unsigned warp = 32;
+  std::vector<Fiber> fibers;
+  std::vector<unsigned> order;
+  std::exception_ptr error;
+  std::vector<unsigned char> shared;
+  std::size_t shared_limit = 0;
+  std::size_t shared_top = 0;
+  std::vector<std::pair<const void*, std::size_t>> slots;
+  std::uint64_t rng = 0;
+  const void* scheduler_bottom = nullptr;
+  std::size_t scheduler_size = 0;
+};
+
+thread_local Block* tl_block = nullptr;
+thread_local Fiber* tl_fiber = nullptr;
+
+std::uint64_t splitmix(std::uint64_t& state) {
+  std::uint64_t z = (state += 0x9e3779b97f4a7c15ull);
+  z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+  z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+  return z ^ (z >> 31);
+}
+
+std::string text(gpu::Dim3 d) {
+  std::string s(1, '(');  // built by appending: GCC 12 warns falsely (-Wrestrict) on "(" + std::string
+  s.append(std::to_string(d.x)).append(",").append(std::to_string(d.y)).append(",").append(std::to_string(d.z));
+  return s.append(")");
+}
+
+std::string text(const std::source_location& where) {
+  std::string file = where.file_name();
+  const auto slash = file.find_last_of('/');
+  if (slash != std::string::npos) file = file.substr(slash + 1);
+  return file + ":" + std::to_string(where.line());
+}
+
+const char* text(WarpOp op) {
+  switch (op) {
+    case WarpOp::shfl: return "shfl";
+    case WarpOp::shfl_down: return "shfl_down";
+    case WarpOp::shfl_up: return "shfl_up";
+    case WarpOp::shfl_xor: return "shfl_xor";
+    case WarpOp::ballot: return "ballot";
+    case WarpOp::any: return "any";
+    case WarpOp::all: return "all";
+    case WarpOp::sync: return "sync_warp";
+  }
+  return "?";
+}
+
+std::string kernel_and_block(const Block& b) {
+  return "kernel '" + std::string(b.config->kernel) + "', block " + text(b.idx);
+}
+
+std::string describe(const Fiber& f) {
+  const std::string who = "thread " + text(f.tid);
+  switch (f.state) {
+    case State::ready: return who + " is running";
+    case State::exited: return who + " has exited";
+    case State::barrier: return who + " waits at the barrier at " + text(f.where);
+    case State::warp: return who + " waits at " + text(f.op) + " at " + text(f.where);
+  }
+  return who;
+}
+
+[[noreturn]] void fail(const Block& b, const std::string& what) {
+  throw DeviceError("simulator: " + kernel_and_block(b) + ": " + what);
+}
+
+Fiber& current_fiber() {
+  if (tl_fiber == nullptr) {
+    throw InvalidArgument("a tandem::gpu device function was called outside a kernel running on the simulator");
+  }
+  return *tl_fiber;
+}
+
+// Switches from the running fiber back to the scheduler until the scheduler resumes it.
+void suspend(Fiber& f) {
+  [[maybe_unused]] Block& b = *tl_block;
+#ifdef TANDEM_SIM_ASAN
+  void* fake = nullptr;
+  __sanitizer_start_switch_fiber(&fake, b.scheduler_bottom, b.scheduler_size);
+#endif
+  Fiber* self = &f;  // copy before switching: other fibers change the thread-locals meanwhile
+  self->sink = std::move(self->sink).resume();
+#ifdef TANDEM_SIM_ASAN
+  __sanitizer_finish_switch_fiber(fake, &b.scheduler_bottom, &b.scheduler_size);
+#endif
+  tl_fiber = self;
+}
+
+// The scheduler resumes fiber f until it waits or ends.
+void resume(Block& b, Fiber& f) {
+  tl_fiber = &f;
+#ifdef TANDEM_SIM_ASAN
+  void* fake = nullptr;
+  __sanitizer_start_switch_fiber(&fake, f.stack_bottom, f.stack_size);
+#endif
+  f.context = std::move(f.context).resume();
+#ifdef TANDEM_SIM_ASAN
+  __sanitizer_finish_switch_fiber(fake, nullptr, nullptr);
+#endif
+  tl_fiber = nullptr;
+  (void)b;
+}
+
+// Completes the warp exchange all lanes of warp w wait at; returns false when none waits there.
+bool settle_warp(Block& b, unsigned w) {
+  const unsigned width = b.warp;
+  const unsigned base = w * width;
+  const unsigned lanes = std::min(width, b.threads - base);
+  unsigned waiting = 0;
+  const Fiber* first = nullptr;
+  for (unsigned l = 0; l < lanes; ++l) {
+    const Fiber& f = b.fibers[base + l];
+    if (f.state == State::warp) {
+      ++waiting;
+      if (first == nullptr) first = &f;
+    }
+  }
+  if (waiting == 0) return false;
+  for (unsigned l = 0; l < lanes; ++l) {
+    const Fiber& f = b.fibers[base + l];
+    if (f.state != State::warp) {
+      fail(b, "warp divergence in warp " + std::to_string(w) + ": " + describe(*first) + " while " + describe(f) +
+                  " (every lane of a warp must reach the same warp exchange)");
+    }
+    if (f.op != first->op || f.where.line() != first->where.line() ||
+        std::strcmp(f.where.file_name(), first->where.file_name()) != 0) {
+      fail(b, "warp divergence in warp " + std::to_string(w) + ": " + describe(*first) + " while " + describe(f));
+    }
+  }
+  const WarpOp op = first->op;
+  if (op == WarpOp::ballot || op == WarpOp::any || op == WarpOp::all) {
+    std::uint64_t mask = 0;
+    for (unsigned l = 0; l < lanes; ++l) {
+      if (b.fibers[base + l].bits != 0) mask |= std::uint64_t(1) << l;
+    }
+    const std::uint64_t full = lanes == 64 ? ~std::uint64_t(0) : (std::uint64_t(1) << lanes) - 1;
+    const std::uint64_t result = op == WarpOp::ballot ? mask : op == WarpOp::any ? (mask != 0) : (mask == full);
+    for (unsigned l = 0; l < lanes; ++l) b.fibers[base + l].result = result;
+  } else if (op != WarpOp::sync) {
+    for (unsigned l = 0; l < lanes; ++l) {
+      Fiber& f = b.fibers[base + l];
+      unsigned src = l;
+      switch (op) {
+        case WarpOp::shfl: src = f.param % width; break;
+        case WarpOp::shfl_down: src = f.param < width - l ? l + f.param : l; break;
+        case WarpOp::shfl_up: src = f.param <= l ? l - f.param : l; break;
+        case WarpOp::shfl_xor: src = (l ^ f.param) < width ? l ^ f.param : l; break;
+        default: break;
+      }
+      if (src >= lanes) {
+        fail(b, "thread " + text(f.tid) + ": " + text(op) + " at " + text(f.where) + " reads lane " + std::to_string(src) +
+                    " of warp " + std::to_string(w) + ", which does not exist: the block has " +
+                    std::to_string(b.threads) + " threads, so that warp has only " + std::to_string(lanes) +
+                    " lanes (make the block size a multiple of the warp size)");
+      }
+      f.result = b.fibers[base + src].bits;
+    }
+  }
+  for (unsigned l = 0; l < lanes; ++l) b.fibers[base + l].state = State::ready;
+  return true;
+}
+
+// Releases a block-wide barrier, or reports why it cannot be released.
+void settle_barrier(Block& b) {
+  const Fiber* waiting = nullptr;
+  const Fiber* gone = nullptr;
+  for (const Fiber& f : b.fibers) {
+    if (f.state == State::barrier && waiting == nullptr) waiting = &f;
+    if (f.state == State::exited && gone == nullptr) gone = &f;
+  }
+  if (gone != nullptr) {
+    fail(b, "barrier divergence: " + describe(*gone) + " while " + describe(*waiting) +
+                " (every thread of a block must reach every sync_threads(); do not return early before one)");
+  }
+  for (const Fiber& f : b.fibers) {
+    if (f.where.line() != waiting->where.line() || std::strcmp(f.where.file_name(), waiting->where.file_name()) != 0) {
+      fail(b, "barrier divergence: " + describe(*waiting) + " while " + describe(f));
+    }
+  }
+  for (Fiber& f : b.fibers) f.state = State::ready;
+}
+
+void run_fibers(Block& b) {
+  for (;;) {
+    for (unsigned i = b.threads; i > 1; --i) std::swap(b.order[i - 1], b.order[splitmix(b.rng) % i]);
+    for (unsigned i : b.order) {
+      Fiber& f = b.fibers[i];
+      if (f.state != State::ready) continue;
+      resume(b, f);
+      if (b.error) std::rethrow_exception(b.error);
+    }
+    bool progressed = false;
+    const unsigned warps = (b.threads + b.warp - 1) / b.warp;
+    for (unsigned w = 0; w < warps; ++w) progressed = settle_warp(b, w) || progressed;
+    if (progressed) continue;
+    unsigned exited = 0;
+    for (const Fiber& f : b.fibers) exited += f.state == State::exited ? 1 : 0;
+    if (exited == b.threads) return;
+    settle_barrier(b);
+  }
+}
+
+thread_local Block tl_block_storage;
+
+}  // namespace
+
+// ---- device side ----
+
+std::uint64_t warp_exchange(WarpOp op, std::uint64_t bits, unsigned param, const std::source_location& where) {
+  Fiber& f = current_fiber();
+  f.state = State::warp;
+  f.op = op;
+  f.bits = bits;
+  f.param = param;
+  f.where = where;
+  suspend(f);
+  return f.result;
+}
+
+void* static_shared_slot(const void* site, std::size_t bytes, std::size_t align) {
+  current_fiber();
+  Block& b = *tl_block;
+  for (const auto& [s, offset] : b.slots) {
+    if (s == site) return b.shared.data() + offset;
+  }
+  align = std::max<std::size_t>(align, 16);
+  const std::size_t offset = (b.shared_top + align - 1) / align * align;
+  if (offset + bytes > b.shared_limit) {
+    fail(b, "shared memory exhausted: " + std::to_string(offset + bytes) + " bytes needed (static and dynamic), " +
+                std::to_string(b.shared_limit) + " available per block");
+  }
+  std::memset(b.shared.data() + offset, kSharedPoison, bytes);
+  b.slots.emplace_back(site, offset);
+  b.shared_top = offset + bytes;
+  return b.shared.data() + offset;
+}
+
+void* dynamic_shared() {
+  current_fiber();
+  Block& b = *tl_block;
+  if (b.config->dynamic_shared_bytes == 0) {
+    fail(b, "the kernel uses dynamic shared memory but was launched with 0 bytes of it");
+  }
+  return b.shared.data();
+}
+
+}  // namespace tandem::sim
+
+namespace tandem::gpu {
+
+Dim3 thread_idx() { return sim::current_fiber().tid; }
+Dim3 block_idx() {
+  sim::current_fiber();
+  return sim::tl_block->idx;
+}
+Dim3 block_dim() {
+  sim::current_fiber();
+  return sim::tl_block->config->block;
+}
+Dim3 grid_dim() {
+  sim::current_fiber();
+  return sim::tl_block->config->grid;
+}
+unsigned warp_size() {
+  sim::current_fiber();
+  return sim::tl_block->warp;
+}
+void sync_threads(const std::source_location& where) {
+  sim::Fiber& f = sim::current_fiber();
+  f.state = sim::State::barrier;
+  f.where = where;
+  sim::suspend(f);
+}
+
+}  // namespace tandem::gpu
+
+namespace tandem::sim {
+
+// ---- host side ----
+
+SimEngine::SimEngine(const EngineOptions& options) : options_(options) {
+  unsigned threads = options_.threads;
+  if (threads == 0) threads = std::max(1u, std::thread::hardware_concurrency());
+  for (unsigned i = 1; i < threads; ++i) {
+    workers_.emplace_back([this] {
+      std::uint64_t seen = 0;
+      for (;;) {
+        {
+          std::unique_lock lock(pool_mutex_);
+          wake_.wait(lock, [&] { return stopping_ || generation_ != seen; });
+          if (stopping_) return;
+          seen = generation_;
+        }
+        work();
+        std::lock_guard lock(pool_mutex_);
+        if (--busy_ == 0) done_.notify_all();
+      }
+    });
+  }
+}
+
+SimEngine::~SimEngine() {
+  {
+    std::lock_guard lock(pool_mutex_);
+    stopping_ = true;
+  }
+  wake_.notify_all();
+  for (auto& t : workers_) t.join();
+  for (auto& [ptr, a] : allocations_) std::free(ptr - kGuardBytes);
+}
+
+void SimEngine::run(const gpu::LaunchConfig& config, const std::function<void()>& thread_body) {
+  const auto& g = config.grid;
+  const auto& k = config.block;
+  const std::string name = std::string("simulator: launch of kernel '") + config.kernel + "'";
+  const std::uint64_t threads = std::uint64_t(k.x) * k.y * k.z;
+  if (threads == 0 || threads > gpu::kMaxBlockThreads || k.z > 64) {
+    throw DeviceError(name + " failed: block " + text(k) + " must have 1 to " + std::to_string(gpu::kMaxBlockThreads) +
+                      " threads (z at most 64)");
+  }
+  if (g.x == 0 || g.y == 0 || g.z == 0 || g.y > 65535 || g.z > 65535 || g.x > 2147483647u) {
+    throw DeviceError(name + " failed: grid " + text(g) + " must be at least (1,1,1), y and z at most 65535");
+  }
+  if (config.dynamic_shared_bytes > options_.shared_memory_per_block) {
+    throw DeviceError(name + " failed: " + std::to_string(config.dynamic_shared_bytes) +
+                      " bytes of dynamic shared memory asked, " + std::to_string(options_.shared_memory_per_block) +
+                      " available per block");
+  }
+  std::lock_guard launch_lock(launch_mutex_);
+  config_ = &config;
+  body_ = &thread_body;
+  blocks_ = std::uint64_t(g.x) * g.y * g.z;
+  ++launch_index_;
+  next_block_ = 0;
+  failed_ = false;
+  error_ = nullptr;
+  {
+    std::lock_guard lock(pool_mutex_);
+    busy_ = static_cast<unsigned>(workers_.size());
+    ++generation_;
+  }
+  wake_.notify_all();
+  work();
+  {
+    std::unique_lock lock(pool_mutex_);
+    done_.wait(lock, [&] { return busy_ == 0; });
+  }
+  config_ = nullptr;
+  body_ = nullptr;
+  if (error_) std::rethrow_exception(error_);
+  check_guards(config.kernel);
+}
+
+void SimEngine::work() {
+  for (;;) {
+    if (failed_.load(std::memory_order_relaxed)) return;
+    const std::uint64_t linear = next_block_.fetch_add(1);
+    if (linear >= blocks_) return;
+    try {
+      run_block(linear);
+    } catch (...) {
+      std::lock_guard lock(error_mutex_);
+      if (!error_) error_ = std::current_exception();
+      failed_ = true;
+    }
+  }
+}
+
+void SimEngine::run_block(std::uint64_t linear) {
+  Block& b = tl_block_storage;
+  const gpu::LaunchConfig& cfg = *config_;
+  b.config = &cfg;
+  b.body = body_;
+  b.idx = {static_cast<unsigned>(linear % cfg.grid.x), static_cast<unsigned>((linear / cfg.grid.x) % cfg.grid.y),
+           static_cast<unsigned>(linear / (std::uint64_t(cfg.grid.x) * cfg.grid.y))};
+  b.threads = cfg.block.x * cfg.block.y * cfg.block.z;
+  b.warp = options_.warp_size;
+  b.error = nullptr;
+  b.shared_limit = options_.shared_memory_per_block;
+  if (b.shared.size() != b.shared_limit) b.shared.assign(b.shared_limit, kSharedPoison);
+  std::memset(b.shared.data(), kSharedPoison, cfg.dynamic_shared_bytes);
+  b.shared_top = cfg.dynamic_shared_bytes;
+  b.slots.clear();
+  std::uint64_t mix = options_.seed ^ (launch_index_ * 0x9e3779b97f4a7c15ull);
+  b.rng = splitmix(mix) ^ linear;
+  b.order.resize(b.threads);
+  for (unsigned i = 0; i < b.threads; ++i) b.order[i] = i;
+
+  b.fibers.clear();
+  b.fibers.reserve(gpu::kMaxBlockThreads);  // fibers keep pointers into this vector: never reallocate
+  tl_block = &b;
+  const unsigned bx = cfg.block.x, by = cfg.block.y;
+  for (unsigned r = 0; r < b.threads; ++r) {
+    Fiber& f = b.fibers.emplace_back();
+    f.tid = {r % bx, (r / bx) % by, r / (bx * by)};
+    f.rank = r;
+    f.context = bctx::fiber(std::allocator_arg, PooledStack{&f}, [&b, &f](bctx::fiber&& sink) -> bctx::fiber {
+#ifdef TANDEM_SIM_ASAN
+      __sanitizer_finish_switch_fiber(nullptr, &b.scheduler_bottom, &b.scheduler_size);
+#endif
+      f.sink = std::move(sink);
+      try {
+        (*b.body)();
+      } catch (const bctx::detail::forced_unwind&) {
+        throw;
+      } catch (const tandem::Error&) {
+        if (!b.error) b.error = std::current_exception();
+      } catch (const std::exception& e) {
+        if (!b.error) {
+          b.error = std::make_exception_ptr(
+              DeviceError("simulator: " + kernel_and_block(b) + ", thread " + text(f.tid) + " threw: " + e.what()));
+        }
+      }
+      f.state = State::exited;
+#ifdef TANDEM_SIM_ASAN
+      __sanitizer_start_switch_fiber(nullptr, b.scheduler_bottom, b.scheduler_size);
+#endif
+      return std::move(f.sink);
+    });
+  }
+  try {
+    run_fibers(b);
+  } catch (...) {
+    b.fibers.clear();  // unwinds the fibers still suspended
+    tl_block = nullptr;
+    throw;
+  }
+  b.fibers.clear();
+  tl_block = nullptr;
+}
+
+// ---- global memory with guard zones ----
+
+void* SimEngine::allocate(std::size_t bytes) {
+  auto* raw = static_cast<unsigned char*>(std::aligned_alloc(256, (bytes + 2 * kGuardBytes + 255) / 256 * 256));
+  if (raw == nullptr) return nullptr;
+  std::memset(raw, kGuardByte, kGuardBytes);
+  std::memset(raw + kGuardBytes + bytes, kGuardByte, kGuardBytes);
+  unsigned char* ptr = raw + kGuardBytes;
+  std::lock_guard lock(memory_mutex_);
+  allocations_[ptr] = {bytes, bytes};
+  return ptr;
+}
+
+void SimEngine::release(void* ptr) noexcept {
+  auto* p = static_cast<unsigned char*>(ptr);
+  {
+    std::lock_guard lock(memory_mutex_);
+    allocations_.erase(p);
+  }
+  std::free(p - kGuardBytes);
+}
+
+void SimEngine::set_requested(void* ptr, std::size_t requested) noexcept {
+  auto* p = static_cast<unsigned char*>(ptr);
+  std::lock_guard lock(memory_mutex_);
+  auto it = allocations_.find(p);
+  if (it == allocations_.end() || requested > it->second.block) return;
+  it->second.requested = requested;
+  std::memset(p + requested, kGuardByte, it->second.block - requested);
+}
+
+void SimEngine::check_guards(const char* kernel) {
+  std::lock_guard lock(memory_mutex_);
+  for (auto& [p, a] : allocations_) {
+    const unsigned char* lo = p - kGuardBytes;
+    const unsigned char* hi_end = p + a.block + kGuardBytes;
+    std::ptrdiff_t bad = 0;
+    bool found = false;
+    for (const unsigned char* q = lo; q < p; ++q) {
+      if (*q != kGuardByte) {
+        bad = q - p;
+        found = true;
+        break;
+      }
+    }
+    if (!found) {
+      for (const unsigned char* q = hi_end; q-- > p + a.requested;) {  // the far end first: how far it went
+        if (*q != kGuardByte) {
+          bad = q - p;
+          found = true;
+          break;
+        }
+      }
+    }
+    if (!found) continue;
+    std::memset(p - kGuardBytes, kGuardByte, kGuardBytes);
+    std::memset(p + a.requested, kGuardByte, a.block - a.requested + kGuardBytes);
+    const std::string where = bad < 0 ? std::to_string(-bad) + " bytes before its start"
+                                      : std::to_string(bad - static_cast<std::ptrdiff_t>(a.requested) + 1) +
+                                            " bytes past its end";
+    throw DeviceError("simulator: kernel '" + std::string(kernel) + "' wrote outside a buffer of " +
+                      std::to_string(a.requested) + " bytes: byte offset " + std::to_string(bad) + ", " + where +
+                      " (guard zone overwritten)");
+  }
+}
+
+}  // namespace tandem::sim

@@ -1,0 +1,78 @@
+// The simulator's engine: a pool of OS threads that run blocks, fibers for the threads of a
+// block, per-block shared memory, warp exchanges, and global memory with guard zones.
+#pragma once
+
+#include <condition_variable>
+#include <cstdint>
+#include <functional>
+#include <mutex>
+#include <thread>
+#include <unordered_map>
+#include <vector>
+
+#include "tandem/sim.hpp"
+
+namespace tandem::sim {
+
+struct EngineOptions {
+  unsigned warp_size = 32;
+  std::uint64_t seed = 0;
+  unsigned threads = 0;  // OS threads running blocks; 0: one per hardware thread
+  std::size_t shared_memory_per_block = 48 * 1024;
+};
+
+class SimEngine final : public Engine {
+ public:
+  explicit SimEngine(const EngineOptions& options);
+  ~SimEngine() override;
+  SimEngine(const SimEngine&) = delete;
+  SimEngine& operator=(const SimEngine&) = delete;
+
+  void run(const gpu::LaunchConfig& config, const std::function<void()>& thread_body) override;
+  unsigned warp_size() const override { return options_.warp_size; }
+  std::uint64_t schedule_seed() const override { return options_.seed; }
+  const EngineOptions& options() const { return options_; }
+  unsigned threads() const { return static_cast<unsigned>(workers_.size()) + 1; }
+
+  // Global memory: every block has a guard zone before and after it.
+  void* allocate(std::size_t bytes);
+  void release(void* ptr) noexcept;
+  // The caching allocator hands out `requested` bytes of a block: guard the rest too.
+  void set_requested(void* ptr, std::size_t requested) noexcept;
+  // Throws DeviceError naming the kernel when a guard zone was written (and restores it).
+  void check_guards(const char* kernel);
+
+ private:
+  void work();  // runs blocks of the current launch until none is left
+  void run_block(std::uint64_t linear);
+
+  EngineOptions options_;
+  std::mutex launch_mutex_;  // one launch at a time
+
+  // the current launch, read by the workers
+  const gpu::LaunchConfig* config_ = nullptr;
+  const std::function<void()>* body_ = nullptr;
+  std::uint64_t blocks_ = 0;
+  std::uint64_t launch_index_ = 0;
+  std::atomic<std::uint64_t> next_block_{0};
+  std::atomic<bool> failed_{false};
+  std::exception_ptr error_;
+  std::mutex error_mutex_;
+
+  // the worker pool
+  std::vector<std::thread> workers_;
+  std::mutex pool_mutex_;
+  std::condition_variable wake_, done_;
+  std::uint64_t generation_ = 0;
+  unsigned busy_ = 0;
+  bool stopping_ = false;
+
+  struct Allocation {
+    std::size_t block;      // bytes the device allocation has
+    std::size_t requested;  // bytes in use (guarded beyond)
+  };
+  std::mutex memory_mutex_;
+  std::unordered_map<unsigned char*, Allocation> allocations_;
+};
+
+}  // namespace tandem::sim

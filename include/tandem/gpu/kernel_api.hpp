@@ -1,0 +1,100 @@
+// The portability header every GPU kernel is written against: one kernel source, three compilers.
+// nvcc (CUDA) and clang -x hip (HIP) see the vendor built-ins; the host C++ compiler sees the
+// simulator (tandem/sim.hpp), which runs the same kernels on the CPU with extra checks.
+//
+// Rules for kernel code (DESIGN.md, "One GPU kernel source"):
+//  - indices through gpu::thread_idx(), block_idx(), block_dim(), grid_dim(); barriers through
+//    gpu::sync_threads(); warp exchanges through gpu::shfl_*(), ballot(), any(), all();
+//  - never assume a warp of 32: read gpu::warp_size(); lane masks are 64-bit (gpu::lane_mask);
+//  - every thread of a block reaches every barrier, and every lane of a warp every warp exchange
+//    (the simulator reports divergence); size per-warp shared arrays for the smallest warp (32);
+//  - shared memory through TANDEM_SHARED(type, name, [dims]) and TANDEM_DYNAMIC_SHARED(type, name);
+//  - launch through the runtime's launch helper, never <<<...>>>.
+#pragma once
+
+#include "tandem/gpu/types.hpp"
+
+#if defined(__CUDACC__) || defined(__HIPCC__)
+#define TANDEM_GPU_DEVICE_COMPILER 1
+#if defined(__HIPCC__)
+#include <hip/hip_runtime.h>
+#endif
+
+#define TANDEM_KERNEL __global__
+#define TANDEM_DEVICE __device__ __forceinline__
+#define TANDEM_SHARED(type, name, ...) __shared__ type name __VA_ARGS__
+#define TANDEM_DYNAMIC_SHARED(type, name)                                                  \
+  extern __shared__ __attribute__((aligned(16))) unsigned char tandem_dynamic_shared_[]; \
+  type* name = reinterpret_cast<type*>(tandem_dynamic_shared_)
+
+namespace tandem::gpu {
+
+TANDEM_DEVICE Dim3 thread_idx() { return {threadIdx.x, threadIdx.y, threadIdx.z}; }
+TANDEM_DEVICE Dim3 block_idx() { return {blockIdx.x, blockIdx.y, blockIdx.z}; }
+TANDEM_DEVICE Dim3 block_dim() { return {blockDim.x, blockDim.y, blockDim.z}; }
+TANDEM_DEVICE Dim3 grid_dim() { return {gridDim.x, gridDim.y, gridDim.z}; }
+TANDEM_DEVICE unsigned warp_size() { return static_cast<unsigned>(warpSize); }
+TANDEM_DEVICE void sync_threads() { __syncthreads(); }
+TANDEM_DEVICE void thread_fence() { __threadfence(); }
+
+#if defined(__HIPCC__)
+// HIP 5.2 has no *_sync warp functions: a wavefront runs in lock-step.
+TANDEM_DEVICE void sync_warp() {}
+template <class T> TANDEM_DEVICE T shfl(T v, unsigned src) { return __shfl(v, static_cast<int>(src)); }
+template <class T> TANDEM_DEVICE T shfl_down(T v, unsigned delta) { return __shfl_down(v, delta); }
+template <class T> TANDEM_DEVICE T shfl_up(T v, unsigned delta) { return __shfl_up(v, delta); }
+template <class T> TANDEM_DEVICE T shfl_xor(T v, unsigned mask) { return __shfl_xor(v, static_cast<int>(mask)); }
+TANDEM_DEVICE lane_mask ballot(bool p) { return static_cast<lane_mask>(__ballot(p)); }
+TANDEM_DEVICE bool any(bool p) { return __any(p) != 0; }
+TANDEM_DEVICE bool all(bool p) { return __all(p) != 0; }
+#else
+TANDEM_DEVICE void sync_warp() { __syncwarp(); }
+template <class T> TANDEM_DEVICE T shfl(T v, unsigned src) { return __shfl_sync(0xffffffffu, v, static_cast<int>(src)); }
+template <class T> TANDEM_DEVICE T shfl_down(T v, unsigned delta) { return __shfl_down_sync(0xffffffffu, v, delta); }
+template <class T> TANDEM_DEVICE T shfl_up(T v, unsigned delta) { return __shfl_up_sync(0xffffffffu, v, delta); }
+template <class T> TANDEM_DEVICE T shfl_xor(T v, unsigned mask) { return __shfl_xor_sync(0xffffffffu, v, static_cast<int>(mask)); }
+TANDEM_DEVICE lane_mask ballot(bool p) { return static_cast<lane_mask>(__ballot_sync(0xffffffffu, p)); }
+TANDEM_DEVICE bool any(bool p) { return __any_sync(0xffffffffu, p) != 0; }
+TANDEM_DEVICE bool all(bool p) { return __all_sync(0xffffffffu, p) != 0; }
+#endif
+
+template <class T> TANDEM_DEVICE T atomic_add(T* p, T v) { return atomicAdd(p, v); }
+TANDEM_DEVICE int atomic_max(int* p, int v) { return atomicMax(p, v); }
+TANDEM_DEVICE int atomic_min(int* p, int v) { return atomicMin(p, v); }
+TANDEM_DEVICE unsigned atomic_cas(unsigned* p, unsigned expected, unsigned desired) {
+  return atomicCAS(p, expected, desired);
+}
+// Loads and stores that other blocks' writes and reads see (flags between blocks; pair with
+// thread_fence()).
+template <class T> TANDEM_DEVICE T load_volatile(const T* p) { return *static_cast<const volatile T*>(p); }
+template <class T> TANDEM_DEVICE void store_volatile(T* p, T v) { *static_cast<volatile T*>(p) = v; }
+
+}  // namespace tandem::gpu
+
+#else  // the simulator
+
+#include "tandem/sim.hpp"
+
+#define TANDEM_KERNEL
+#define TANDEM_DEVICE inline
+// Every declaration site owns one slot of the block's shared memory, found by its address.
+#define TANDEM_SHARED(type, name, ...) \
+  static char name##_site_;            \
+  auto& name = ::tandem::sim::static_shared<type __VA_ARGS__>(&name##_site_)
+#define TANDEM_DYNAMIC_SHARED(type, name) type* name = static_cast<type*>(::tandem::sim::dynamic_shared())
+
+#endif
+
+namespace tandem::gpu {
+// Linear thread index within the block, its lane and its warp.
+TANDEM_DEVICE unsigned thread_rank() {
+  const Dim3 t = thread_idx(), b = block_dim();
+  return t.x + b.x * (t.y + b.y * t.z);
+}
+TANDEM_DEVICE unsigned block_threads() {
+  const Dim3 b = block_dim();
+  return b.x * b.y * b.z;
+}
+TANDEM_DEVICE unsigned lane_id() { return thread_rank() % warp_size(); }
+TANDEM_DEVICE unsigned warp_id() { return thread_rank() / warp_size(); }
+}  // namespace tandem::gpu
