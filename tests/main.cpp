@@ -4,7 +4,9 @@
 #include <doctest/doctest.h>
 
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
+#include <string>
 #include <vector>
 
 #include "support.hpp"
@@ -36,6 +38,9 @@ int main(int argc, char** argv) {
       args.push_back(argv[i]);
     }
   }
+  // The simulator shuffles thread order from TANDEM_TEST_SEED: give it this run's seed so one
+  // number replays both the data and the schedule.
+  setenv("TANDEM_TEST_SEED", std::to_string(tandem::test::seed()).c_str(), 0);
   doctest::Context context(static_cast<int>(args.size()), args.data());
   return context.run();
 }

@@ -22,36 +22,47 @@ Host values_for(std::mt19937_64& rng, DType t, std::size_t n, bool non_finite) {
   return x;
 }
 
+// The backend's teaching variants of an algorithm, or one unnamed default ("" shown as "-").
+std::vector<std::string> variants_of(const Backend& be, std::string_view algorithm) {
+  std::vector<std::string> v = be.variants(algorithm);
+  if (v.empty()) v.emplace_back();
+  return v;
+}
+std::string tier_label(const std::string& variant) { return variant.empty() ? "-" : variant; }
+
 }  // namespace
 
-void add_reduce_cases(std::vector<CheckCase>& out, const Backend&, const CheckOptions& o) {
+void add_reduce_cases(std::vector<CheckCase>& out, const Backend& backend, const CheckOptions& o) {
   for (DType t : {DType::f32, DType::f64, DType::i32}) {
     const std::string dt(name_of(t));
     for (std::size_t n : vector_sizes(o.quick)) {
       for (ReduceOp op : {ReduceOp::sum, ReduceOp::min, ReduceOp::max, ReduceOp::argmax, ReduceOp::norm2}) {
         if (integer(t) && op == ReduceOp::norm2) continue;
         if (n == 0 && op != ReduceOp::sum && op != ReduceOp::norm2) continue;  // undefined: a bad-input test
-        CheckCase c{"reduce", std::string(name_of(op)), "-", dt, std::to_string(n), {}};
-        c.run = [c, t, n, op, o](Backend& be, Backend& ref, std::uint64_t seed) {
-          auto rng = case_rng(seed, c);
-          const Host x = values_for(rng, t, n, o.non_finite);
-          const DType rt = op == ReduceOp::argmax ? DType::i32 : t;
-          CaseResult r = result_for(c, be);
-          Output got = make_output(be, rt, 1);
-          reduce(op, upload(be, t, x), got.inner);
-          Buffer want(ref, op == ReduceOp::argmax ? DType::i32 : oracle_type(t), 1);
-          reduce(op, upload(ref, oracle_type(t), x), want);
-          const Host e = download(want);
-          double abs_sum = 0;
-          for (double v : x) abs_sum += std::fabs(v);
-          double bound = 0;
-          const double u = u_of(t), nn = static_cast<double>(n);
-          if (!integer(t) && op == ReduceOp::sum) bound = (gamma(nn, u) + gamma(nn, u64())) * abs_sum + u * std::fabs(e[0]);
-          if (op == ReduceOp::norm2) bound = (gamma(nn + 4, u) + gamma(nn + 4, u64())) * std::fabs(e[0]);
-          finish(r, got, e, Host{bound});
-          return r;
-        };
-        out.push_back(std::move(c));
+        for (const std::string& variant : variants_of(backend, "reduce")) {
+          CheckCase c{"reduce", std::string(name_of(op)), tier_label(variant), dt, std::to_string(n), {}};
+          c.run = [c, t, n, op, o, variant](Backend& be, Backend& ref, std::uint64_t seed) {
+            auto rng = case_rng(seed, c);
+            const Host x = values_for(rng, t, n, o.non_finite);
+            const DType rt = op == ReduceOp::argmax ? DType::i32 : t;
+            CaseResult r = result_for(c, be);
+            Output got = make_output(be, rt, 1);
+            reduce(op, upload(be, t, x), got.inner, {}, variant);
+            Buffer want(ref, op == ReduceOp::argmax ? DType::i32 : oracle_type(t), 1);
+            reduce(op, upload(ref, oracle_type(t), x), want);
+            const Host e = download(want);
+            double abs_sum = 0;
+            for (double v : x) abs_sum += std::fabs(v);
+            double bound = 0;
+            const double u = u_of(t), nn = static_cast<double>(n);
+            if (!integer(t) && op == ReduceOp::sum)
+              bound = (gamma(nn, u) + gamma(nn, u64())) * abs_sum + u * std::fabs(e[0]);
+            if (op == ReduceOp::norm2) bound = (gamma(nn + 4, u) + gamma(nn + 4, u64())) * std::fabs(e[0]);
+            finish(r, got, e, Host{bound});
+            return r;
+          };
+          out.push_back(std::move(c));
+        }
       }
       if (integer(t)) continue;
       CheckCase d{"reduce", "dot", "-", dt, std::to_string(n), {}};
@@ -76,14 +87,16 @@ void add_reduce_cases(std::vector<CheckCase>& out, const Backend&, const CheckOp
     struct Shape {
       std::int64_t rows, cols, pad;
     };
-    const std::vector<Shape> shapes = o.quick ? std::vector<Shape>{{1, 1, 0}, {33, 31, 5}, {300, 301, 0}}
-                                              : std::vector<Shape>{{1, 1, 0}, {2, 3, 0}, {31, 33, 0}, {32, 32, 0},
-                                                                   {33, 31, 5}, {1, 1001, 0}, {1001, 1, 0}, {300, 301, 0}};
+    const std::vector<Shape> shapes = o.quick
+                                          ? std::vector<Shape>{{1, 1, 0}, {33, 31, 5}, {300, 301, 0}}
+                                          : std::vector<Shape>{{1, 1, 0},   {2, 3, 0},    {31, 33, 0},  {32, 32, 0},
+                                                               {33, 31, 5}, {1, 1001, 0}, {1001, 1, 0}, {300, 301, 0}};
     for (const Shape s : shapes) {
       for (bool per_row : {true, false}) {
         for (ReduceOp op : {ReduceOp::sum, ReduceOp::max}) {
           const std::string name = std::string(per_row ? "row_" : "col_") + std::string(name_of(op));
-          const std::string lbl = std::to_string(s.rows) + "x" + std::to_string(s.cols) + (s.pad ? " ld+" + std::to_string(s.pad) : "");
+          const std::string lbl =
+              std::to_string(s.rows) + "x" + std::to_string(s.cols) + (s.pad ? " ld+" + std::to_string(s.pad) : "");
           CheckCase c{"reduce", name, "-", dt, lbl, {}};
           c.run = [c, t, s, per_row, op, o](Backend& be, Backend& ref, std::uint64_t seed) {
             auto rng = case_rng(seed, c);
@@ -108,7 +121,8 @@ void add_reduce_cases(std::vector<CheckCase>& out, const Backend&, const CheckOp
                 double abs_sum = 0;
                 const std::int64_t len = per_row ? s.cols : s.rows;
                 for (std::int64_t j = 0; j < len; ++j) {
-                  abs_sum += std::fabs(per_row ? x[static_cast<std::size_t>(i * ld + j)] : x[static_cast<std::size_t>(j * ld + i)]);
+                  abs_sum += std::fabs(per_row ? x[static_cast<std::size_t>(i * ld + j)]
+                                               : x[static_cast<std::size_t>(j * ld + i)]);
                 }
                 const double terms = static_cast<double>(len);
                 bound[i] = (gamma(terms, u_of(t)) + gamma(terms, u64())) * abs_sum + u_of(t) * std::fabs(e[i]);
@@ -124,7 +138,7 @@ void add_reduce_cases(std::vector<CheckCase>& out, const Backend&, const CheckOp
   }
 }
 
-void add_scan_cases(std::vector<CheckCase>& out, const Backend&, const CheckOptions& o) {
+void add_scan_cases(std::vector<CheckCase>& out, const Backend& backend, const CheckOptions& o) {
   std::vector<std::size_t> sizes = vector_sizes(o.quick);
   sizes.push_back(300007);  // several parallel super-blocks
   for (DType t : {DType::f32, DType::f64, DType::i32}) {
@@ -132,35 +146,38 @@ void add_scan_cases(std::vector<CheckCase>& out, const Backend&, const CheckOpti
       for (ScanKind kind : {ScanKind::inclusive, ScanKind::exclusive}) {
         for (bool in_place : {false, true}) {
           if (in_place && n != 1001 && n != 300007) continue;
-          const std::string name = std::string(kind == ScanKind::inclusive ? "inclusive_scan" : "exclusive_scan") +
-                                   (in_place ? " in-place" : "");
-          CheckCase c{"scan", name, "-", std::string(name_of(t)), std::to_string(n), {}};
-          c.run = [c, t, n, kind, in_place, o](Backend& be, Backend& ref, std::uint64_t seed) {
-            auto rng = case_rng(seed, c);
-            const Host x = integer(t) ? random_values(rng, t, n, -1000, 1000) : values_for(rng, t, n, o.non_finite);
-            CaseResult r = result_for(c, be);
-            Output got = make_output(be, t, n, in_place ? &x : nullptr);
-            const Buffer input = in_place ? got.inner : upload(be, t, x);
-            kind == ScanKind::inclusive ? inclusive_scan(input, got.inner) : exclusive_scan(input, got.inner);
-            Buffer want(ref, oracle_type(t), n);
-            const Buffer xr = upload(ref, oracle_type(t), x);
-            kind == ScanKind::inclusive ? inclusive_scan(xr, want) : exclusive_scan(xr, want);
-            const Host e = download(want);
-            Host bound(n, 0.0);
-            if (!integer(t)) {
-              double abs_prefix = 0;
-              for (std::size_t i = 0; i < n; ++i) {
-                const std::size_t terms = kind == ScanKind::inclusive ? i + 1 : i;
-                if (kind == ScanKind::inclusive) abs_prefix += std::fabs(x[i]);
-                const double m = static_cast<double>(terms);
-                bound[i] = (gamma(m, u_of(t)) + gamma(m, u64())) * abs_prefix + u_of(t) * std::fabs(e[i]);
-                if (kind == ScanKind::exclusive) abs_prefix += std::fabs(x[i]);
+          for (const std::string& variant : variants_of(backend, "scan")) {
+            const std::string name = std::string(kind == ScanKind::inclusive ? "inclusive_scan" : "exclusive_scan") +
+                                     (in_place ? " in-place" : "");
+            CheckCase c{"scan", name, tier_label(variant), std::string(name_of(t)), std::to_string(n), {}};
+            c.run = [c, t, n, kind, in_place, o, variant](Backend& be, Backend& ref, std::uint64_t seed) {
+              auto rng = case_rng(seed, c);
+              const Host x = integer(t) ? random_values(rng, t, n, -1000, 1000) : values_for(rng, t, n, o.non_finite);
+              CaseResult r = result_for(c, be);
+              Output got = make_output(be, t, n, in_place ? &x : nullptr);
+              const Buffer input = in_place ? got.inner : upload(be, t, x);
+              kind == ScanKind::inclusive ? inclusive_scan(input, got.inner, {}, variant)
+                                          : exclusive_scan(input, got.inner, {}, variant);
+              Buffer want(ref, oracle_type(t), n);
+              const Buffer xr = upload(ref, oracle_type(t), x);
+              kind == ScanKind::inclusive ? inclusive_scan(xr, want) : exclusive_scan(xr, want);
+              const Host e = download(want);
+              Host bound(n, 0.0);
+              if (!integer(t)) {
+                double abs_prefix = 0;
+                for (std::size_t i = 0; i < n; ++i) {
+                  const std::size_t terms = kind == ScanKind::inclusive ? i + 1 : i;
+                  if (kind == ScanKind::inclusive) abs_prefix += std::fabs(x[i]);
+                  const double m = static_cast<double>(terms);
+                  bound[i] = (gamma(m, u_of(t)) + gamma(m, u64())) * abs_prefix + u_of(t) * std::fabs(e[i]);
+                  if (kind == ScanKind::exclusive) abs_prefix += std::fabs(x[i]);
+                }
               }
-            }
-            finish(r, got, e, bound);
-            return r;
-          };
-          out.push_back(std::move(c));
+              finish(r, got, e, bound);
+              return r;
+            };
+            out.push_back(std::move(c));
+          }
         }
       }
     }
@@ -171,8 +188,9 @@ void add_ml_cases(std::vector<CheckCase>& out, const Backend&, const CheckOption
   struct Shape {
     std::int64_t rows, cols;
   };
-  const std::vector<Shape> shapes = o.quick ? std::vector<Shape>{{1, 1}, {33, 10}, {1000, 10}}
-                                            : std::vector<Shape>{{1, 1}, {2, 3}, {31, 10}, {32, 32}, {33, 33}, {1000, 10}, {64, 1001}};
+  const std::vector<Shape> shapes =
+      o.quick ? std::vector<Shape>{{1, 1}, {33, 10}, {1000, 10}}
+              : std::vector<Shape>{{1, 1}, {2, 3}, {31, 10}, {32, 32}, {33, 33}, {1000, 10}, {64, 1001}};
   for (DType t : {DType::f32, DType::f64}) {
     const std::string dt(name_of(t));
     for (const Shape s : shapes) {
@@ -183,9 +201,10 @@ void add_ml_cases(std::vector<CheckCase>& out, const Backend&, const CheckOption
         const std::size_t n = static_cast<std::size_t>(s.rows * s.cols);
         Host x = random_values(rng, t, n, -30, 30);  // wide logits: the max subtraction matters
         if (o.non_finite) plant_non_finite(rng, x);
-        Host labels = random_values(rng, DType::i32, static_cast<std::size_t>(s.rows), 0, static_cast<double>(s.cols - 1));
+        Host labels =
+            random_values(rng, DType::i32, static_cast<std::size_t>(s.rows), 0, static_cast<double>(s.cols - 1));
         if (s.rows > 2) {
-          labels[0] = -1;       // out of range: the loss must be NaN everywhere
+          labels[0] = -1;  // out of range: the loss must be NaN everywhere
           labels[1] = static_cast<double>(s.cols);
         }
         CaseResult r = result_for(c, be);
@@ -197,7 +216,8 @@ void add_ml_cases(std::vector<CheckCase>& out, const Backend&, const CheckOption
         Buffer want(ref, DType::f64, n + static_cast<std::size_t>(s.rows));
         Matrix wp = matrix(want.slice(0, n), s.rows, s.cols);
         Buffer wl = want.slice(n, static_cast<std::size_t>(s.rows));
-        softmax_cross_entropy(matrix(upload(ref, DType::f64, x), s.rows, s.cols), upload(ref, DType::i32, labels), wp, wl);
+        softmax_cross_entropy(matrix(upload(ref, DType::f64, x), s.rows, s.cols), upload(ref, DType::i32, labels), wp,
+                              wl);
         const Host e = download(want);
         Host bound(e.size(), 0.0);
         const double u = u_of(t);

@@ -143,7 +143,12 @@ std::string text(const std::source_location& where) {
   std::string file = where.file_name();
   const auto slash = file.find_last_of('/');
   if (slash != std::string::npos) file = file.substr(slash + 1);
-  return file + ":" + std::to_string(where.line());
+  return file + ":" + std::to_string(where.line()) + ":" + std::to_string(where.column());
+}
+
+// Two waits are at the same place when file, line and column agree.
+bool same_place(const std::source_location& a, const std::source_location& b) {
+  return a.line() == b.line() && a.column() == b.column() && std::strcmp(a.file_name(), b.file_name()) == 0;
 }
 
 const char* text(WarpOp op) {
@@ -237,8 +242,7 @@ bool settle_warp(Block& b, unsigned w) {
       fail(b, "warp divergence in warp " + std::to_string(w) + ": " + describe(*first) + " while " + describe(f) +
                   " (every lane of a warp must reach the same warp exchange)");
     }
-    if (f.op != first->op || f.where.line() != first->where.line() ||
-        std::strcmp(f.where.file_name(), first->where.file_name()) != 0) {
+    if (f.op != first->op || !same_place(f.where, first->where)) {
       fail(b, "warp divergence in warp " + std::to_string(w) + ": " + describe(*first) + " while " + describe(f));
     }
   }
@@ -288,7 +292,7 @@ void settle_barrier(Block& b) {
                 " (every thread of a block must reach every sync_threads(); do not return early before one)");
   }
   for (const Fiber& f : b.fibers) {
-    if (f.where.line() != waiting->where.line() || std::strcmp(f.where.file_name(), waiting->where.file_name()) != 0) {
+    if (!same_place(f.where, waiting->where)) {
       fail(b, "barrier divergence: " + describe(*waiting) + " while " + describe(f));
     }
   }

@@ -1,0 +1,372 @@
+// The simulator's checks, each proven by a kernel with the bug planted in it: the check must
+// catch it with a message that names the kernel and where. Also: 3D grids and blocks, shared
+// memory (static and dynamic), atomics, warp width, and replay of the thread order by seed.
+#include <doctest/doctest.h>
+
+#include <bit>
+#include <cmath>
+#include <cstdlib>
+#include <numeric>
+#include <string>
+
+#include "tandem/gpu/kernel_api.hpp"
+#include "tandem/tandem.hpp"
+
+namespace {
+
+using namespace tandem;
+namespace g = tandem::gpu;
+
+// ---- kernels with planted bugs ----
+
+// Even threads wait at one barrier, odd threads at another.
+TANDEM_KERNEL void divergent_barriers(int* out) {
+  const unsigned t = g::thread_rank();
+  if (t % 2 == 0) {
+    g::sync_threads();
+  } else {
+    g::sync_threads();
+  }
+  out[t] = 1;
+}
+
+// Threads past 16 return before a barrier the others wait at.
+TANDEM_KERNEL void early_exit_before_barrier(int* out) {
+  const unsigned t = g::thread_rank();
+  if (t >= 16) return;
+  g::sync_threads();
+  out[t] = 1;
+}
+
+// Off by one: thread 0 also writes out[n].
+TANDEM_KERNEL void write_past_end(int n, int* out) {
+  const unsigned t = g::thread_rank();
+  if (t < static_cast<unsigned>(n)) out[t] = 1;
+  if (t == 0) out[n] = 7;
+}
+
+TANDEM_KERNEL void write_before_start(int* out) {
+  if (g::thread_rank() == 0) out[-1] = 7;
+}
+
+// Each thread writes its slot, then reads its neighbour's: needs the barrier between.
+TANDEM_KERNEL void rotate_through_shared(bool with_barrier, int* out) {
+  TANDEM_SHARED(int, slots, [256]);
+  const unsigned t = g::thread_rank(), n = g::block_threads();
+  slots[t] = static_cast<int>(t) + 1;
+  if (with_barrier) g::sync_threads();
+  out[t] = slots[(t + 1) % n];
+}
+
+// Only the first half of the shared array is written, all of it is read.
+TANDEM_KERNEL void read_unwritten_shared(float* out) {
+  TANDEM_SHARED(float, s, [64]);
+  const unsigned t = g::thread_rank();
+  if (t < 32) s[t] = 1.0f;
+  g::sync_threads();
+  out[t] = s[t];
+}
+
+// Counts positive elements with one ballot per warp, keeping the mask in 32 bits: right on a
+// 32-wide warp, silently wrong on a 64-wide one.
+TANDEM_KERNEL void count_positive_assuming_warp32(const int* in, int* count) {
+  const unsigned t = g::thread_rank();
+  const auto mask = static_cast<std::uint32_t>(g::ballot(in[t] > 0));
+  if (g::lane_id() == 0) g::atomic_add(count, std::popcount(mask));
+}
+TANDEM_KERNEL void count_positive(const int* in, int* count) {
+  const unsigned t = g::thread_rank();
+  const g::lane_mask mask = g::ballot(in[t] > 0);
+  if (g::lane_id() == 0) g::atomic_add(count, std::popcount(mask));
+}
+
+// With a block of 48 threads and warps of 32, the second warp has 16 lanes: lane 8 and up of
+// that warp read lanes that do not exist.
+TANDEM_KERNEL void shuffle_from_missing_lane(int* out) {
+  int v = static_cast<int>(g::thread_rank());
+  v += g::shfl_down(v, 8u);
+  out[g::thread_rank()] = v;
+}
+
+// Half the lanes of each warp shuffle, the other half go on to the barrier.
+TANDEM_KERNEL void divergent_shuffle(int* out) {
+  int v = 1;
+  if (g::lane_id() < 16) v = g::shfl_down(v, 1u);
+  g::sync_threads();
+  out[g::thread_rank()] = v;
+}
+
+TANDEM_KERNEL void too_much_shared_memory(int* out) {
+  TANDEM_SHARED(char, big, [64 * 1024]);
+  big[g::thread_rank()] = 1;
+  g::sync_threads();
+  out[0] = big[0];
+}
+
+TANDEM_KERNEL void dynamic_shared_reverse(const int* in, int* out) {
+  TANDEM_DYNAMIC_SHARED(int, s);
+  const unsigned t = g::thread_rank(), n = g::block_threads();
+  s[t] = in[t];
+  g::sync_threads();
+  out[t] = s[n - 1 - t];
+}
+
+// Every thread of a 3D grid of 3D blocks marks its global linear index.
+TANDEM_KERNEL void mark_3d(int* marks) {
+  const g::Dim3 b = g::block_idx(), gd = g::grid_dim();
+  const unsigned block = b.x + gd.x * (b.y + gd.y * b.z);
+  g::atomic_add(marks + block * g::block_threads() + g::thread_rank(), 1);
+}
+
+// Atomics on shared memory (per block) and on global memory (all blocks).
+TANDEM_KERNEL void count_threads(int* total, int* per_block) {
+  TANDEM_SHARED(int, local);
+  if (g::thread_rank() == 0) local = 0;
+  g::sync_threads();
+  g::atomic_add(&local, 1);
+  g::atomic_add(total, 1);
+  g::sync_threads();
+  if (g::thread_rank() == 0) per_block[g::block_idx().x] = local;
+}
+
+std::vector<int> iota_ints(int n) {
+  std::vector<int> v(static_cast<std::size_t>(n));
+  std::iota(v.begin(), v.end(), 0);
+  return v;
+}
+
+Backend& sim_backend() { return get_backend("sim"); }
+
+// f must throw E with a message containing every part.
+template <class E, class F>
+void expect_error(F&& f, std::initializer_list<const char*> parts) {
+  std::string message;
+  try {
+    f();
+  } catch (const E& e) {
+    message = e.what();
+  }
+  REQUIRE_MESSAGE(!message.empty(), "no error was raised");
+  for (const char* part : parts) {
+    CHECK_MESSAGE(message.find(part) != std::string::npos, "the message\n  ", message, "\nlacks\n  ", part);
+  }
+}
+
+}  // namespace
+
+TEST_SUITE("sim") {
+  TEST_CASE("barrier divergence: threads at different barriers") {
+    Buffer out(sim_backend(), DType::i32, 64);
+    expect_error<DeviceError>(
+        [&] {
+          tandem::sim::launch(sim_backend(), {"divergent_barriers", {2, 1, 1}, {64, 1, 1}}, divergent_barriers,
+                              static_cast<int*>(out.data()));
+        },
+        {"kernel 'divergent_barriers', block (0,0,0)", "barrier divergence", "test_sim.cpp:2", "thread ("});
+  }
+
+  TEST_CASE("barrier divergence: threads exit while others wait") {
+    Buffer out(sim_backend(), DType::i32, 64);
+    expect_error<DeviceError>(
+        [&] {
+          tandem::sim::launch(sim_backend(), {"early_exit_before_barrier", {1, 1, 1}, {64, 1, 1}},
+                              early_exit_before_barrier, static_cast<int*>(out.data()));
+        },
+        {"kernel 'early_exit_before_barrier'", "has exited while thread (", "waits at the barrier at test_sim.cpp:"});
+  }
+
+  TEST_CASE("writes past a buffer's end or before its start are caught, and the allocator keeps working") {
+    Buffer out(sim_backend(), DType::i32, 100);
+    expect_error<DeviceError>(
+        [&] {
+          tandem::sim::launch(sim_backend(), {"write_past_end", {1, 1, 1}, {128, 1, 1}}, write_past_end, 100,
+                              static_cast<int*>(out.data()));
+        },
+        {"kernel 'write_past_end' wrote outside a buffer of 400 bytes", "byte offset 403, 4 bytes past its end"});
+    expect_error<DeviceError>(
+        [&] {
+          tandem::sim::launch(sim_backend(), {"write_before_start", {1, 1, 1}, {32, 1, 1}}, write_before_start,
+                              static_cast<int*>(out.data()));
+        },
+        {"kernel 'write_before_start' wrote outside a buffer", "before its start"});
+    // The guard zones were restored: a correct kernel on the same buffer passes.
+    tandem::sim::launch(sim_backend(), {"write_past_end", {1, 1, 1}, {128, 1, 1}}, write_past_end, 99,
+                        static_cast<int*>(out.data()));
+    Buffer more(sim_backend(), DType::f32, 1000);
+    fill(more, 2.0);
+    CHECK(sum(more) == 2000.0);
+  }
+
+  TEST_CASE("a missing barrier shows up as a wrong result (thread order is shuffled)") {
+    const int n = 256;
+    Buffer out(sim_backend(), DType::i32, n);
+    std::vector<int> want(n);
+    for (int t = 0; t < n; ++t) want[t] = (t + 1) % n + 1;
+    tandem::sim::launch(sim_backend(), {"rotate_through_shared", {1, 1, 1}, {n, 1, 1}}, rotate_through_shared, true,
+                        static_cast<int*>(out.data()));
+    CHECK(out.to_vector<int>() == want);
+    tandem::sim::launch(sim_backend(), {"rotate_through_shared", {1, 1, 1}, {n, 1, 1}}, rotate_through_shared, false,
+                        static_cast<int*>(out.data()));
+    const auto got = out.to_vector<int>();
+    int wrong = 0;
+    for (int t = 0; t < n; ++t) wrong += got[t] != want[t] ? 1 : 0;
+    CHECK_MESSAGE(wrong > 0, "without the barrier every thread still read its neighbour's value");
+  }
+
+  TEST_CASE("shared memory no thread wrote reads as poison (NaN)") {
+    Buffer out(sim_backend(), DType::f32, 64);
+    tandem::sim::launch(sim_backend(), {"read_unwritten_shared", {1, 1, 1}, {64, 1, 1}}, read_unwritten_shared,
+                        static_cast<float*>(out.data()));
+    const auto v = out.to_vector<float>();
+    CHECK(v[0] == 1.0f);
+    CHECK(std::isnan(v[40]));
+  }
+
+  TEST_CASE("code that assumes a warp of 32 is wrong on sim64, portable code right on both") {
+    const int n = 256;
+    std::vector<int> in(n);
+    for (int i = 0; i < n; ++i) in[i] = (i * 7) % 3 == 0 ? 1 : -1;
+    const int positives = static_cast<int>(std::count(in.begin(), in.end(), 1));
+    for (const char* name : {"sim", "sim64"}) {
+      Backend& be = get_backend(name);
+      Buffer x = Buffer::from(be, in);
+      Buffer count(be, DType::i32, 1);
+      fill(count, 0);
+      tandem::sim::launch(be, {"count_positive", {1, 1, 1}, {n, 1, 1}}, count_positive,
+                          static_cast<const int*>(x.data()), static_cast<int*>(count.data()));
+      CHECK(count.to_vector<int>()[0] == positives);
+      fill(count, 0);
+      tandem::sim::launch(be, {"count_positive_assuming_warp32", {1, 1, 1}, {n, 1, 1}}, count_positive_assuming_warp32,
+                          static_cast<const int*>(x.data()), static_cast<int*>(count.data()));
+      if (tandem::sim::engine_of(be).warp_size() == 32) {
+        CHECK(count.to_vector<int>()[0] == positives);
+      } else {
+        CHECK_MESSAGE(count.to_vector<int>()[0] != positives, "the 32-bit mask went unnoticed with a warp of 64");
+      }
+    }
+  }
+
+  TEST_CASE("a shuffle from a lane that does not exist") {
+    Buffer out(sim_backend(), DType::i32, 48);
+    expect_error<DeviceError>(
+        [&] {
+          tandem::sim::launch(sim_backend(), {"shuffle_from_missing_lane", {1, 1, 1}, {48, 1, 1}},
+                              shuffle_from_missing_lane, static_cast<int*>(out.data()));
+        },
+        {"kernel 'shuffle_from_missing_lane'", "shfl_down at test_sim.cpp:", "which does not exist", "only 16 lanes"});
+  }
+
+  TEST_CASE("warp divergence: not every lane reaches the shuffle") {
+    Buffer out(sim_backend(), DType::i32, 64);
+    expect_error<DeviceError>(
+        [&] {
+          tandem::sim::launch(sim_backend(), {"divergent_shuffle", {1, 1, 1}, {64, 1, 1}}, divergent_shuffle,
+                              static_cast<int*>(out.data()));
+        },
+        {"kernel 'divergent_shuffle'", "warp divergence", "waits at shfl_down at test_sim.cpp:"});
+  }
+
+  TEST_CASE("shared memory limits and dynamic shared memory") {
+    Buffer out(sim_backend(), DType::i32, 256);
+    expect_error<DeviceError>(
+        [&] {
+          tandem::sim::launch(sim_backend(), {"too_much_shared_memory", {1, 1, 1}, {32, 1, 1}}, too_much_shared_memory,
+                              static_cast<int*>(out.data()));
+        },
+        {"kernel 'too_much_shared_memory'", "shared memory exhausted"});
+    Buffer in = Buffer::from(sim_backend(), iota_ints(256));
+    expect_error<DeviceError>(
+        [&] {
+          tandem::sim::launch(sim_backend(), {"dynamic_shared_reverse", {1, 1, 1}, {256, 1, 1}}, dynamic_shared_reverse,
+                              static_cast<const int*>(in.data()), static_cast<int*>(out.data()));
+        },
+        {"launched with 0 bytes of it"});
+    tandem::sim::launch(sim_backend(), {"dynamic_shared_reverse", {1, 1, 1}, {256, 1, 1}, 256 * sizeof(int)},
+                        dynamic_shared_reverse, static_cast<const int*>(in.data()), static_cast<int*>(out.data()));
+    const auto v = out.to_vector<int>();
+    CHECK(v[0] == 255);
+    CHECK(v[255] == 0);
+    expect_error<DeviceError>(
+        [&] {
+          tandem::sim::launch(sim_backend(), {"dynamic_shared_reverse", {1, 1, 1}, {256, 1, 1}, 1 << 20},
+                              dynamic_shared_reverse, static_cast<const int*>(in.data()),
+                              static_cast<int*>(out.data()));
+        },
+        {"bytes of dynamic shared memory asked"});
+  }
+
+  TEST_CASE("bad launch configurations are errors naming the kernel") {
+    Buffer out(sim_backend(), DType::i32, 1);
+    expect_error<DeviceError>(
+        [&] {
+          tandem::sim::launch(sim_backend(), {"mark_3d", {1, 1, 1}, {2048, 1, 1}}, mark_3d,
+                              static_cast<int*>(out.data()));
+        },
+        {"launch of kernel 'mark_3d' failed: block (2048,1,1)"});
+    expect_error<DeviceError>(
+        [&] {
+          tandem::sim::launch(sim_backend(), {"mark_3d", {0, 1, 1}, {32, 1, 1}}, mark_3d,
+                              static_cast<int*>(out.data()));
+        },
+        {"launch of kernel 'mark_3d' failed: grid (0,1,1)"});
+  }
+
+  TEST_CASE("3D grids of 3D blocks cover every thread once") {
+    const g::Dim3 grid{2, 3, 4}, block{4, 2, 8};
+    const int n = 2 * 3 * 4 * 4 * 2 * 8;
+    Buffer marks(sim_backend(), DType::i32, n);
+    fill(marks, 0);
+    tandem::sim::launch(sim_backend(), {"mark_3d", grid, block}, mark_3d, static_cast<int*>(marks.data()));
+    const auto v = marks.to_vector<int>();
+    CHECK(std::count(v.begin(), v.end(), 1) == n);
+  }
+
+  TEST_CASE("atomics on shared and global memory") {
+    const unsigned blocks = 37, threads = 192;
+    Buffer total(sim_backend(), DType::i32, 1), per_block(sim_backend(), DType::i32, blocks);
+    fill(total, 0);
+    tandem::sim::launch(sim_backend(), {"count_threads", {blocks, 1, 1}, {threads, 1, 1}}, count_threads,
+                        static_cast<int*>(total.data()), static_cast<int*>(per_block.data()));
+    CHECK(total.to_vector<int>()[0] == static_cast<int>(blocks * threads));
+    const auto v = per_block.to_vector<int>();
+    CHECK(std::count(v.begin(), v.end(), static_cast<int>(threads)) == static_cast<int>(blocks));
+  }
+
+  TEST_CASE("the thread order replays from its seed") {
+    auto run_with_seed = [](const char* seed) {
+      setenv("TANDEM_SIM_SEED", seed, 1);
+      auto be = create_backend("sim");
+      unsetenv("TANDEM_SIM_SEED");
+      CHECK(tandem::sim::engine_of(*be).schedule_seed() == std::strtoull(seed, nullptr, 10));
+      Buffer out(*be, DType::i32, 256);
+      tandem::sim::launch(*be, {"rotate_through_shared", {1, 1, 1}, {256, 1, 1}}, rotate_through_shared, false,
+                          static_cast<int*>(out.data()));
+      return out.to_vector<int>();
+    };
+    CHECK(run_with_seed("42") == run_with_seed("42"));
+    CHECK(run_with_seed("42") != run_with_seed("43"));
+  }
+
+  TEST_CASE("engine_of rejects backends that are not simulators") {
+    expect_error<InvalidArgument>([&] { tandem::sim::engine_of(get_backend("reference")); }, {"not a simulator"});
+  }
+
+  TEST_CASE("device functions outside a kernel are an error, not a crash") {
+    CHECK_THROWS_AS(g::thread_idx(), InvalidArgument);
+  }
+
+  TEST_CASE("variants: every one listed runs, an unknown one is Unsupported") {
+    CHECK(sim_backend().variants("reduce").size() == 3);
+    CHECK(sim_backend().variants("scan").size() == 3);
+    Buffer x = Buffer::from(sim_backend(), iota_ints(5000)), r(sim_backend(), DType::i32, 1);
+    for (const auto& v : sim_backend().variants("reduce")) {
+      reduce(ReduceOp::sum, x, r, {}, v);
+      CHECK(r.to_vector<int>()[0] == 5000 * 4999 / 2);
+    }
+    expect_error<Unsupported>([&] { reduce(ReduceOp::sum, x, r, {}, "atomics"); },
+                              {"has no variant 'atomics'; it has: single_pass, warp_shuffle, shared_tree"});
+    expect_error<Unsupported>([&] { inclusive_scan(x, x, {}, "nope"); }, {"decoupled_lookback"});
+    Buffer on_cpu = Buffer::from(get_backend("reference"), iota_ints(3)), rc(get_backend("reference"), DType::i32, 1);
+    expect_error<Unsupported>([&] { reduce(ReduceOp::sum, on_cpu, rc, {}, "single_pass"); }, {"one way only"});
+  }
+}
