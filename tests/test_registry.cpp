@@ -67,6 +67,34 @@ TEST_CASE("unknown, unbuilt and bad backend names raise BackendUnavailable with 
 #endif
 }
 
+// Built in but without a device here (the CI machine): listed unavailable with the runtime's
+// reason, and asking for it raises BackendUnavailable instead of crashing.
+TEST_CASE("GPU backends built without a device say why") {
+  for (const auto& b : backends()) {
+    if ((b.name != "cuda" && b.name != "hip") || !b.built || b.available) continue;
+    const std::string platform = b.name == "cuda" ? "CUDA" : "HIP";
+    CHECK(b.reason.find("no usable " + platform + " device") != std::string::npos);
+    const std::string name = b.name;
+    CHECK(message_of([&] { get_backend(name); }).find("cannot run here: no usable " + platform) != std::string::npos);
+  }
+}
+
+TEST_CASE("the simulators are listed, sim and sim64, never chosen by auto") {
+  bool sim = false, sim64 = false;
+  for (const auto& b : backends()) {
+    sim = sim || b.name == "sim";
+    sim64 = sim64 || b.name == "sim64";
+  }
+  CHECK(sim);
+  CHECK(sim64);
+  CHECK(auto_backend_name().rfind("sim", 0) != 0);
+#ifdef TANDEM_TEST_HAVE_SIM
+  CHECK(get_backend("sim").properties().kind == BackendKind::simulator);
+  CHECK(get_backend("sim").properties().simd_width == 32);
+  CHECK(get_backend("sim64").properties().simd_width == 64);
+#endif
+}
+
 TEST_CASE("create_backend gives an isolated instance") {
   auto a = create_backend("reference");
   CHECK(a.get() != &get_backend("reference"));

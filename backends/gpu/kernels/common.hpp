@@ -11,6 +11,7 @@
 #include "tandem/gpu/kernel_api.hpp"
 
 namespace tandem::gpu::kernels {
+inline namespace TANDEM_GPU_ABI {
 
 // Threads per block for one-dimensional kernels: a multiple of every warp width.
 inline constexpr unsigned kBlock = 256;
@@ -37,7 +38,7 @@ template <class T> struct alignas(16) Pack {
   T v[size];
 };
 template <class T> TANDEM_DEVICE Pack<T> load_pack(const T* p) {
-#if defined(TANDEM_GPU_DEVICE_COMPILER)
+#if defined(TANDEM_GPU_COMPILER)
   return *reinterpret_cast<const Pack<T>*>(p);
 #else
   Pack<T> out;
@@ -46,7 +47,7 @@ template <class T> TANDEM_DEVICE Pack<T> load_pack(const T* p) {
 #endif
 }
 template <class T> TANDEM_DEVICE void store_pack(T* p, const Pack<T>& v) {
-#if defined(TANDEM_GPU_DEVICE_COMPILER)
+#if defined(TANDEM_GPU_COMPILER)
   *reinterpret_cast<Pack<T>*>(p) = v;
 #else
   std::memcpy(p, &v, sizeof v);
@@ -78,4 +79,5 @@ template <class T> TANDEM_DEVICE T plus(T a, T b) {
   }
 }
 
+}  // namespace TANDEM_GPU_ABI
 }  // namespace tandem::gpu::kernels

@@ -8,6 +8,7 @@
 #include "tandem/backend.hpp"
 
 namespace tandem::gpu::kernels {
+inline namespace TANDEM_GPU_ABI {
 
 template <class T> TANDEM_DEVICE T apply(BinaryOp op, T x, T y) {
   switch (op) {
@@ -167,4 +168,5 @@ TANDEM_KERNEL void transpose_kernel(std::int64_t rows, std::int64_t cols, const 
   }
 }
 
+}  // namespace TANDEM_GPU_ABI
 }  // namespace tandem::gpu::kernels

@@ -9,6 +9,7 @@
 #include "common.hpp"
 
 namespace tandem::gpu::kernels {
+inline namespace TANDEM_GPU_ABI {
 
 template <class TA, class TC> struct Gemm {
   std::int64_t m, n, k;
@@ -201,4 +202,5 @@ template <class TA, class TC> TANDEM_KERNEL void matmul_register_kernel(Gemm<TA,
   }
 }
 
+}  // namespace TANDEM_GPU_ABI
 }  // namespace tandem::gpu::kernels

@@ -8,6 +8,7 @@
 #include "reduce.hpp"
 
 namespace tandem::gpu::kernels {
+inline namespace TANDEM_GPU_ABI {
 
 template <class T>
 TANDEM_KERNEL void softmax_cross_entropy_kernel(std::int64_t rows, std::int64_t cols, const T* logits,
@@ -30,4 +31,5 @@ TANDEM_KERNEL void softmax_cross_entropy_kernel(std::int64_t rows, std::int64_t 
   }
 }
 
+}  // namespace TANDEM_GPU_ABI
 }  // namespace tandem::gpu::kernels

@@ -13,6 +13,7 @@
 #include "common.hpp"
 
 namespace tandem::gpu::kernels {
+inline namespace TANDEM_GPU_ABI {
 
 template <class T> struct SumOp {
   using Acc = T;
@@ -243,4 +244,5 @@ TANDEM_KERNEL void reduce_cols_kernel(std::int64_t rows, std::int64_t cols, cons
   }
 }
 
+}  // namespace TANDEM_GPU_ABI
 }  // namespace tandem::gpu::kernels

@@ -12,6 +12,7 @@
 #include "common.hpp"
 
 namespace tandem::gpu::kernels {
+inline namespace TANDEM_GPU_ABI {
 
 inline constexpr unsigned kScanThreads = 256, kScanItems = 8, kScanTile = kScanThreads * kScanItems;
 
@@ -154,4 +155,5 @@ TANDEM_KERNEL void scan_tiles_kernel(const T* x, T* out, std::size_t n, bool inc
   }
 }
 
+}  // namespace TANDEM_GPU_ABI
 }  // namespace tandem::gpu::kernels

@@ -14,11 +14,7 @@
 
 #include "tandem/gpu/types.hpp"
 
-#if defined(__CUDACC__) || defined(__HIPCC__)
-#define TANDEM_GPU_DEVICE_COMPILER 1
-#if defined(__HIPCC__)
-#include <hip/hip_runtime.h>
-#endif
+#if defined(TANDEM_GPU_COMPILER)
 
 #define TANDEM_KERNEL __global__
 #define TANDEM_DEVICE __device__ __forceinline__
@@ -37,7 +33,7 @@ TANDEM_DEVICE unsigned warp_size() { return static_cast<unsigned>(warpSize); }
 TANDEM_DEVICE void sync_threads() { __syncthreads(); }
 TANDEM_DEVICE void thread_fence() { __threadfence(); }
 
-#if defined(__HIPCC__)
+#if defined(TANDEM_HIP)
 // HIP 5.2 has no *_sync warp functions: a wavefront runs in lock-step.
 TANDEM_DEVICE void sync_warp() {}
 template <class T> TANDEM_DEVICE T shfl(T v, unsigned src) { return __shfl(v, static_cast<int>(src)); }
