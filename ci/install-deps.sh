@@ -1,8 +1,10 @@
 #!/usr/bin/env bash
 # Installs what tandem needs on Debian 12, as root (or through sudo). Quick when all is present.
 # CUDA is not a Debian package: when /usr/local/cuda exists the build uses it, else leaves CUDA out.
+# libboost-context-dev gives the GPU simulator its fibers; hipcc and libamdhip64-dev (ROCm from
+# Debian) compile the HIP backend for AMD GPUs, which needs no GPU to build.
 set -euo pipefail
-packages=(cmake ninja-build g++ make doctest-dev libopenblas-dev)
+packages=(cmake ninja-build g++ make doctest-dev libopenblas-dev libboost-context-dev hipcc libamdhip64-dev)
 missing=()
 for p in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

@@ -129,6 +129,19 @@ TANDEM_KERNEL void count_threads(int* total, int* per_block) {
   if (g::thread_rank() == 0) per_block[g::block_idx().x] = local;
 }
 
+// Block 1 spins on a flag that block 0 would set, but block 0 fails first.
+TANDEM_KERNEL void wait_for_failed_block(unsigned* flag, int* out) {
+  if (g::block_idx().x == 0) {
+    if (g::thread_rank() == 0) return;
+    g::sync_threads();
+    g::store_volatile(flag, 1u);
+  } else {
+    while (g::load_volatile(flag) == 0u) {
+    }
+  }
+  out[0] = 1;
+}
+
 std::vector<int> iota_ints(int n) {
   std::vector<int> v(static_cast<std::size_t>(n));
   std::iota(v.begin(), v.end(), 0);
@@ -345,6 +358,17 @@ TEST_SUITE("sim") {
     };
     CHECK(run_with_seed("42") == run_with_seed("42"));
     CHECK(run_with_seed("42") != run_with_seed("43"));
+  }
+
+  TEST_CASE("a block waiting for a failed block ends with the first error instead of hanging") {
+    Buffer flag(sim_backend(), DType::i32, 1), out(sim_backend(), DType::i32, 1);
+    fill(flag, 0);
+    expect_error<DeviceError>(
+        [&] {
+          tandem::sim::launch(sim_backend(), {"wait_for_failed_block", {2, 1, 1}, {32, 1, 1}}, wait_for_failed_block,
+                              static_cast<unsigned*>(flag.data()), static_cast<int*>(out.data()));
+        },
+        {"kernel 'wait_for_failed_block', block (0,0,0): barrier divergence"});
   }
 
   TEST_CASE("engine_of rejects backends that are not simulators") {

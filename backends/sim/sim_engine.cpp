@@ -106,6 +106,7 @@ struct PooledStack {
 };
 
 struct Block {
+  const std::atomic<bool>* launch_failed = nullptr;
   const gpu::LaunchConfig* config = nullptr;
   const std::function<void()>* body = nullptr;
   gpu::Dim3 idx;
@@ -121,7 +122,13 @@ struct Block {
   std::uint64_t rng = 0;
   const void* scheduler_bottom = nullptr;
   std::size_t scheduler_size = 0;
+  bool unwinding = false;  // the block failed: suspended fibers unwind when resumed
 };
+
+// Thrown inside a suspended fiber to unwind its stack when its block failed. The fibers are
+// unwound through the same (sanitizer-annotated) switches as every other resume, rather than by
+// Boost.Context's forced unwind, which AddressSanitizer cannot follow.
+struct Unwind {};
 
 thread_local Block* tl_block = nullptr;
 thread_local Fiber* tl_fiber = nullptr;
@@ -204,6 +211,7 @@ void suspend(Fiber& f) {
   __sanitizer_finish_switch_fiber(fake, &b.scheduler_bottom, &b.scheduler_size);
 #endif
   tl_fiber = self;
+  if (b.unwinding) throw Unwind{};
 }
 
 // The scheduler resumes fiber f until it waits or ends.
@@ -354,6 +362,14 @@ void* static_shared_slot(const void* site, std::size_t bytes, std::size_t align)
   return b.shared.data() + offset;
 }
 
+void check_abort() {
+  current_fiber();
+  const Block& b = *tl_block;
+  if (b.launch_failed->load(std::memory_order_relaxed)) {
+    fail(b, "stopped: another block of this launch failed (see that error)");
+  }
+}
+
 void* dynamic_shared() {
   current_fiber();
   Block& b = *tl_block;
@@ -488,6 +504,7 @@ void SimEngine::work() {
 void SimEngine::run_block(std::uint64_t linear) {
   Block& b = tl_block_storage;
   const gpu::LaunchConfig& cfg = *config_;
+  b.launch_failed = &failed_;
   b.config = &cfg;
   b.body = body_;
   b.idx = {static_cast<unsigned>(linear % cfg.grid.x), static_cast<unsigned>((linear / cfg.grid.x) % cfg.grid.y),
@@ -520,6 +537,7 @@ void SimEngine::run_block(std::uint64_t linear) {
       f.sink = std::move(sink);
       try {
         (*b.body)();
+      } catch (const Unwind&) {
       } catch (const bctx::detail::forced_unwind&) {
         throw;
       } catch (const tandem::Error&) {
@@ -537,10 +555,15 @@ void SimEngine::run_block(std::uint64_t linear) {
       return std::move(f.sink);
     });
   }
+  b.unwinding = false;
   try {
     run_fibers(b);
   } catch (...) {
-    b.fibers.clear();  // unwinds the fibers still suspended
+    b.unwinding = true;  // end every fiber still suspended, each through its own stack
+    for (Fiber& f : b.fibers) {
+      if (f.context) resume(b, f);
+    }
+    b.fibers.clear();
     tl_block = nullptr;
     throw;
   }

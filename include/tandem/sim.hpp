@@ -56,6 +56,10 @@ void launch(Backend& backend, const gpu::LaunchConfig& config, void (*kernel)(P.
 enum class WarpOp { shfl, shfl_down, shfl_up, shfl_xor, ballot, any, all, sync };
 std::uint64_t warp_exchange(WarpOp op, std::uint64_t bits, unsigned param, const std::source_location& where);
 void* static_shared_slot(const void* site, std::size_t bytes, std::size_t align);
+// Throws when another block of the launch has failed: a block spinning on a flag that the failed
+// block would have set (a look-back, a lock) ends instead of hanging.
+void check_abort();
+inline thread_local unsigned volatile_loads = 0;
 void* dynamic_shared();
 
 template <class T> T& static_shared(const void* site) {
@@ -133,6 +137,7 @@ inline unsigned atomic_cas(unsigned* p, unsigned expected, unsigned desired) {
   return expected;
 }
 template <class T> T load_volatile(const T* p) {
+  if ((++sim::volatile_loads & 4095u) == 0) sim::check_abort();
   return std::atomic_ref<T>(*const_cast<T*>(p)).load(std::memory_order_acquire);
 }
 template <class T> void store_volatile(T* p, T v) { std::atomic_ref<T>(*p).store(v, std::memory_order_release); }
