@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # README command 1: install dependencies, build tandem (Release), and run the main job on this
-# machine: what backends it has, the cross-backend verification pass, and the CPU benchmark.
+# machine: what backends it has, the cross-backend verification pass, the CPU benchmark and the
+# GPU simulator's speed.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash ci/install-deps.sh
@@ -9,3 +10,4 @@ cmake --build --preset cpu
 ./build/cpu/tandem info
 ./build/cpu/tandem check --failures-only
 ./build/cpu/bench/tandem_bench_cpu --json build/cpu/bench-cpu.json
+./build/cpu/bench/tandem_bench_sim --quick

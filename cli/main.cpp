@@ -27,9 +27,10 @@ const char* kUsage =
     "  --version              print the version\n"
     "  --help                 this text\n"
     "\n"
-    "environment: TANDEM_BACKEND=NAME (reference, openmp, cuda, cuda:1, hip, sim, auto),\n"
+    "environment: TANDEM_BACKEND=NAME (reference, openmp, cuda, cuda:1, hip, sim, sim64, auto),\n"
     "             TANDEM_TEST_SEED=N, TANDEM_DEBUG_MEMORY=1 (report buffers alive at exit),\n"
-    "             TANDEM_CPU_ISA=generic|avx2|avx512 (cap the openmp micro-kernel).\n";
+    "             TANDEM_CPU_ISA=generic|avx2|avx512 (cap the openmp micro-kernel),\n"
+    "             TANDEM_SIM_SEED=N (the simulator's thread order), TANDEM_SIM_THREADS=N.\n";
 
 }  // namespace
 
