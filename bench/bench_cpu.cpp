@@ -14,23 +14,14 @@
 
 #include <omp.h>
 
+#include "bench_util.hpp"
 #include "tandem/tandem.hpp"
 
 using namespace tandem;
 
 namespace {
 
-double median_seconds(int reps, const std::function<void()>& f) {
-  f();  // warm-up: page faults, caches, thread pool
-  std::vector<double> times;
-  for (int r = 0; r < reps; ++r) {
-    const auto t0 = std::chrono::steady_clock::now();
-    f();
-    times.push_back(std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
-  }
-  std::sort(times.begin(), times.end());
-  return times[times.size() / 2];
-}
+using bench::median_seconds;
 
 struct Row {
   std::string group, name, unit;

@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "tandem/gpu/kernel_api.hpp"
+#include "bench_util.hpp"
 #include "tandem/tandem.hpp"
 
 using namespace tandem;
@@ -19,17 +20,7 @@ namespace g = tandem::gpu;
 
 namespace {
 
-double median_seconds(int reps, const std::function<void()>& f) {
-  f();
-  std::vector<double> times;
-  for (int r = 0; r < reps; ++r) {
-    const auto t0 = std::chrono::steady_clock::now();
-    f();
-    times.push_back(std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
-  }
-  std::sort(times.begin(), times.end());
-  return times[times.size() / 2];
-}
+using bench::median_seconds;
 
 TANDEM_KERNEL void empty_kernel() {}
 TANDEM_KERNEL void barriers_kernel(int rounds) {

@@ -3,7 +3,10 @@
 // Compiled only by a GPU compiler (backends/cuda/cuda_backend.cu, backends/hip/hip_backend.hip).
 #pragma once
 
+#include <array>
+#include <atomic>
 #include <memory>
+#include <mutex>
 #include <string>
 #include <tuple>
 #include <utility>
@@ -117,11 +120,11 @@ class DeviceRuntime {
   explicit DeviceRuntime(int device) : device_(device) {
     select();
     api::check(api::properties(&props_, device_), "reading the device's properties");
-    streams_.push_back(nullptr);  // queue 0: the default stream
+    streams_[0] = nullptr;  // queue 0: the default stream
   }
   ~DeviceRuntime() {
     (void)api::set_device(device_);
-    for (std::size_t i = 1; i < streams_.size(); ++i) (void)api::stream_destroy(streams_[i]);
+    for (int i = 1; i < streams(); ++i) (void)api::stream_destroy(streams_[static_cast<std::size_t>(i)]);
   }
   DeviceRuntime(const DeviceRuntime&) = delete;
   DeviceRuntime& operator=(const DeviceRuntime&) = delete;
@@ -135,13 +138,14 @@ class DeviceRuntime {
     }
     return p;
   }
-  void release(void* p) {
-    select();
+  // Never throws: it runs from noexcept paths (deallocate, shutdown), also after a device error.
+  void release(void* p) noexcept {
+    (void)api::set_device(device_);
     (void)api::free(p);
   }
   void set_requested(void*, std::size_t) noexcept {}
-  std::size_t free_bytes() const {
-    select();
+  std::size_t free_bytes() const {  // 0 when the runtime cannot say (it is called in error messages)
+    (void)api::set_device(device_);
     std::size_t free_bytes = 0, total = 0;
     (void)api::mem_info(&free_bytes, &total);
     return free_bytes;
@@ -161,29 +165,38 @@ class DeviceRuntime {
   }
   unsigned max_blocks() const { return static_cast<unsigned>(props_.multiProcessorCount) * 8; }
 
+  // Queues live in a fixed table, so threads that use one while another is created never see
+  // the table move.
   int create_stream() {
+    std::lock_guard lock(streams_mutex_);
+    const int id = count_.load();
+    if (static_cast<std::size_t>(id) >= streams_.size()) {
+      throw InvalidArgument("create_queue: at most " + std::to_string(streams_.size() - 1) + " queues per backend");
+    }
     select();
     api::stream_t s = nullptr;
     api::check(api::stream_create(&s), "creating a stream");
-    streams_.push_back(s);
-    return static_cast<int>(streams_.size()) - 1;
+    streams_[static_cast<std::size_t>(id)] = s;
+    count_.store(id + 1);
+    return id;
   }
+  int streams() const { return count_.load(); }
   void check_stream(int id) const {
-    if (id < 0 || static_cast<std::size_t>(id) >= streams_.size()) {
+    if (id < 0 || id >= count_.load()) {
       throw InvalidArgument("queue " + std::to_string(id) + " was not created by this backend (create_queue)");
     }
   }
   void synchronize(int stream) {
     select();
-    api::check(api::stream_synchronize(streams_[stream]), "waiting for queue " + std::to_string(stream));
+    api::check(api::stream_synchronize(streams_[static_cast<std::size_t>(stream)]), "waiting for queue " + std::to_string(stream));
   }
   void copy(int stream, void* dst, const void* src, std::size_t bytes) {
     select();
-    api::check(api::copy(dst, src, bytes, streams_[stream]), "a copy of " + std::to_string(bytes) + " bytes");
+    api::check(api::copy(dst, src, bytes, streams_[static_cast<std::size_t>(stream)]), "a copy of " + std::to_string(bytes) + " bytes");
   }
   void memset(int stream, void* p, int value, std::size_t bytes) {
     select();
-    api::check(api::memset(p, value, bytes, streams_[stream]), "memset");
+    api::check(api::memset(p, value, bytes, streams_[static_cast<std::size_t>(stream)]), "memset");
   }
 
   struct DeviceEvent : Event::Impl {
@@ -196,13 +209,14 @@ class DeviceRuntime {
     select();
     auto e = std::make_shared<DeviceEvent>();
     api::check(api::event_create(&e->event), "creating an event");
-    api::check(api::event_record(e->event, streams_[stream]), "recording an event");
+    api::check(api::event_record(e->event, streams_[static_cast<std::size_t>(stream)]), "recording an event");
     return e;
   }
   double elapsed_ms(Event::Impl* a, Event::Impl* b) {
     auto* x = dynamic_cast<DeviceEvent*>(a);
     auto* y = dynamic_cast<DeviceEvent*>(b);
     if (x == nullptr || y == nullptr) throw InvalidArgument("elapsed_ms: events of another backend");
+    api::check(api::event_synchronize(x->event), "waiting for an event");
     api::check(api::event_synchronize(y->event), "waiting for an event");
     float ms = 0;
     api::check(api::event_elapsed(&ms, x->event, y->event), "reading the time between events");
@@ -222,7 +236,7 @@ class DeviceRuntime {
   void launch_tuple(int stream, const LaunchConfig& c, const void* kernel, Tuple& params, std::index_sequence<I...>) {
     void* argv[] = {static_cast<void*>(&std::get<I>(params))..., nullptr};
     select();
-    const api::error_t e = api::launch(kernel, c.grid, c.block, argv, c.dynamic_shared_bytes, streams_[stream]);
+    const api::error_t e = api::launch(kernel, c.grid, c.block, argv, c.dynamic_shared_bytes, streams_[static_cast<std::size_t>(stream)]);
     if (e != api::success) {
       (void)api::last_error();
       throw DeviceError(std::string(api::platform) + " launch of kernel '" + c.kernel + "' failed: " +
@@ -232,7 +246,9 @@ class DeviceRuntime {
 
   int device_;
   api::props_t props_{};
-  std::vector<api::stream_t> streams_;
+  std::array<api::stream_t, 64> streams_{};
+  std::atomic<int> count_{1};
+  std::mutex streams_mutex_;
 };
 
 }  // namespace TANDEM_GPU_ABI

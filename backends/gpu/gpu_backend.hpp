@@ -8,7 +8,8 @@
 //   void set_requested(void*, size_t) (guard what the caching allocator does not use);
 //   size_t free_bytes() const; DeviceProperties properties() const;
 //   unsigned max_blocks() const (blocks worth launching for a grid-stride loop);
-//   int create_stream(); void check_stream(int) const; void synchronize(int);
+//   int create_stream(); int streams() const (the default one included); void check_stream(int) const;
+//   void synchronize(int);
 //   void copy(int stream, void* dst, const void* src, size_t bytes) (asynchronous, any direction);
 //   void memset(int stream, void* p, int value, size_t bytes);
 //   std::shared_ptr<Event::Impl> record(int stream); double elapsed_ms(Event::Impl*, Event::Impl*);
@@ -274,9 +275,11 @@ template <class Runtime> class GpuBackend : public Backend {
         return launch(q, "scan_single_block", Dim3{}, block, 0, kernels::scan_single_block_kernel<T>, as<T>(x),
                       as<T>(out), n, inclusive);
       }
-      if (tiles > 0x7fffffffu) throw InvalidArgument("scan: more than 2^31 tiles; split the input");
+      if (tiles > (std::size_t(1) << 24) && variant != "three_pass") {  // HIP: grid x block < 2^32 threads
+        throw Unsupported("scan: the decoupled_lookback variant takes up to 2^35 elements; use variant three_pass");
+      }
       if (variant == "three_pass") {
-        Scratch sums(*this, tiles * sizeof(T));
+        Scratch sums(*this, q, tiles * sizeof(T));
         T* s = static_cast<T*>(sums.ptr);
         launch(q, "scan_tile_sums", Dim3{blocks(tiles), 1, 1}, block, 0, kernels::scan_tile_sums_kernel<T>, as<T>(x),
                n, s, tiles);
@@ -288,7 +291,7 @@ template <class Runtime> class GpuBackend : public Backend {
       // decoupled look-back: [counter][status x tiles] then aggregates and prefixes, 16-byte aligned
       const std::size_t flags_bytes = (tiles + 1) * sizeof(unsigned);
       const std::size_t values_at = (flags_bytes + 15) / 16 * 16;
-      Scratch scratch(*this, values_at + 2 * tiles * sizeof(T));
+      Scratch scratch(*this, q, values_at + 2 * tiles * sizeof(T));
       auto* base = static_cast<unsigned char*>(scratch.ptr);
       rt_.memset(stream(q), base, 0, flags_bytes);
       auto* counter = reinterpret_cast<unsigned*>(base);
@@ -316,13 +319,26 @@ template <class Runtime> class GpuBackend : public Backend {
 
  private:
   // Device memory for one op's intermediate results, from the caching allocator. Work queued
-  // after this op on the same queue runs after it, so returning the block when the op is queued
-  // is safe for that queue.
+  // after this op on the same queue runs after it, so with one queue the block can go back to the
+  // cache as soon as the op is queued. The cache does not know queues, though: once the program
+  // has created others, the op is waited for first, so another queue cannot get the block while
+  // the op still uses it. (A stream-ordered allocator will lift this: the CUDA/HIP issue.)
   struct Scratch {
-    Backend& owner;
+    GpuBackend& owner;
+    Queue queue;
     void* ptr;
-    Scratch(Backend& b, std::size_t bytes) : owner(b), ptr(b.allocate(std::max<std::size_t>(bytes, 16))) {}
-    ~Scratch() { owner.deallocate(ptr); }
+    Scratch(GpuBackend& b, Queue q, std::size_t bytes)
+        : owner(b), queue(q), ptr(b.allocate(std::max<std::size_t>(bytes, 16))) {}
+    ~Scratch() {
+      if (owner.rt_.streams() > 1) {
+        try {
+          owner.rt_.synchronize(queue.id);
+        } catch (const Error&) {
+          // the queue's error surfaces again at its next use
+        }
+      }
+      owner.deallocate(ptr);
+    }
     Scratch(const Scratch&) = delete;
     Scratch& operator=(const Scratch&) = delete;
   };
@@ -363,7 +379,7 @@ template <class Runtime> class GpuBackend : public Backend {
     using Acc = typename R::Acc;
     const unsigned grid = blocks((n + 4 * kernels::kBlock - 1) / (4 * kernels::kBlock));
     if (variant.empty() || variant == "single_pass") {
-      Scratch scratch(*this, 16 + grid * sizeof(Acc));
+      Scratch scratch(*this, q, 16 + grid * sizeof(Acc));
       auto* ticket = static_cast<unsigned*>(scratch.ptr);
       rt_.memset(stream(q), ticket, 0, sizeof(unsigned));
       auto* partials = reinterpret_cast<Acc*>(static_cast<unsigned char*>(scratch.ptr) + 16);
@@ -372,7 +388,7 @@ template <class Runtime> class GpuBackend : public Backend {
       return;
     }
     const auto how = variant == "shared_tree" ? kernels::BlockReduce::shared_tree : kernels::BlockReduce::warp_shuffle;
-    Scratch scratch(*this, grid * sizeof(Acc));
+    Scratch scratch(*this, q, grid * sizeof(Acc));
     auto* partials = static_cast<Acc*>(scratch.ptr);
     launch(q, "reduce_partials", Dim3{grid, 1, 1}, block_1d(), 0, kernels::reduce_partials_kernel<R, S>, src, n,
            partials, how);

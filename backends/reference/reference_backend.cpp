@@ -8,6 +8,7 @@
 #include "../../core/factories.hpp"
 #include "../host/cpu_info.hpp"
 #include "../host/host_backend.hpp"
+#include "tandem/detail/apply_op.hpp"
 #include "tandem/detail/scalar_math.hpp"
 
 namespace tandem {
@@ -19,33 +20,7 @@ using host::dispatch_numeric;
 using host::from;
 using host::to;
 
-double apply(BinaryOp op, double x, double y) {
-  switch (op) {
-    case BinaryOp::add: return x + y;
-    case BinaryOp::sub: return x - y;
-    case BinaryOp::mul: return x * y;
-    case BinaryOp::div: return x / y;
-    case BinaryOp::relu_grad: return math::relu_grad(x, y);
-    case BinaryOp::sigmoid_grad: return math::sigmoid_grad(x, y);
-    case BinaryOp::tanh_grad: return math::tanh_grad(x, y);
-  }
-  return std::numeric_limits<double>::quiet_NaN();
-}
-
-double apply(UnaryOp op, double x) {
-  switch (op) {
-    case UnaryOp::relu: return math::relu(x);
-    case UnaryOp::sigmoid: return math::sigmoid(x);
-    case UnaryOp::tanh: return std::tanh(x);
-    case UnaryOp::exp: return std::exp(x);
-    case UnaryOp::log: return std::log(x);
-    case UnaryOp::sqrt: return std::sqrt(x);
-    case UnaryOp::square: return x * x;
-    case UnaryOp::abs: return std::fabs(x);
-    case UnaryOp::neg: return -x;
-  }
-  return std::numeric_limits<double>::quiet_NaN();
-}
+using math::apply;
 
 class ReferenceBackend final : public host::HostBackend {
  public:
@@ -57,7 +32,7 @@ class ReferenceBackend final : public host::HostBackend {
     check_queue(q);
     dispatch_float(t, [&]<class T>() {
       for (std::size_t i = 0; i < n; ++i) {
-        static_cast<T*>(out)[i] = T(apply(op, static_cast<const T*>(x)[i], static_cast<const T*>(y)[i]));
+        static_cast<T*>(out)[i] = T(apply<double>(op, static_cast<const T*>(x)[i], static_cast<const T*>(y)[i]));
       }
     });
   }
@@ -65,7 +40,7 @@ class ReferenceBackend final : public host::HostBackend {
   void unary(Queue q, UnaryOp op, DType t, std::size_t n, const void* x, void* out) override {
     check_queue(q);
     dispatch_float(t, [&]<class T>() {
-      for (std::size_t i = 0; i < n; ++i) static_cast<T*>(out)[i] = T(apply(op, static_cast<const T*>(x)[i]));
+      for (std::size_t i = 0; i < n; ++i) static_cast<T*>(out)[i] = T(apply<double>(op, static_cast<const T*>(x)[i]));
     });
   }
 

@@ -73,6 +73,7 @@ class SimRuntime {
   unsigned max_blocks() const { return 4 * engine_.threads(); }
 
   int create_stream() { return ++streams_; }
+  int streams() const { return streams_ + 1; }
   void check_stream(int id) const {
     if (id < 0 || id > streams_) {
       throw InvalidArgument("queue " + std::to_string(id) + " was not created by this backend (create_queue)");

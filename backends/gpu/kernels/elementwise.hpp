@@ -5,38 +5,12 @@
 #include <cmath>
 
 #include "common.hpp"
-#include "tandem/backend.hpp"
+#include "tandem/detail/apply_op.hpp"
 
 namespace tandem::gpu::kernels {
 inline namespace TANDEM_GPU_ABI {
 
-template <class T> TANDEM_DEVICE T apply(BinaryOp op, T x, T y) {
-  switch (op) {
-    case BinaryOp::add: return x + y;
-    case BinaryOp::sub: return x - y;
-    case BinaryOp::mul: return x * y;
-    case BinaryOp::div: return x / y;
-    case BinaryOp::relu_grad: return math::relu_grad(x, y);
-    case BinaryOp::sigmoid_grad: return math::sigmoid_grad(x, y);
-    case BinaryOp::tanh_grad: return math::tanh_grad(x, y);
-  }
-  return quiet_nan<T>();
-}
-
-template <class T> TANDEM_DEVICE T apply(UnaryOp op, T x) {
-  switch (op) {
-    case UnaryOp::relu: return math::relu(x);
-    case UnaryOp::sigmoid: return math::sigmoid(x);
-    case UnaryOp::tanh: return std::tanh(x);
-    case UnaryOp::exp: return std::exp(x);
-    case UnaryOp::log: return std::log(x);
-    case UnaryOp::sqrt: return std::sqrt(x);
-    case UnaryOp::square: return x * x;
-    case UnaryOp::abs: return std::fabs(x);
-    case UnaryOp::neg: return -x;
-  }
-  return quiet_nan<T>();
-}
+using math::apply;
 
 // Calls pack_f(base) for each whole 16-byte pack when `packed` (every pointer aligned), then
 // element_f(i) for the rest: a grid-stride loop each.
@@ -54,7 +28,7 @@ TANDEM_DEVICE void grid_stride_packed(std::size_t n, bool packed, PackF pack_f, 
 }
 
 template <class T>
-TANDEM_KERNEL void binary_kernel(BinaryOp op, std::size_t n, const T* x, const T* y, T* out, bool packed) {
+TANDEM_KERNEL TANDEM_LAUNCH_BOUNDS(256) void binary_kernel(BinaryOp op, std::size_t n, const T* x, const T* y, T* out, bool packed) {
   grid_stride_packed<T>(
       n, packed,
       [&](std::size_t base) {
@@ -66,7 +40,7 @@ TANDEM_KERNEL void binary_kernel(BinaryOp op, std::size_t n, const T* x, const T
       [&](std::size_t i) { out[i] = apply(op, x[i], y[i]); });
 }
 
-template <class T> TANDEM_KERNEL void unary_kernel(UnaryOp op, std::size_t n, const T* x, T* out, bool packed) {
+template <class T> TANDEM_KERNEL TANDEM_LAUNCH_BOUNDS(256) void unary_kernel(UnaryOp op, std::size_t n, const T* x, T* out, bool packed) {
   grid_stride_packed<T>(
       n, packed,
       [&](std::size_t base) {
@@ -79,7 +53,7 @@ template <class T> TANDEM_KERNEL void unary_kernel(UnaryOp op, std::size_t n, co
 }
 
 // y += alpha * x
-template <class T> TANDEM_KERNEL void axpy_kernel(std::size_t n, T alpha, const T* x, T* y, bool packed) {
+template <class T> TANDEM_KERNEL TANDEM_LAUNCH_BOUNDS(256) void axpy_kernel(std::size_t n, T alpha, const T* x, T* y, bool packed) {
   grid_stride_packed<T>(
       n, packed,
       [&](std::size_t base) {
@@ -92,7 +66,7 @@ template <class T> TANDEM_KERNEL void axpy_kernel(std::size_t n, T alpha, const 
 }
 
 // out = alpha * x
-template <class T> TANDEM_KERNEL void scale_kernel(std::size_t n, T alpha, const T* x, T* out, bool packed) {
+template <class T> TANDEM_KERNEL TANDEM_LAUNCH_BOUNDS(256) void scale_kernel(std::size_t n, T alpha, const T* x, T* out, bool packed) {
   grid_stride_packed<T>(
       n, packed,
       [&](std::size_t base) {
@@ -105,7 +79,7 @@ template <class T> TANDEM_KERNEL void scale_kernel(std::size_t n, T alpha, const
 }
 
 // out = value, for any element type by its bits (U: an unsigned integer of the element's size).
-template <class U> TANDEM_KERNEL void fill_kernel(std::size_t n, U value, U* out, bool packed) {
+template <class U> TANDEM_KERNEL TANDEM_LAUNCH_BOUNDS(256) void fill_kernel(std::size_t n, U value, U* out, bool packed) {
   grid_stride_packed<U>(
       n, packed,
       [&](std::size_t base) {
@@ -128,13 +102,13 @@ template <class F> TANDEM_DEVICE void grid_stride_2d(std::int64_t rows, std::int
 }
 
 template <class T>
-TANDEM_KERNEL void add_row_vector_kernel(std::int64_t rows, std::int64_t cols, const T* x, std::int64_t ldx,
+TANDEM_KERNEL TANDEM_LAUNCH_BOUNDS(256) void add_row_vector_kernel(std::int64_t rows, std::int64_t cols, const T* x, std::int64_t ldx,
                                          const T* bias, T* out, std::int64_t ldo) {
   grid_stride_2d(rows, cols, [&](std::int64_t r, std::int64_t c) { out[r * ldo + c] = x[r * ldx + c] + bias[c]; });
 }
 
 template <class T>
-TANDEM_KERNEL void matrix_add_kernel(std::int64_t rows, std::int64_t cols, T alpha, const T* a, std::int64_t lda,
+TANDEM_KERNEL TANDEM_LAUNCH_BOUNDS(256) void matrix_add_kernel(std::int64_t rows, std::int64_t cols, T alpha, const T* a, std::int64_t lda,
                                      T beta, const T* b, std::int64_t ldb, T* out, std::int64_t ldc) {
   grid_stride_2d(rows, cols, [&](std::int64_t r, std::int64_t c) {
     out[r * ldc + c] = alpha * a[r * lda + c] + beta * b[r * ldb + c];
@@ -147,7 +121,7 @@ TANDEM_KERNEL void matrix_add_kernel(std::int64_t rows, std::int64_t cols, T alp
 inline constexpr unsigned kTransposeTile = 32;
 inline constexpr unsigned kTransposeRows = 8;
 template <class U>
-TANDEM_KERNEL void transpose_kernel(std::int64_t rows, std::int64_t cols, const U* a, std::int64_t lda, U* out,
+TANDEM_KERNEL TANDEM_LAUNCH_BOUNDS(256) void transpose_kernel(std::int64_t rows, std::int64_t cols, const U* a, std::int64_t lda, U* out,
                                     std::int64_t ldo) {
   constexpr unsigned T = kTransposeTile;
   TANDEM_SHARED(U, tile, [T][T + 1]);

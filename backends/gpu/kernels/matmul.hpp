@@ -37,7 +37,7 @@ template <class TA, class TC> TANDEM_DEVICE void store_c(const Gemm<TA, TC>& g, 
 }
 
 // ---- naive: one output per thread, block (16, 16) ----
-template <class TA, class TC> TANDEM_KERNEL void matmul_naive_kernel(Gemm<TA, TC> g) {
+template <class TA, class TC> TANDEM_KERNEL TANDEM_LAUNCH_BOUNDS(256) void matmul_naive_kernel(Gemm<TA, TC> g) {
   for (std::int64_t i = std::int64_t(block_idx().y) * block_dim().y + thread_idx().y; i < g.m;
        i += std::int64_t(grid_dim().y) * block_dim().y) {
     for (std::int64_t j = std::int64_t(block_idx().x) * block_dim().x + thread_idx().x; j < g.n;
@@ -51,7 +51,7 @@ template <class TA, class TC> TANDEM_KERNEL void matmul_naive_kernel(Gemm<TA, TC
 
 // ---- tiled: block (16, 16) computes a 16 x 16 tile of C through shared tiles of A and B ----
 inline constexpr unsigned kTile = 16;
-template <class TA, class TC> TANDEM_KERNEL void matmul_tiled_kernel(Gemm<TA, TC> g) {
+template <class TA, class TC> TANDEM_KERNEL TANDEM_LAUNCH_BOUNDS(256) void matmul_tiled_kernel(Gemm<TA, TC> g) {
   constexpr unsigned T = kTile;
   TANDEM_SHARED(TC, as, [T][T + 1]);
   TANDEM_SHARED(TC, bs, [T][T + 1]);
@@ -98,54 +98,44 @@ template <class TC, class TA> TANDEM_DEVICE void load4(const TA* p, bool vector,
   for (unsigned e = 0; e < 4; ++e) out[e] = to_compute<TC>(p[e]);
 }
 
-// The 4 values a thread loads of the A tile (rows i0.., depth p0..) and where they go in the
-// k-major shared tile as[k][m]. Not transposed: thread t loads row t/4, depth (t%4)*4 + 0..3;
-// transposed (A stored k x m): depth t/16, rows (t%16)*4 + 0..3. Both read 4 consecutive
-// stored elements.
+// The 4 stored elements thread t loads of an operand panel of 64 (outer) x 16 (depth): outer
+// rows o0.. of A or columns o0.. of B, depth p0... When depth is contiguous in memory (A not
+// transposed, B transposed) the thread takes outer t/4, depth (t%4)*4 + 0..3; otherwise depth
+// t/16, outer (t%16)*4 + 0..3. Either way it reads 4 consecutive stored elements (at once when
+// `vector`). Outside the matrix (outer >= outer_n or depth >= k) the values are zeros.
+template <class TC, class TA>
+TANDEM_DEVICE void fetch_panel(const TA* base, std::int64_t ld, bool depth_contiguous, unsigned t, std::int64_t o0,
+                               std::int64_t outer_n, std::int64_t p0, std::int64_t k, bool full, bool vector,
+                               TC (&v)[4]) {
+  // (slow, fast): the stored row and the first of the 4 consecutive stored columns
+  const std::int64_t slow = depth_contiguous ? o0 + t / 4 : p0 + t / 16;
+  const std::int64_t fast = depth_contiguous ? p0 + (t % 4) * 4 : o0 + (t % 16) * 4;
+  const TA* row = base + slow * ld;
+  if (full) return load4(row + fast, vector, v);
+  const std::int64_t slow_n = depth_contiguous ? outer_n : k, fast_n = depth_contiguous ? k : outer_n;
+  for (unsigned e = 0; e < 4; ++e) v[e] = (slow < slow_n && fast + e < fast_n) ? to_compute<TC>(row[fast + e]) : TC(0);
+}
+// Stores those 4 values into the depth-major shared tile [depth][outer].
+template <class TC, class Tile>
+TANDEM_DEVICE void put_panel(bool depth_contiguous, unsigned t, const TC (&v)[4], Tile& tile) {
+  for (unsigned e = 0; e < 4; ++e) {
+    if (depth_contiguous) {
+      tile[(t % 4) * 4 + e][t / 4] = v[e];
+    } else {
+      tile[t / 16][(t % 16) * 4 + e] = v[e];
+    }
+  }
+}
 template <class TA, class TC>
-TANDEM_DEVICE void fetch_a(const Gemm<TA, TC>& g, unsigned t, std::int64_t i0, std::int64_t p0, bool full,
-                           TC (&v)[4]) {
-  if (!g.trans_a) {
-    const std::int64_t i = i0 + t / 4, p = p0 + (t % 4) * 4;
-    if (full) return load4(g.a + i * g.lda + p, g.vector_a, v);
-    for (unsigned e = 0; e < 4; ++e) v[e] = (i < g.m && p + e < g.k) ? to_compute<TC>(g.a[i * g.lda + p + e]) : TC(0);
-  } else {
-    const std::int64_t p = p0 + t / 16, i = i0 + (t % 16) * 4;
-    if (full) return load4(g.a + p * g.lda + i, g.vector_a, v);
-    for (unsigned e = 0; e < 4; ++e) v[e] = (p < g.k && i + e < g.m) ? to_compute<TC>(g.a[p * g.lda + i + e]) : TC(0);
-  }
+TANDEM_DEVICE void fetch_a(const Gemm<TA, TC>& g, unsigned t, std::int64_t i0, std::int64_t p0, bool full, TC (&v)[4]) {
+  fetch_panel(g.a, g.lda, !g.trans_a, t, i0, g.m, p0, g.k, full, g.vector_a, v);
 }
-template <class TA, class TC, class Tile> TANDEM_DEVICE void put_a(const Gemm<TA, TC>& g, unsigned t, const TC (&v)[4], Tile& as) {
-  if (!g.trans_a) {
-    for (unsigned e = 0; e < 4; ++e) as[(t % 4) * 4 + e][t / 4] = v[e];
-  } else {
-    for (unsigned e = 0; e < 4; ++e) as[t / 16][(t % 16) * 4 + e] = v[e];
-  }
-}
-// The same for B into bs[k][n]. Not transposed: depth t/16, columns (t%16)*4 + 0..3;
-// transposed (B stored n x k): column t/4, depth (t%4)*4 + 0..3.
 template <class TA, class TC>
-TANDEM_DEVICE void fetch_b(const Gemm<TA, TC>& g, unsigned t, std::int64_t p0, std::int64_t j0, bool full,
-                           TC (&v)[4]) {
-  if (!g.trans_b) {
-    const std::int64_t p = p0 + t / 16, j = j0 + (t % 16) * 4;
-    if (full) return load4(g.b + p * g.ldb + j, g.vector_b, v);
-    for (unsigned e = 0; e < 4; ++e) v[e] = (p < g.k && j + e < g.n) ? to_compute<TC>(g.b[p * g.ldb + j + e]) : TC(0);
-  } else {
-    const std::int64_t j = j0 + t / 4, p = p0 + (t % 4) * 4;
-    if (full) return load4(g.b + j * g.ldb + p, g.vector_b, v);
-    for (unsigned e = 0; e < 4; ++e) v[e] = (j < g.n && p + e < g.k) ? to_compute<TC>(g.b[j * g.ldb + p + e]) : TC(0);
-  }
-}
-template <class TA, class TC, class Tile> TANDEM_DEVICE void put_b(const Gemm<TA, TC>& g, unsigned t, const TC (&v)[4], Tile& bs) {
-  if (!g.trans_b) {
-    for (unsigned e = 0; e < 4; ++e) bs[t / 16][(t % 16) * 4 + e] = v[e];
-  } else {
-    for (unsigned e = 0; e < 4; ++e) bs[(t % 4) * 4 + e][t / 4] = v[e];
-  }
+TANDEM_DEVICE void fetch_b(const Gemm<TA, TC>& g, unsigned t, std::int64_t p0, std::int64_t j0, bool full, TC (&v)[4]) {
+  fetch_panel(g.b, g.ldb, g.trans_b, t, j0, g.n, p0, g.k, full, g.vector_b, v);
 }
 
-template <class TA, class TC> TANDEM_KERNEL void matmul_register_kernel(Gemm<TA, TC> g) {
+template <class TA, class TC> TANDEM_KERNEL TANDEM_LAUNCH_BOUNDS(256) void matmul_register_kernel(Gemm<TA, TC> g) {
   // Two buffers of each tile: while the block computes on one, the next k-slice is loaded
   // into registers and then stored into the other, so one barrier per k-slice suffices.
   TANDEM_SHARED(TC, as, [2][kBlockK][kBlockM + 4]);
@@ -164,8 +154,8 @@ template <class TA, class TC> TANDEM_KERNEL void matmul_register_kernel(Gemm<TA,
         const bool full = full_mn && kBlockK <= g.k;
         fetch_a(g, t, i0, 0, full, va);
         fetch_b(g, t, 0, j0, full, vb);
-        put_a(g, t, va, as[0]);
-        put_b(g, t, vb, bs[0]);
+        put_panel(!g.trans_a, t, va, as[0]);
+        put_panel(g.trans_b, t, vb, bs[0]);
       }
       sync_threads();
       for (std::int64_t s = 0; s < slices; ++s) {
@@ -186,8 +176,8 @@ template <class TA, class TC> TANDEM_KERNEL void matmul_register_kernel(Gemm<TA,
           }
         }
         if (more) {
-          put_a(g, t, va, as[cur ^ 1u]);
-          put_b(g, t, vb, bs[cur ^ 1u]);
+          put_panel(!g.trans_a, t, va, as[cur ^ 1u]);
+          put_panel(g.trans_b, t, vb, bs[cur ^ 1u]);
         }
         sync_threads();
       }

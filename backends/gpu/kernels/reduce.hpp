@@ -165,14 +165,14 @@ template <class R, class S> TANDEM_DEVICE typename R::Acc thread_partial(const S
 
 // Pass 1 of 2: partials[block] = the block's share.
 template <class R, class S>
-TANDEM_KERNEL void reduce_partials_kernel(S src, std::size_t n, typename R::Acc* partials, BlockReduce how) {
+TANDEM_KERNEL TANDEM_LAUNCH_BOUNDS(256) void reduce_partials_kernel(S src, std::size_t n, typename R::Acc* partials, BlockReduce how) {
   const typename R::Acc a = block_reduce<R>(how, thread_partial<R>(src, n));
   if (thread_rank() == 0) partials[block_idx().x] = a;
 }
 
 // Pass 2 of 2: one block reduces the partials into the result.
 template <class R, class Out>
-TANDEM_KERNEL void reduce_final_kernel(const typename R::Acc* partials, unsigned count, Out* result, Finish f,
+TANDEM_KERNEL TANDEM_LAUNCH_BOUNDS(256) void reduce_final_kernel(const typename R::Acc* partials, unsigned count, Out* result, Finish f,
                                        std::size_t n, BlockReduce how) {
   typename R::Acc a = R::identity();
   for (unsigned i = thread_rank(); i < count; i += block_threads()) a = R::combine(a, partials[i]);
@@ -183,7 +183,7 @@ TANDEM_KERNEL void reduce_final_kernel(const typename R::Acc* partials, unsigned
 // Single pass: every block writes its partial; the last block to take a ticket reduces them
 // (and resets the ticket for the next launch).
 template <class R, class S, class Out>
-TANDEM_KERNEL void reduce_single_pass_kernel(S src, std::size_t n, typename R::Acc* partials, unsigned* ticket,
+TANDEM_KERNEL TANDEM_LAUNCH_BOUNDS(256) void reduce_single_pass_kernel(S src, std::size_t n, typename R::Acc* partials, unsigned* ticket,
                                              Out* result, Finish f) {
   TANDEM_SHARED(bool, last);
   typename R::Acc a = block_reduce_shuffle<R>(thread_partial<R>(src, n));
@@ -208,7 +208,7 @@ TANDEM_KERNEL void reduce_single_pass_kernel(S src, std::size_t n, typename R::A
 
 // Per-row sum or max of x (rows, cols): one block per row, grid-stride over rows.
 template <class R>
-TANDEM_KERNEL void reduce_rows_kernel(std::int64_t rows, std::int64_t cols, const typename R::Acc* x,
+TANDEM_KERNEL TANDEM_LAUNCH_BOUNDS(256) void reduce_rows_kernel(std::int64_t rows, std::int64_t cols, const typename R::Acc* x,
                                       std::int64_t ldx, typename R::Acc* out) {
   for (std::int64_t r = block_idx().x; r < rows; r += grid_dim().x) {
     typename R::Acc a = R::identity();
@@ -222,7 +222,7 @@ TANDEM_KERNEL void reduce_rows_kernel(std::int64_t rows, std::int64_t cols, cons
 // (coalesced along columns) and combine through shared memory.
 inline constexpr unsigned kColumnsPerBlock = 32, kRowGroups = 8;
 template <class R>
-TANDEM_KERNEL void reduce_cols_kernel(std::int64_t rows, std::int64_t cols, const typename R::Acc* x,
+TANDEM_KERNEL TANDEM_LAUNCH_BOUNDS(256) void reduce_cols_kernel(std::int64_t rows, std::int64_t cols, const typename R::Acc* x,
                                       std::int64_t ldx, typename R::Acc* out) {
   using Acc = typename R::Acc;
   TANDEM_SHARED(Acc, partial, [kRowGroups][kColumnsPerBlock + 1]);

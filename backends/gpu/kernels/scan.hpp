@@ -82,7 +82,7 @@ template <class T> struct TileScan {
 // scratch: status[tiles], aggregates[tiles], prefixes[tiles], and the tile counter, zeroed
 // before the launch.
 template <class T>
-TANDEM_KERNEL void scan_lookback_kernel(const T* x, T* out, std::size_t n, bool inclusive, unsigned* status,
+TANDEM_KERNEL TANDEM_LAUNCH_BOUNDS(256) void scan_lookback_kernel(const T* x, T* out, std::size_t n, bool inclusive, unsigned* status,
                                         T* aggregates, T* prefixes, unsigned* counter) {
   TANDEM_SHARED(unsigned, tile_id);
   TANDEM_SHARED(T, tile_prefix);
@@ -124,7 +124,7 @@ TANDEM_KERNEL void scan_lookback_kernel(const T* x, T* out, std::size_t n, bool 
 }
 
 // ---- three passes ----
-template <class T> TANDEM_KERNEL void scan_tile_sums_kernel(const T* x, std::size_t n, T* sums, std::size_t tiles) {
+template <class T> TANDEM_KERNEL TANDEM_LAUNCH_BOUNDS(256) void scan_tile_sums_kernel(const T* x, std::size_t n, T* sums, std::size_t tiles) {
   for (std::size_t tile = block_idx().x; tile < tiles; tile += grid_dim().x) {
     TileScan<T> s;
     s.load(x, n, tile * kScanTile);
@@ -135,7 +135,7 @@ template <class T> TANDEM_KERNEL void scan_tile_sums_kernel(const T* x, std::siz
 // One block: in-place exclusive scan of data[0..n) tile by tile with a carry; the same loop is
 // the single_block scheme over the whole input.
 template <class T>
-TANDEM_KERNEL void scan_single_block_kernel(const T* x, T* out, std::size_t n, bool inclusive) {
+TANDEM_KERNEL TANDEM_LAUNCH_BOUNDS(256) void scan_single_block_kernel(const T* x, T* out, std::size_t n, bool inclusive) {
   T carry = T(0);
   for (std::size_t start = 0; start < n; start += kScanTile) {
     TileScan<T> s;
@@ -146,7 +146,7 @@ TANDEM_KERNEL void scan_single_block_kernel(const T* x, T* out, std::size_t n, b
 }
 
 template <class T>
-TANDEM_KERNEL void scan_tiles_kernel(const T* x, T* out, std::size_t n, bool inclusive, const T* tile_prefixes,
+TANDEM_KERNEL TANDEM_LAUNCH_BOUNDS(256) void scan_tiles_kernel(const T* x, T* out, std::size_t n, bool inclusive, const T* tile_prefixes,
                                      std::size_t tiles) {
   for (std::size_t tile = block_idx().x; tile < tiles; tile += grid_dim().x) {
     TileScan<T> s;

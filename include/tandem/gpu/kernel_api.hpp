@@ -17,6 +17,8 @@
 #if defined(TANDEM_GPU_COMPILER)
 
 #define TANDEM_KERNEL __global__
+// The most threads a block of this kernel has: lets the compiler give each thread more registers.
+#define TANDEM_LAUNCH_BOUNDS(threads) __launch_bounds__(threads)
 #define TANDEM_DEVICE __device__ __forceinline__
 #define TANDEM_SHARED(type, name, ...) __shared__ type name __VA_ARGS__
 #define TANDEM_DYNAMIC_SHARED(type, name)                                                  \
@@ -72,6 +74,7 @@ template <class T> TANDEM_DEVICE void store_volatile(T* p, T v) { *static_cast<v
 #include "tandem/sim.hpp"
 
 #define TANDEM_KERNEL
+#define TANDEM_LAUNCH_BOUNDS(threads)
 #define TANDEM_DEVICE inline
 // Every declaration site owns one slot of the block's shared memory, found by its address.
 #define TANDEM_SHARED(type, name, ...) \
