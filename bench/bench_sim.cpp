@@ -11,8 +11,8 @@
 #include <string>
 #include <vector>
 
-#include "tandem/gpu/kernel_api.hpp"
 #include "bench_util.hpp"
+#include "tandem/gpu/kernel_api.hpp"
 #include "tandem/tandem.hpp"
 
 using namespace tandem;
@@ -62,8 +62,8 @@ int main(int argc, char** argv) {
   std::vector<Row> rows;
 
   auto both = [&](const std::string& name, const std::string& size, const std::function<void(Backend&)>& op) {
-    rows.push_back({name, size, 1e3 * median_seconds(reps, [&] { op(sim); }),
-                    1e3 * median_seconds(reps, [&] { op(cpu); })});
+    rows.push_back(
+        {name, size, 1e3 * median_seconds(reps, [&] { op(sim); }), 1e3 * median_seconds(reps, [&] { op(cpu); })});
   };
   std::vector<float> host(n, 1.0f);
   const std::string nn = std::to_string(n);
@@ -102,16 +102,17 @@ int main(int argc, char** argv) {
   // The machinery on its own.
   const unsigned threads = 256, blocks = 64;
   const int rounds = quick ? 20 : 100;
-  const double launch_ms =
-      1e3 * median_seconds(reps, [&] { sim::launch(sim, {"empty", {blocks, 1, 1}, {threads, 1, 1}}, empty_kernel); });
+  const double launch_ms = 1e3 * median_seconds(reps, [&] {
+                             sim::launch(sim, {"empty", {blocks, 1, 1}, {threads, 1, 1}}, empty_kernel);
+                           });
   const double barrier_ms = 1e3 * median_seconds(reps, [&] {
-    sim::launch(sim, {"barriers", {blocks, 1, 1}, {threads, 1, 1}}, barriers_kernel, rounds);
-  });
+                              sim::launch(sim, {"barriers", {blocks, 1, 1}, {threads, 1, 1}}, barriers_kernel, rounds);
+                            });
   Buffer sink(sim, DType::i32, 1);
   const double shuffle_ms = 1e3 * median_seconds(reps, [&] {
-    sim::launch(sim, {"shuffles", {blocks, 1, 1}, {threads, 1, 1}}, shuffles_kernel, rounds,
-                static_cast<int*>(sink.data()));
-  });
+                              sim::launch(sim, {"shuffles", {blocks, 1, 1}, {threads, 1, 1}}, shuffles_kernel, rounds,
+                                          static_cast<int*>(sink.data()));
+                            });
   const double gpu_threads = double(blocks) * threads;
   const double per_thread_launch_ns = launch_ms * 1e6 / gpu_threads;
   const double per_barrier_ns = (barrier_ms - launch_ms) * 1e6 / (gpu_threads * rounds);
@@ -127,9 +128,10 @@ int main(int argc, char** argv) {
     std::printf("%-40s %-8s %12.3f %12.3f %9.0fx\n", r.name.c_str(), r.size.c_str(), r.sim_ms, r.peer_ms,
                 r.sim_ms / r.peer_ms);
   }
-  std::printf("\nmachinery (%u blocks x %u threads): %.0f ns per GPU thread to launch and finish, %.1f ns per thread "
-              "per barrier, %.1f ns per thread per shuffle\n",
-              blocks, threads, per_thread_launch_ns, per_barrier_ns, per_shuffle_ns);
+  std::printf(
+      "\nmachinery (%u blocks x %u threads): %.0f ns per GPU thread to launch and finish, %.1f ns per thread "
+      "per barrier, %.1f ns per thread per shuffle\n",
+      blocks, threads, per_thread_launch_ns, per_barrier_ns, per_shuffle_ns);
   if (!json_path.empty()) {
     std::FILE* f = std::fopen(json_path.c_str(), "w");
     if (f == nullptr) {
@@ -141,9 +143,9 @@ int main(int argc, char** argv) {
     std::fprintf(f, "  \"peer\": \"openmp (%s)\",\n  \"rows\": [\n", cpu.properties().name.c_str());
     for (std::size_t i = 0; i < rows.size(); ++i) {
       const Row& r = rows[i];
-      std::fprintf(f, "    {\"op\": \"%s\", \"size\": \"%s\", \"sim_ms\": %.4f, \"openmp_ms\": %.4f, \"slowdown\": %.1f}%s\n",
-                   r.name.c_str(), r.size.c_str(), r.sim_ms, r.peer_ms, r.sim_ms / r.peer_ms,
-                   i + 1 < rows.size() ? "," : "");
+      std::fprintf(
+          f, "    {\"op\": \"%s\", \"size\": \"%s\", \"sim_ms\": %.4f, \"openmp_ms\": %.4f, \"slowdown\": %.1f}%s\n",
+          r.name.c_str(), r.size.c_str(), r.sim_ms, r.peer_ms, r.sim_ms / r.peer_ms, i + 1 < rows.size() ? "," : "");
     }
     std::fprintf(f,
                  "  ],\n  \"machinery\": {\"blocks\": %u, \"threads_per_block\": %u, \"launch_ns_per_thread\": %.1f, "

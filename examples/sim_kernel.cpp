@@ -1,9 +1,8 @@
 // Your own GPU kernel, run on the CPU by the simulator (README, "The GPU simulator").
 #include <cstdio>
-#include <vector>
-
 #include <tandem/gpu/kernel_api.hpp>
 #include <tandem/tandem.hpp>
+#include <vector>
 namespace g = tandem::gpu;
 
 TANDEM_KERNEL void scale(int n, float a, float* x) {

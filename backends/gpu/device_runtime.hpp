@@ -188,11 +188,13 @@ class DeviceRuntime {
   }
   void synchronize(int stream) {
     select();
-    api::check(api::stream_synchronize(streams_[static_cast<std::size_t>(stream)]), "waiting for queue " + std::to_string(stream));
+    api::check(api::stream_synchronize(streams_[static_cast<std::size_t>(stream)]),
+               "waiting for queue " + std::to_string(stream));
   }
   void copy(int stream, void* dst, const void* src, std::size_t bytes) {
     select();
-    api::check(api::copy(dst, src, bytes, streams_[static_cast<std::size_t>(stream)]), "a copy of " + std::to_string(bytes) + " bytes");
+    api::check(api::copy(dst, src, bytes, streams_[static_cast<std::size_t>(stream)]),
+               "a copy of " + std::to_string(bytes) + " bytes");
   }
   void memset(int stream, void* p, int value, std::size_t bytes) {
     select();
@@ -236,11 +238,12 @@ class DeviceRuntime {
   void launch_tuple(int stream, const LaunchConfig& c, const void* kernel, Tuple& params, std::index_sequence<I...>) {
     void* argv[] = {static_cast<void*>(&std::get<I>(params))..., nullptr};
     select();
-    const api::error_t e = api::launch(kernel, c.grid, c.block, argv, c.dynamic_shared_bytes, streams_[static_cast<std::size_t>(stream)]);
+    const api::error_t e =
+        api::launch(kernel, c.grid, c.block, argv, c.dynamic_shared_bytes, streams_[static_cast<std::size_t>(stream)]);
     if (e != api::success) {
       (void)api::last_error();
-      throw DeviceError(std::string(api::platform) + " launch of kernel '" + c.kernel + "' failed: " +
-                        api::error_name(e) + " (" + api::error_string(e) + ")");
+      throw DeviceError(std::string(api::platform) + " launch of kernel '" + c.kernel +
+                        "' failed: " + api::error_name(e) + " (" + api::error_string(e) + ")");
     }
   }
 

@@ -41,7 +41,8 @@ inline const std::vector<std::string>& scan_variants() {
   return v;
 }
 
-template <class Runtime> class GpuBackend : public Backend {
+template <class Runtime>
+class GpuBackend : public Backend {
  public:
   template <class... A>
   explicit GpuBackend(std::string name, A&&... runtime_args)
@@ -93,15 +94,15 @@ template <class Runtime> class GpuBackend : public Backend {
   void binary(Queue q, BinaryOp op, DType t, std::size_t n, const void* x, const void* y, void* out) override {
     detail::dispatch_float(t, [&]<class T>() {
       const bool packed = aligned(x, y, out);
-      launch(q, "binary", grid_1d(packed ? n / kernels::Pack<T>::size : n), block_1d(), 0,
-             kernels::binary_kernel<T>, op, n, as<T>(x), as<T>(y), as<T>(out), packed);
+      launch(q, "binary", grid_1d(packed ? n / kernels::Pack<T>::size : n), block_1d(), 0, kernels::binary_kernel<T>,
+             op, n, as<T>(x), as<T>(y), as<T>(out), packed);
     });
   }
   void unary(Queue q, UnaryOp op, DType t, std::size_t n, const void* x, void* out) override {
     detail::dispatch_float(t, [&]<class T>() {
       const bool packed = aligned(x, out);
-      launch(q, "unary", grid_1d(packed ? n / kernels::Pack<T>::size : n), block_1d(), 0,
-             kernels::unary_kernel<T>, op, n, as<T>(x), as<T>(out), packed);
+      launch(q, "unary", grid_1d(packed ? n / kernels::Pack<T>::size : n), block_1d(), 0, kernels::unary_kernel<T>, op,
+             n, as<T>(x), as<T>(out), packed);
     });
   }
   void axpy(Queue q, DType t, std::size_t n, double alpha, const void* x, void* y) override {
@@ -114,8 +115,8 @@ template <class Runtime> class GpuBackend : public Backend {
   void scale(Queue q, DType t, std::size_t n, double alpha, const void* x, void* out) override {
     detail::dispatch_float(t, [&]<class T>() {
       const bool packed = aligned(x, out);
-      launch(q, "scale", grid_1d(packed ? n / kernels::Pack<T>::size : n), block_1d(), 0, kernels::scale_kernel<T>,
-             n, T(alpha), as<T>(x), as<T>(out), packed);
+      launch(q, "scale", grid_1d(packed ? n / kernels::Pack<T>::size : n), block_1d(), 0, kernels::scale_kernel<T>, n,
+             T(alpha), as<T>(x), as<T>(out), packed);
     });
   }
   void fill(Queue q, DType t, std::size_t n, double value, void* out) override {
@@ -144,8 +145,8 @@ template <class Runtime> class GpuBackend : public Backend {
              rows, cols, as<T>(x), ldx, as<T>(bias), as<T>(out), ldo);
     });
   }
-  void matrix_add(Queue q, DType t, std::int64_t rows, std::int64_t cols, double alpha, const void* a,
-                  std::int64_t lda, double beta, const void* b, std::int64_t ldb, void* c, std::int64_t ldc) override {
+  void matrix_add(Queue q, DType t, std::int64_t rows, std::int64_t cols, double alpha, const void* a, std::int64_t lda,
+                  double beta, const void* b, std::int64_t ldb, void* c, std::int64_t ldc) override {
     detail::dispatch_float(t, [&]<class T>() {
       launch(q, "matrix_add", grid_2d(rows, cols, 8, 32), Dim3{32, 8, 1}, 0, kernels::matrix_add_kernel<T>, rows, cols,
              T(alpha), as<T>(a), lda, T(beta), as<T>(b), ldb, as<T>(c), ldc);
@@ -159,9 +160,12 @@ template <class Runtime> class GpuBackend : public Backend {
              kernels::transpose_kernel<U>, rows, cols, static_cast<const U*>(a), lda, static_cast<U*>(out), ldo);
     };
     switch (size_of(t)) {
-      case 2: return run.template operator()<std::uint16_t>();
-      case 4: return run.template operator()<std::uint32_t>();
-      default: return run.template operator()<std::uint64_t>();
+      case 2:
+        return run.template operator()<std::uint16_t>();
+      case 4:
+        return run.template operator()<std::uint32_t>();
+      default:
+        return run.template operator()<std::uint64_t>();
     }
   }
 
@@ -176,9 +180,21 @@ template <class Runtime> class GpuBackend : public Backend {
         throw DTypeMismatch("matmul: i32 inputs are not offered; use f32, f64, f16 or bf16");
       } else {
         using TC = std::conditional_t<std::is_same_v<TA, double>, double, float>;
-        kernels::Gemm<TA, TC> g{a.m, a.n, a.k, TC(a.alpha), TC(a.beta), static_cast<const TA*>(a.a), a.lda,
-                                a.trans_a == Transpose::yes, static_cast<const TA*>(a.b), a.ldb,
-                                a.trans_b == Transpose::yes, static_cast<TC*>(a.c), a.ldc, false, false};
+        kernels::Gemm<TA, TC> g{a.m,
+                                a.n,
+                                a.k,
+                                TC(a.alpha),
+                                TC(a.beta),
+                                static_cast<const TA*>(a.a),
+                                a.lda,
+                                a.trans_a == Transpose::yes,
+                                static_cast<const TA*>(a.b),
+                                a.ldb,
+                                a.trans_b == Transpose::yes,
+                                static_cast<TC*>(a.c),
+                                a.ldc,
+                                false,
+                                false};
         constexpr std::int64_t per16 = 16 / sizeof(TA);
         g.vector_a = std::is_same_v<TA, TC> && aligned(a.a) && a.lda % per16 == 0;
         g.vector_b = std::is_same_v<TA, TC> && aligned(a.b) && a.ldb % per16 == 0;
@@ -207,9 +223,12 @@ template <class Runtime> class GpuBackend : public Backend {
       using namespace kernels;
       const T* xs = as<T>(x);
       switch (op) {
-        case ReduceOp::sum: return run_reduce<SumOp<T>>(q, variant, Plain<T>{xs}, n, as<T>(result), Finish::value);
-        case ReduceOp::min: return run_reduce<MinOp<T>>(q, variant, Plain<T>{xs}, n, as<T>(result), Finish::value);
-        case ReduceOp::max: return run_reduce<MaxOp<T>>(q, variant, Plain<T>{xs}, n, as<T>(result), Finish::value);
+        case ReduceOp::sum:
+          return run_reduce<SumOp<T>>(q, variant, Plain<T>{xs}, n, as<T>(result), Finish::value);
+        case ReduceOp::min:
+          return run_reduce<MinOp<T>>(q, variant, Plain<T>{xs}, n, as<T>(result), Finish::value);
+        case ReduceOp::max:
+          return run_reduce<MaxOp<T>>(q, variant, Plain<T>{xs}, n, as<T>(result), Finish::value);
         case ReduceOp::argmax:
           return run_reduce<ArgMaxOp<T>>(q, variant, Indexed<T>{xs}, n, static_cast<std::int32_t*>(result),
                                          Finish::value);
@@ -234,8 +253,8 @@ template <class Runtime> class GpuBackend : public Backend {
                                     kernels::Finish::mean);
     });
   }
-  void reduce_rows(Queue q, ReduceOp op, DType t, std::int64_t rows, std::int64_t cols, const void* x,
-                   std::int64_t ldx, void* out) override {
+  void reduce_rows(Queue q, ReduceOp op, DType t, std::int64_t rows, std::int64_t cols, const void* x, std::int64_t ldx,
+                   void* out) override {
     detail::dispatch_numeric(t, [&]<class T>() {
       const unsigned grid = blocks(static_cast<std::size_t>(rows));
       if (op == ReduceOp::max) {
@@ -247,11 +266,11 @@ template <class Runtime> class GpuBackend : public Backend {
       }
     });
   }
-  void reduce_cols(Queue q, ReduceOp op, DType t, std::int64_t rows, std::int64_t cols, const void* x,
-                   std::int64_t ldx, void* out) override {
+  void reduce_cols(Queue q, ReduceOp op, DType t, std::int64_t rows, std::int64_t cols, const void* x, std::int64_t ldx,
+                   void* out) override {
     detail::dispatch_numeric(t, [&]<class T>() {
-      const unsigned grid = blocks(static_cast<std::size_t>((cols + kernels::kColumnsPerBlock - 1) /
-                                                            kernels::kColumnsPerBlock));
+      const unsigned grid =
+          blocks(static_cast<std::size_t>((cols + kernels::kColumnsPerBlock - 1) / kernels::kColumnsPerBlock));
       const Dim3 block{kernels::kColumnsPerBlock, kernels::kRowGroups, 1};
       if (op == ReduceOp::max) {
         launch(q, "reduce_cols", Dim3{grid, 1, 1}, block, 0, kernels::reduce_cols_kernel<kernels::MaxOp<T>>, rows, cols,
@@ -281,10 +300,10 @@ template <class Runtime> class GpuBackend : public Backend {
       if (variant == "three_pass") {
         Scratch sums(*this, q, tiles * sizeof(T));
         T* s = static_cast<T*>(sums.ptr);
-        launch(q, "scan_tile_sums", Dim3{blocks(tiles), 1, 1}, block, 0, kernels::scan_tile_sums_kernel<T>, as<T>(x),
-               n, s, tiles);
-        launch(q, "scan_tile_prefixes", Dim3{}, block, 0, kernels::scan_single_block_kernel<T>, static_cast<const T*>(s),
-               s, tiles, false);
+        launch(q, "scan_tile_sums", Dim3{blocks(tiles), 1, 1}, block, 0, kernels::scan_tile_sums_kernel<T>, as<T>(x), n,
+               s, tiles);
+        launch(q, "scan_tile_prefixes", Dim3{}, block, 0, kernels::scan_single_block_kernel<T>,
+               static_cast<const T*>(s), s, tiles, false);
         return launch(q, "scan_tiles", Dim3{blocks(tiles), 1, 1}, block, 0, kernels::scan_tiles_kernel<T>, as<T>(x),
                       as<T>(out), n, inclusive, static_cast<const T*>(s), tiles);
       }
@@ -343,9 +362,16 @@ template <class Runtime> class GpuBackend : public Backend {
     Scratch& operator=(const Scratch&) = delete;
   };
 
-  template <class T> static const T* as(const void* p) { return static_cast<const T*>(p); }
-  template <class T> static T* as(void* p) { return static_cast<T*>(p); }
-  template <class... P> static bool aligned(const P*... p) {
+  template <class T>
+  static const T* as(const void* p) {
+    return static_cast<const T*>(p);
+  }
+  template <class T>
+  static T* as(void* p) {
+    return static_cast<T*>(p);
+  }
+  template <class... P>
+  static bool aligned(const P*... p) {
     return ((reinterpret_cast<std::uintptr_t>(p) % 16 == 0) && ...);
   }
 

@@ -61,8 +61,8 @@ class SimRuntime {
   DeviceProperties properties() const {
     DeviceProperties p = host::cpu_properties(static_cast<int>(engine_.threads()));
     p.name = "tandem GPU simulator (warp " + std::to_string(engine_.warp_size()) + ", " +
-             std::to_string(engine_.threads()) + " OS threads, schedule seed " + std::to_string(engine_.schedule_seed()) +
-             ") on " + p.name;
+             std::to_string(engine_.threads()) + " OS threads, schedule seed " +
+             std::to_string(engine_.schedule_seed()) + ") on " + p.name;
     p.kind = BackendKind::simulator;
     p.simd_width = static_cast<int>(engine_.warp_size());
     p.shared_memory_per_block = engine_.options().shared_memory_per_block;
@@ -127,7 +127,9 @@ Engine& engine_of(Backend& backend) {
 
 namespace detail {
 int sim_device_count(std::string&) { return 1; }
-std::shared_ptr<Backend> make_sim_backend(int) { return std::make_shared<sim::SimBackend>("sim", sim::options_for(32)); }
+std::shared_ptr<Backend> make_sim_backend(int) {
+  return std::make_shared<sim::SimBackend>("sim", sim::options_for(32));
+}
 std::shared_ptr<Backend> make_sim64_backend(int) {
   return std::make_shared<sim::SimBackend>("sim64", sim::options_for(64));
 }

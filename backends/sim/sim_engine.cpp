@@ -160,14 +160,22 @@ bool same_place(const std::source_location& a, const std::source_location& b) {
 
 const char* text(WarpOp op) {
   switch (op) {
-    case WarpOp::shfl: return "shfl";
-    case WarpOp::shfl_down: return "shfl_down";
-    case WarpOp::shfl_up: return "shfl_up";
-    case WarpOp::shfl_xor: return "shfl_xor";
-    case WarpOp::ballot: return "ballot";
-    case WarpOp::any: return "any";
-    case WarpOp::all: return "all";
-    case WarpOp::sync: return "sync_warp";
+    case WarpOp::shfl:
+      return "shfl";
+    case WarpOp::shfl_down:
+      return "shfl_down";
+    case WarpOp::shfl_up:
+      return "shfl_up";
+    case WarpOp::shfl_xor:
+      return "shfl_xor";
+    case WarpOp::ballot:
+      return "ballot";
+    case WarpOp::any:
+      return "any";
+    case WarpOp::all:
+      return "all";
+    case WarpOp::sync:
+      return "sync_warp";
   }
   return "?";
 }
@@ -179,10 +187,14 @@ std::string kernel_and_block(const Block& b) {
 std::string describe(const Fiber& f) {
   const std::string who = "thread " + text(f.tid);
   switch (f.state) {
-    case State::ready: return who + " is running";
-    case State::exited: return who + " has exited";
-    case State::barrier: return who + " waits at the barrier at " + text(f.where);
-    case State::warp: return who + " waits at " + text(f.op) + " at " + text(f.where);
+    case State::ready:
+      return who + " is running";
+    case State::exited:
+      return who + " has exited";
+    case State::barrier:
+      return who + " waits at the barrier at " + text(f.where);
+    case State::warp:
+      return who + " waits at " + text(f.op) + " at " + text(f.where);
   }
   return who;
 }
@@ -268,15 +280,24 @@ bool settle_warp(Block& b, unsigned w) {
       Fiber& f = b.fibers[base + l];
       unsigned src = l;
       switch (op) {
-        case WarpOp::shfl: src = f.param % width; break;
-        case WarpOp::shfl_down: src = f.param < width - l ? l + f.param : l; break;
-        case WarpOp::shfl_up: src = f.param <= l ? l - f.param : l; break;
-        case WarpOp::shfl_xor: src = (l ^ f.param) < width ? l ^ f.param : l; break;
-        default: break;
+        case WarpOp::shfl:
+          src = f.param % width;
+          break;
+        case WarpOp::shfl_down:
+          src = f.param < width - l ? l + f.param : l;
+          break;
+        case WarpOp::shfl_up:
+          src = f.param <= l ? l - f.param : l;
+          break;
+        case WarpOp::shfl_xor:
+          src = (l ^ f.param) < width ? l ^ f.param : l;
+          break;
+        default:
+          break;
       }
       if (src >= lanes) {
-        fail(b, "thread " + text(f.tid) + ": " + text(op) + " at " + text(f.where) + " reads lane " + std::to_string(src) +
-                    " of warp " + std::to_string(w) + ", which does not exist: the block has " +
+        fail(b, "thread " + text(f.tid) + ": " + text(op) + " at " + text(f.where) + " reads lane " +
+                    std::to_string(src) + " of warp " + std::to_string(w) + ", which does not exist: the block has " +
                     std::to_string(b.threads) + " threads, so that warp has only " + std::to_string(lanes) +
                     " lanes (make the block size a multiple of the warp size)");
       }
@@ -628,9 +649,9 @@ void SimEngine::check_guards(const char* kernel) {
     if (!found) continue;
     std::memset(p - kGuardBytes, kGuardByte, kGuardBytes);
     std::memset(p + a.requested, kGuardByte, a.block - a.requested + kGuardBytes);
-    const std::string where = bad < 0 ? std::to_string(-bad) + " bytes before its start"
-                                      : std::to_string(bad - static_cast<std::ptrdiff_t>(a.requested) + 1) +
-                                            " bytes past its end";
+    const std::string where =
+        bad < 0 ? std::to_string(-bad) + " bytes before its start"
+                : std::to_string(bad - static_cast<std::ptrdiff_t>(a.requested) + 1) + " bytes past its end";
     throw DeviceError("simulator: kernel '" + std::string(kernel) + "' wrote outside a buffer of " +
                       std::to_string(a.requested) + " bytes: byte offset " + std::to_string(bad) + ", " + where +
                       " (guard zone overwritten)");

@@ -62,7 +62,8 @@ void check_abort();
 inline thread_local unsigned volatile_loads = 0;
 void* dynamic_shared();
 
-template <class T> T& static_shared(const void* site) {
+template <class T>
+T& static_shared(const void* site) {
   static_assert(std::is_trivially_default_constructible_v<T>, "shared memory holds trivial types only");
   return *static_cast<T*>(static_shared_slot(site, sizeof(T), alignof(T)));
 }
@@ -83,7 +84,8 @@ inline void sync_warp(const std::source_location& where = std::source_location::
 inline void thread_fence() { std::atomic_thread_fence(std::memory_order_seq_cst); }
 
 namespace sim_detail {
-template <class T> T exchange(sim::WarpOp op, T v, unsigned param, const std::source_location& where) {
+template <class T>
+T exchange(sim::WarpOp op, T v, unsigned param, const std::source_location& where) {
   static_assert(sizeof(T) <= 8 && std::is_trivially_copyable_v<T>, "warp exchanges move up to 8 bytes");
   std::uint64_t bits = 0;
   std::memcpy(&bits, &v, sizeof(T));
@@ -94,16 +96,20 @@ template <class T> T exchange(sim::WarpOp op, T v, unsigned param, const std::so
 }
 }  // namespace sim_detail
 
-template <class T> T shfl(T v, unsigned src, const std::source_location& w = std::source_location::current()) {
+template <class T>
+T shfl(T v, unsigned src, const std::source_location& w = std::source_location::current()) {
   return sim_detail::exchange(sim::WarpOp::shfl, v, src, w);
 }
-template <class T> T shfl_down(T v, unsigned d, const std::source_location& w = std::source_location::current()) {
+template <class T>
+T shfl_down(T v, unsigned d, const std::source_location& w = std::source_location::current()) {
   return sim_detail::exchange(sim::WarpOp::shfl_down, v, d, w);
 }
-template <class T> T shfl_up(T v, unsigned d, const std::source_location& w = std::source_location::current()) {
+template <class T>
+T shfl_up(T v, unsigned d, const std::source_location& w = std::source_location::current()) {
   return sim_detail::exchange(sim::WarpOp::shfl_up, v, d, w);
 }
-template <class T> T shfl_xor(T v, unsigned m, const std::source_location& w = std::source_location::current()) {
+template <class T>
+T shfl_xor(T v, unsigned m, const std::source_location& w = std::source_location::current()) {
   return sim_detail::exchange(sim::WarpOp::shfl_xor, v, m, w);
 }
 inline lane_mask ballot(bool p, const std::source_location& w = std::source_location::current()) {
@@ -117,7 +123,10 @@ inline bool all(bool p, const std::source_location& w = std::source_location::cu
 }
 
 // Atomics: real ones, since blocks run on several OS threads.
-template <class T> T atomic_add(T* p, T v) { return std::atomic_ref<T>(*p).fetch_add(v); }
+template <class T>
+T atomic_add(T* p, T v) {
+  return std::atomic_ref<T>(*p).fetch_add(v);
+}
 inline int atomic_max(int* p, int v) {
   std::atomic_ref<int> a(*p);
   int old = a.load();
@@ -136,10 +145,14 @@ inline unsigned atomic_cas(unsigned* p, unsigned expected, unsigned desired) {
   std::atomic_ref<unsigned>(*p).compare_exchange_strong(expected, desired);
   return expected;
 }
-template <class T> T load_volatile(const T* p) {
+template <class T>
+T load_volatile(const T* p) {
   if ((++sim::volatile_loads & 4095u) == 0) sim::check_abort();
   return std::atomic_ref<T>(*const_cast<T*>(p)).load(std::memory_order_acquire);
 }
-template <class T> void store_volatile(T* p, T v) { std::atomic_ref<T>(*p).store(v, std::memory_order_release); }
+template <class T>
+void store_volatile(T* p, T v) {
+  std::atomic_ref<T>(*p).store(v, std::memory_order_release);
+}
 
 }  // namespace tandem::gpu

@@ -16,13 +16,12 @@ inline namespace TANDEM_GPU_ABI {
 // Threads per block for one-dimensional kernels: a multiple of every warp width.
 inline constexpr unsigned kBlock = 256;
 
-TANDEM_DEVICE std::size_t global_thread() {
-  return std::size_t(block_idx().x) * block_dim().x + thread_idx().x;
-}
+TANDEM_DEVICE std::size_t global_thread() { return std::size_t(block_idx().x) * block_dim().x + thread_idx().x; }
 TANDEM_DEVICE std::size_t global_threads() { return std::size_t(grid_dim().x) * block_dim().x; }
 
 // A storage element to the compute type C.
-template <class C, class T> TANDEM_DEVICE C to_compute(T v) {
+template <class C, class T>
+TANDEM_DEVICE C to_compute(T v) {
   if constexpr (std::is_same_v<T, half>) {
     return C(half::to_float(v.bits));
   } else if constexpr (std::is_same_v<T, bfloat16>) {
@@ -33,11 +32,13 @@ template <class C, class T> TANDEM_DEVICE C to_compute(T v) {
 }
 
 // 16 bytes of T, loaded or stored at once where the address is 16-byte aligned.
-template <class T> struct alignas(16) Pack {
+template <class T>
+struct alignas(16) Pack {
   static constexpr unsigned size = 16 / sizeof(T);
   T v[size];
 };
-template <class T> TANDEM_DEVICE Pack<T> load_pack(const T* p) {
+template <class T>
+TANDEM_DEVICE Pack<T> load_pack(const T* p) {
 #if defined(TANDEM_GPU_COMPILER)
   return *reinterpret_cast<const Pack<T>*>(p);
 #else
@@ -46,7 +47,8 @@ template <class T> TANDEM_DEVICE Pack<T> load_pack(const T* p) {
   return out;
 #endif
 }
-template <class T> TANDEM_DEVICE void store_pack(T* p, const Pack<T>& v) {
+template <class T>
+TANDEM_DEVICE void store_pack(T* p, const Pack<T>& v) {
 #if defined(TANDEM_GPU_COMPILER)
   *reinterpret_cast<Pack<T>*>(p) = v;
 #else
@@ -54,24 +56,30 @@ template <class T> TANDEM_DEVICE void store_pack(T* p, const Pack<T>& v) {
 #endif
 }
 
-template <class T> TANDEM_DEVICE T lowest() {
+template <class T>
+TANDEM_DEVICE T lowest() {
   if constexpr (std::numeric_limits<T>::has_infinity) {
     return -std::numeric_limits<T>::infinity();
   } else {
     return std::numeric_limits<T>::lowest();
   }
 }
-template <class T> TANDEM_DEVICE T highest() {
+template <class T>
+TANDEM_DEVICE T highest() {
   if constexpr (std::numeric_limits<T>::has_infinity) {
     return std::numeric_limits<T>::infinity();
   } else {
     return std::numeric_limits<T>::max();
   }
 }
-template <class T> TANDEM_DEVICE T quiet_nan() { return std::numeric_limits<T>::quiet_NaN(); }
+template <class T>
+TANDEM_DEVICE T quiet_nan() {
+  return std::numeric_limits<T>::quiet_NaN();
+}
 
 // Addition as the primitives define it: integers wrap modulo 2^32.
-template <class T> TANDEM_DEVICE T plus(T a, T b) {
+template <class T>
+TANDEM_DEVICE T plus(T a, T b) {
   if constexpr (std::is_same_v<T, std::int32_t>) {
     return math::wrap_add(a, b);
   } else {

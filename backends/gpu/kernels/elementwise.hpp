@@ -28,7 +28,8 @@ TANDEM_DEVICE void grid_stride_packed(std::size_t n, bool packed, PackF pack_f, 
 }
 
 template <class T>
-TANDEM_KERNEL TANDEM_LAUNCH_BOUNDS(256) void binary_kernel(BinaryOp op, std::size_t n, const T* x, const T* y, T* out, bool packed) {
+TANDEM_KERNEL TANDEM_LAUNCH_BOUNDS(256) void binary_kernel(BinaryOp op, std::size_t n, const T* x, const T* y, T* out,
+                                                           bool packed) {
   grid_stride_packed<T>(
       n, packed,
       [&](std::size_t base) {
@@ -40,7 +41,8 @@ TANDEM_KERNEL TANDEM_LAUNCH_BOUNDS(256) void binary_kernel(BinaryOp op, std::siz
       [&](std::size_t i) { out[i] = apply(op, x[i], y[i]); });
 }
 
-template <class T> TANDEM_KERNEL TANDEM_LAUNCH_BOUNDS(256) void unary_kernel(UnaryOp op, std::size_t n, const T* x, T* out, bool packed) {
+template <class T>
+TANDEM_KERNEL TANDEM_LAUNCH_BOUNDS(256) void unary_kernel(UnaryOp op, std::size_t n, const T* x, T* out, bool packed) {
   grid_stride_packed<T>(
       n, packed,
       [&](std::size_t base) {
@@ -53,7 +55,8 @@ template <class T> TANDEM_KERNEL TANDEM_LAUNCH_BOUNDS(256) void unary_kernel(Una
 }
 
 // y += alpha * x
-template <class T> TANDEM_KERNEL TANDEM_LAUNCH_BOUNDS(256) void axpy_kernel(std::size_t n, T alpha, const T* x, T* y, bool packed) {
+template <class T>
+TANDEM_KERNEL TANDEM_LAUNCH_BOUNDS(256) void axpy_kernel(std::size_t n, T alpha, const T* x, T* y, bool packed) {
   grid_stride_packed<T>(
       n, packed,
       [&](std::size_t base) {
@@ -66,7 +69,8 @@ template <class T> TANDEM_KERNEL TANDEM_LAUNCH_BOUNDS(256) void axpy_kernel(std:
 }
 
 // out = alpha * x
-template <class T> TANDEM_KERNEL TANDEM_LAUNCH_BOUNDS(256) void scale_kernel(std::size_t n, T alpha, const T* x, T* out, bool packed) {
+template <class T>
+TANDEM_KERNEL TANDEM_LAUNCH_BOUNDS(256) void scale_kernel(std::size_t n, T alpha, const T* x, T* out, bool packed) {
   grid_stride_packed<T>(
       n, packed,
       [&](std::size_t base) {
@@ -79,7 +83,8 @@ template <class T> TANDEM_KERNEL TANDEM_LAUNCH_BOUNDS(256) void scale_kernel(std
 }
 
 // out = value, for any element type by its bits (U: an unsigned integer of the element's size).
-template <class U> TANDEM_KERNEL TANDEM_LAUNCH_BOUNDS(256) void fill_kernel(std::size_t n, U value, U* out, bool packed) {
+template <class U>
+TANDEM_KERNEL TANDEM_LAUNCH_BOUNDS(256) void fill_kernel(std::size_t n, U value, U* out, bool packed) {
   grid_stride_packed<U>(
       n, packed,
       [&](std::size_t base) {
@@ -91,7 +96,8 @@ template <class U> TANDEM_KERNEL TANDEM_LAUNCH_BOUNDS(256) void fill_kernel(std:
 }
 
 // f(r, c) over a rows x cols grid-stride loop: threads along x walk columns (coalesced).
-template <class F> TANDEM_DEVICE void grid_stride_2d(std::int64_t rows, std::int64_t cols, F f) {
+template <class F>
+TANDEM_DEVICE void grid_stride_2d(std::int64_t rows, std::int64_t cols, F f) {
   for (std::int64_t r = std::int64_t(block_idx().y) * block_dim().y + thread_idx().y; r < rows;
        r += std::int64_t(grid_dim().y) * block_dim().y) {
     for (std::int64_t c = std::int64_t(block_idx().x) * block_dim().x + thread_idx().x; c < cols;
@@ -102,14 +108,16 @@ template <class F> TANDEM_DEVICE void grid_stride_2d(std::int64_t rows, std::int
 }
 
 template <class T>
-TANDEM_KERNEL TANDEM_LAUNCH_BOUNDS(256) void add_row_vector_kernel(std::int64_t rows, std::int64_t cols, const T* x, std::int64_t ldx,
-                                         const T* bias, T* out, std::int64_t ldo) {
+TANDEM_KERNEL TANDEM_LAUNCH_BOUNDS(256) void add_row_vector_kernel(std::int64_t rows, std::int64_t cols, const T* x,
+                                                                   std::int64_t ldx, const T* bias, T* out,
+                                                                   std::int64_t ldo) {
   grid_stride_2d(rows, cols, [&](std::int64_t r, std::int64_t c) { out[r * ldo + c] = x[r * ldx + c] + bias[c]; });
 }
 
 template <class T>
-TANDEM_KERNEL TANDEM_LAUNCH_BOUNDS(256) void matrix_add_kernel(std::int64_t rows, std::int64_t cols, T alpha, const T* a, std::int64_t lda,
-                                     T beta, const T* b, std::int64_t ldb, T* out, std::int64_t ldc) {
+TANDEM_KERNEL TANDEM_LAUNCH_BOUNDS(256) void matrix_add_kernel(std::int64_t rows, std::int64_t cols, T alpha,
+                                                               const T* a, std::int64_t lda, T beta, const T* b,
+                                                               std::int64_t ldb, T* out, std::int64_t ldc) {
   grid_stride_2d(rows, cols, [&](std::int64_t r, std::int64_t c) {
     out[r * ldc + c] = alpha * a[r * lda + c] + beta * b[r * ldb + c];
   });
@@ -121,8 +129,8 @@ TANDEM_KERNEL TANDEM_LAUNCH_BOUNDS(256) void matrix_add_kernel(std::int64_t rows
 inline constexpr unsigned kTransposeTile = 32;
 inline constexpr unsigned kTransposeRows = 8;
 template <class U>
-TANDEM_KERNEL TANDEM_LAUNCH_BOUNDS(256) void transpose_kernel(std::int64_t rows, std::int64_t cols, const U* a, std::int64_t lda, U* out,
-                                    std::int64_t ldo) {
+TANDEM_KERNEL TANDEM_LAUNCH_BOUNDS(256) void transpose_kernel(std::int64_t rows, std::int64_t cols, const U* a,
+                                                              std::int64_t lda, U* out, std::int64_t ldo) {
   constexpr unsigned T = kTransposeTile;
   TANDEM_SHARED(U, tile, [T][T + 1]);
   const unsigned tx = thread_idx().x, ty = thread_idx().y;

@@ -11,7 +11,8 @@
 namespace tandem::gpu::kernels {
 inline namespace TANDEM_GPU_ABI {
 
-template <class TA, class TC> struct Gemm {
+template <class TA, class TC>
+struct Gemm {
   std::int64_t m, n, k;
   TC alpha, beta;  // beta == 0: C is not read
   const TA* a;
@@ -25,19 +26,23 @@ template <class TA, class TC> struct Gemm {
   bool vector_a, vector_b;  // 4 consecutive stored elements may be loaded at once (aligned, TA = TC)
 };
 
-template <class TA, class TC> TANDEM_DEVICE TC load_a(const Gemm<TA, TC>& g, std::int64_t i, std::int64_t p) {
+template <class TA, class TC>
+TANDEM_DEVICE TC load_a(const Gemm<TA, TC>& g, std::int64_t i, std::int64_t p) {
   return to_compute<TC>(g.trans_a ? g.a[p * g.lda + i] : g.a[i * g.lda + p]);
 }
-template <class TA, class TC> TANDEM_DEVICE TC load_b(const Gemm<TA, TC>& g, std::int64_t p, std::int64_t j) {
+template <class TA, class TC>
+TANDEM_DEVICE TC load_b(const Gemm<TA, TC>& g, std::int64_t p, std::int64_t j) {
   return to_compute<TC>(g.trans_b ? g.b[j * g.ldb + p] : g.b[p * g.ldb + j]);
 }
-template <class TA, class TC> TANDEM_DEVICE void store_c(const Gemm<TA, TC>& g, std::int64_t i, std::int64_t j, TC acc) {
+template <class TA, class TC>
+TANDEM_DEVICE void store_c(const Gemm<TA, TC>& g, std::int64_t i, std::int64_t j, TC acc) {
   TC& out = g.c[i * g.ldc + j];
   out = g.beta == TC(0) ? g.alpha * acc : g.alpha * acc + g.beta * out;
 }
 
 // ---- naive: one output per thread, block (16, 16) ----
-template <class TA, class TC> TANDEM_KERNEL TANDEM_LAUNCH_BOUNDS(256) void matmul_naive_kernel(Gemm<TA, TC> g) {
+template <class TA, class TC>
+TANDEM_KERNEL TANDEM_LAUNCH_BOUNDS(256) void matmul_naive_kernel(Gemm<TA, TC> g) {
   for (std::int64_t i = std::int64_t(block_idx().y) * block_dim().y + thread_idx().y; i < g.m;
        i += std::int64_t(grid_dim().y) * block_dim().y) {
     for (std::int64_t j = std::int64_t(block_idx().x) * block_dim().x + thread_idx().x; j < g.n;
@@ -51,7 +56,8 @@ template <class TA, class TC> TANDEM_KERNEL TANDEM_LAUNCH_BOUNDS(256) void matmu
 
 // ---- tiled: block (16, 16) computes a 16 x 16 tile of C through shared tiles of A and B ----
 inline constexpr unsigned kTile = 16;
-template <class TA, class TC> TANDEM_KERNEL TANDEM_LAUNCH_BOUNDS(256) void matmul_tiled_kernel(Gemm<TA, TC> g) {
+template <class TA, class TC>
+TANDEM_KERNEL TANDEM_LAUNCH_BOUNDS(256) void matmul_tiled_kernel(Gemm<TA, TC> g) {
   constexpr unsigned T = kTile;
   TANDEM_SHARED(TC, as, [T][T + 1]);
   TANDEM_SHARED(TC, bs, [T][T + 1]);
@@ -84,7 +90,8 @@ inline constexpr unsigned kBlockM = 64, kBlockN = 64, kBlockK = 16, kThreadM = 4
 inline constexpr unsigned kRegisterThreads = (kBlockM / kThreadM) * (kBlockN / kThreadN);
 
 // Loads 4 consecutive stored elements starting at p, at once when `vector`.
-template <class TC, class TA> TANDEM_DEVICE void load4(const TA* p, bool vector, TC (&out)[4]) {
+template <class TC, class TA>
+TANDEM_DEVICE void load4(const TA* p, bool vector, TC (&out)[4]) {
   if constexpr (std::is_same_v<TA, TC> && (sizeof(TA) == 4 || sizeof(TA) == 8)) {
     if (vector) {
       constexpr unsigned P = Pack<TA>::size;  // 4 floats or 2 doubles
@@ -135,7 +142,8 @@ TANDEM_DEVICE void fetch_b(const Gemm<TA, TC>& g, unsigned t, std::int64_t p0, s
   fetch_panel(g.b, g.ldb, g.trans_b, t, j0, g.n, p0, g.k, full, g.vector_b, v);
 }
 
-template <class TA, class TC> TANDEM_KERNEL TANDEM_LAUNCH_BOUNDS(256) void matmul_register_kernel(Gemm<TA, TC> g) {
+template <class TA, class TC>
+TANDEM_KERNEL TANDEM_LAUNCH_BOUNDS(256) void matmul_register_kernel(Gemm<TA, TC> g) {
   // Two buffers of each tile: while the block computes on one, the next k-slice is loaded
   // into registers and then stored into the other, so one barrier per k-slice suffices.
   TANDEM_SHARED(TC, as, [2][kBlockK][kBlockM + 4]);

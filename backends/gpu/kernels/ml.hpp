@@ -11,9 +11,10 @@ namespace tandem::gpu::kernels {
 inline namespace TANDEM_GPU_ABI {
 
 template <class T>
-TANDEM_KERNEL TANDEM_LAUNCH_BOUNDS(256) void softmax_cross_entropy_kernel(std::int64_t rows, std::int64_t cols, const T* logits,
-                                                std::int64_t ld_logits, const std::int32_t* labels, T* probs,
-                                                std::int64_t ld_probs, T* losses) {
+TANDEM_KERNEL TANDEM_LAUNCH_BOUNDS(256) void softmax_cross_entropy_kernel(std::int64_t rows, std::int64_t cols,
+                                                                          const T* logits, std::int64_t ld_logits,
+                                                                          const std::int32_t* labels, T* probs,
+                                                                          std::int64_t ld_probs, T* losses) {
   for (std::int64_t r = block_idx().x; r < rows; r += grid_dim().x) {
     const T* x = logits + r * ld_logits;
     T* p = probs + r * ld_probs;

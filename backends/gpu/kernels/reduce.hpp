@@ -15,27 +15,32 @@
 namespace tandem::gpu::kernels {
 inline namespace TANDEM_GPU_ABI {
 
-template <class T> struct SumOp {
+template <class T>
+struct SumOp {
   using Acc = T;
   static TANDEM_DEVICE Acc identity() { return Acc(0); }
   static TANDEM_DEVICE Acc combine(Acc a, Acc b) { return plus(a, b); }
 };
-template <class T> struct MinOp {
+template <class T>
+struct MinOp {
   using Acc = T;
   static TANDEM_DEVICE Acc identity() { return highest<T>(); }
   static TANDEM_DEVICE Acc combine(Acc a, Acc b) { return math::nan_min(a, b); }
 };
-template <class T> struct MaxOp {
+template <class T>
+struct MaxOp {
   using Acc = T;
   static TANDEM_DEVICE Acc identity() { return lowest<T>(); }
   static TANDEM_DEVICE Acc combine(Acc a, Acc b) { return math::nan_max(a, b); }
 };
 // (value, index): the first NaN wins, else the largest value; ties go to the lower index.
-template <class T> struct ArgAcc {
+template <class T>
+struct ArgAcc {
   T value;
   std::int32_t index;
 };
-template <class T> struct ArgMaxOp {
+template <class T>
+struct ArgMaxOp {
   using Acc = ArgAcc<T>;
   static TANDEM_DEVICE Acc identity() { return {lowest<T>(), std::numeric_limits<std::int32_t>::max()}; }
   static TANDEM_DEVICE Acc combine(Acc a, Acc b) {
@@ -47,26 +52,34 @@ template <class T> struct ArgMaxOp {
 };
 
 // Warp shuffles of accumulators (a pair moves as two shuffles).
-template <class T> TANDEM_DEVICE T shuffle_down(T v, unsigned d) { return shfl_down(v, d); }
-template <class T> TANDEM_DEVICE ArgAcc<T> shuffle_down(ArgAcc<T> v, unsigned d) {
+template <class T>
+TANDEM_DEVICE T shuffle_down(T v, unsigned d) {
+  return shfl_down(v, d);
+}
+template <class T>
+TANDEM_DEVICE ArgAcc<T> shuffle_down(ArgAcc<T> v, unsigned d) {
   return {shfl_down(v.value, d), shfl_down(v.index, d)};
 }
 
 // Sources: element i's contribution.
-template <class T> struct Plain {
+template <class T>
+struct Plain {
   const T* x;
   TANDEM_DEVICE T operator()(std::size_t i) const { return x[i]; }
 };
-template <class T> struct Squares {
+template <class T>
+struct Squares {
   const T* x;
   TANDEM_DEVICE T operator()(std::size_t i) const { return x[i] * x[i]; }
 };
-template <class T> struct Products {
+template <class T>
+struct Products {
   const T* x;
   const T* y;
   TANDEM_DEVICE T operator()(std::size_t i) const { return x[i] * y[i]; }
 };
-template <class T> struct SquaredDifferences {
+template <class T>
+struct SquaredDifferences {
   const T* a;
   const T* b;
   TANDEM_DEVICE T operator()(std::size_t i) const {
@@ -74,45 +87,58 @@ template <class T> struct SquaredDifferences {
     return d * d;
   }
 };
-template <class T> struct Indexed {
+template <class T>
+struct Indexed {
   const T* x;
   TANDEM_DEVICE ArgAcc<T> operator()(std::size_t i) const { return {x[i], static_cast<std::int32_t>(i)}; }
 };
 
-template <class> struct is_arg_acc : std::false_type {};
-template <class T> struct is_arg_acc<ArgAcc<T>> : std::true_type {};
+template <class>
+struct is_arg_acc : std::false_type {};
+template <class T>
+struct is_arg_acc<ArgAcc<T>> : std::true_type {};
 
 // Reads a partial another block wrote (field by field: volatile loads of scalars).
-template <class T> TANDEM_DEVICE T load_partial(const T* p) { return load_volatile(p); }
-template <class T> TANDEM_DEVICE ArgAcc<T> load_partial(const ArgAcc<T>* p) {
+template <class T>
+TANDEM_DEVICE T load_partial(const T* p) {
+  return load_volatile(p);
+}
+template <class T>
+TANDEM_DEVICE ArgAcc<T> load_partial(const ArgAcc<T>* p) {
   return {load_volatile(&p->value), load_volatile(&p->index)};
 }
 
 // What the result element is made of the total: the value, its square root, the mean, the index.
 enum class Finish { value, sqrt, mean };
-template <class Acc, class Out> TANDEM_DEVICE Out finish(Finish f, Acc total, std::size_t n) {
+template <class Acc, class Out>
+TANDEM_DEVICE Out finish(Finish f, Acc total, std::size_t n) {
   if constexpr (is_arg_acc<Acc>::value) {
     return total.index;
   } else if constexpr (std::is_integral_v<Acc>) {
     return total;
   } else {
     switch (f) {
-      case Finish::sqrt: return std::sqrt(total);
-      case Finish::mean: return total / Out(n);
-      default: return total;
+      case Finish::sqrt:
+        return std::sqrt(total);
+      case Finish::mean:
+        return total / Out(n);
+      default:
+        return total;
     }
   }
 }
 
 enum class BlockReduce { shared_tree, warp_shuffle };
 
-template <class R> TANDEM_DEVICE typename R::Acc warp_reduce(typename R::Acc a) {
+template <class R>
+TANDEM_DEVICE typename R::Acc warp_reduce(typename R::Acc a) {
   for (unsigned d = warp_size() / 2; d > 0; d /= 2) a = R::combine(a, shuffle_down(a, d));
   return a;  // lane 0 holds the warp's result
 }
 
 // The block's total, in thread 0 (other threads get partial values).
-template <class R> TANDEM_DEVICE typename R::Acc block_reduce_shuffle(typename R::Acc a) {
+template <class R>
+TANDEM_DEVICE typename R::Acc block_reduce_shuffle(typename R::Acc a) {
   using Acc = typename R::Acc;
   TANDEM_SHARED(Acc, warp_totals, [kMaxBlockThreads / kMinWarpSize]);
   const unsigned lane = lane_id(), warp = warp_id(), warps = block_threads() / warp_size();
@@ -125,7 +151,8 @@ template <class R> TANDEM_DEVICE typename R::Acc block_reduce_shuffle(typename R
 }
 
 // The same with a tree in shared memory; the block size must be a power of two up to kBlock.
-template <class R> TANDEM_DEVICE typename R::Acc block_reduce_tree(typename R::Acc a) {
+template <class R>
+TANDEM_DEVICE typename R::Acc block_reduce_tree(typename R::Acc a) {
   using Acc = typename R::Acc;
   TANDEM_SHARED(Acc, values, [kBlock]);
   const unsigned t = thread_rank();
@@ -140,12 +167,14 @@ template <class R> TANDEM_DEVICE typename R::Acc block_reduce_tree(typename R::A
   return a;
 }
 
-template <class R> TANDEM_DEVICE typename R::Acc block_reduce(BlockReduce how, typename R::Acc a) {
+template <class R>
+TANDEM_DEVICE typename R::Acc block_reduce(BlockReduce how, typename R::Acc a) {
   return how == BlockReduce::shared_tree ? block_reduce_tree<R>(a) : block_reduce_shuffle<R>(a);
 }
 
 // The block's total, in every thread.
-template <class R> TANDEM_DEVICE typename R::Acc block_all_reduce(typename R::Acc a) {
+template <class R>
+TANDEM_DEVICE typename R::Acc block_all_reduce(typename R::Acc a) {
   using Acc = typename R::Acc;
   TANDEM_SHARED(Acc, total);
   a = block_reduce_shuffle<R>(a);
@@ -157,7 +186,8 @@ template <class R> TANDEM_DEVICE typename R::Acc block_all_reduce(typename R::Ac
 }
 
 // This thread's share of a grid-stride pass over n elements.
-template <class R, class S> TANDEM_DEVICE typename R::Acc thread_partial(const S& src, std::size_t n) {
+template <class R, class S>
+TANDEM_DEVICE typename R::Acc thread_partial(const S& src, std::size_t n) {
   typename R::Acc a = R::identity();
   for (std::size_t i = global_thread(); i < n; i += global_threads()) a = R::combine(a, src(i));
   return a;
@@ -165,15 +195,17 @@ template <class R, class S> TANDEM_DEVICE typename R::Acc thread_partial(const S
 
 // Pass 1 of 2: partials[block] = the block's share.
 template <class R, class S>
-TANDEM_KERNEL TANDEM_LAUNCH_BOUNDS(256) void reduce_partials_kernel(S src, std::size_t n, typename R::Acc* partials, BlockReduce how) {
+TANDEM_KERNEL TANDEM_LAUNCH_BOUNDS(256) void reduce_partials_kernel(S src, std::size_t n, typename R::Acc* partials,
+                                                                    BlockReduce how) {
   const typename R::Acc a = block_reduce<R>(how, thread_partial<R>(src, n));
   if (thread_rank() == 0) partials[block_idx().x] = a;
 }
 
 // Pass 2 of 2: one block reduces the partials into the result.
 template <class R, class Out>
-TANDEM_KERNEL TANDEM_LAUNCH_BOUNDS(256) void reduce_final_kernel(const typename R::Acc* partials, unsigned count, Out* result, Finish f,
-                                       std::size_t n, BlockReduce how) {
+TANDEM_KERNEL TANDEM_LAUNCH_BOUNDS(256) void reduce_final_kernel(const typename R::Acc* partials, unsigned count,
+                                                                 Out* result, Finish f, std::size_t n,
+                                                                 BlockReduce how) {
   typename R::Acc a = R::identity();
   for (unsigned i = thread_rank(); i < count; i += block_threads()) a = R::combine(a, partials[i]);
   a = block_reduce<R>(how, a);
@@ -183,8 +215,8 @@ TANDEM_KERNEL TANDEM_LAUNCH_BOUNDS(256) void reduce_final_kernel(const typename 
 // Single pass: every block writes its partial; the last block to take a ticket reduces them
 // (and resets the ticket for the next launch).
 template <class R, class S, class Out>
-TANDEM_KERNEL TANDEM_LAUNCH_BOUNDS(256) void reduce_single_pass_kernel(S src, std::size_t n, typename R::Acc* partials, unsigned* ticket,
-                                             Out* result, Finish f) {
+TANDEM_KERNEL TANDEM_LAUNCH_BOUNDS(256) void reduce_single_pass_kernel(S src, std::size_t n, typename R::Acc* partials,
+                                                                       unsigned* ticket, Out* result, Finish f) {
   TANDEM_SHARED(bool, last);
   typename R::Acc a = block_reduce_shuffle<R>(thread_partial<R>(src, n));
   if (thread_rank() == 0) {
@@ -208,8 +240,9 @@ TANDEM_KERNEL TANDEM_LAUNCH_BOUNDS(256) void reduce_single_pass_kernel(S src, st
 
 // Per-row sum or max of x (rows, cols): one block per row, grid-stride over rows.
 template <class R>
-TANDEM_KERNEL TANDEM_LAUNCH_BOUNDS(256) void reduce_rows_kernel(std::int64_t rows, std::int64_t cols, const typename R::Acc* x,
-                                      std::int64_t ldx, typename R::Acc* out) {
+TANDEM_KERNEL TANDEM_LAUNCH_BOUNDS(256) void reduce_rows_kernel(std::int64_t rows, std::int64_t cols,
+                                                                const typename R::Acc* x, std::int64_t ldx,
+                                                                typename R::Acc* out) {
   for (std::int64_t r = block_idx().x; r < rows; r += grid_dim().x) {
     typename R::Acc a = R::identity();
     for (std::int64_t c = thread_rank(); c < cols; c += block_threads()) a = R::combine(a, x[r * ldx + c]);
@@ -222,8 +255,9 @@ TANDEM_KERNEL TANDEM_LAUNCH_BOUNDS(256) void reduce_rows_kernel(std::int64_t row
 // (coalesced along columns) and combine through shared memory.
 inline constexpr unsigned kColumnsPerBlock = 32, kRowGroups = 8;
 template <class R>
-TANDEM_KERNEL TANDEM_LAUNCH_BOUNDS(256) void reduce_cols_kernel(std::int64_t rows, std::int64_t cols, const typename R::Acc* x,
-                                      std::int64_t ldx, typename R::Acc* out) {
+TANDEM_KERNEL TANDEM_LAUNCH_BOUNDS(256) void reduce_cols_kernel(std::int64_t rows, std::int64_t cols,
+                                                                const typename R::Acc* x, std::int64_t ldx,
+                                                                typename R::Acc* out) {
   using Acc = typename R::Acc;
   TANDEM_SHARED(Acc, partial, [kRowGroups][kColumnsPerBlock + 1]);
   const unsigned tx = thread_idx().x, ty = thread_idx().y;

@@ -16,7 +16,8 @@ inline namespace TANDEM_GPU_ABI {
 
 inline constexpr unsigned kScanThreads = 256, kScanItems = 8, kScanTile = kScanThreads * kScanItems;
 
-template <class T> TANDEM_DEVICE T warp_inclusive_scan(T v) {
+template <class T>
+TANDEM_DEVICE T warp_inclusive_scan(T v) {
   const unsigned lane = lane_id();
   for (unsigned d = 1; d < warp_size(); d *= 2) {
     const T other = shfl_up(v, d);
@@ -26,7 +27,8 @@ template <class T> TANDEM_DEVICE T warp_inclusive_scan(T v) {
 }
 
 // The exclusive prefix of v over the threads of the block; total gets the block's sum.
-template <class T> TANDEM_DEVICE T block_exclusive_scan(T v, T& total) {
+template <class T>
+TANDEM_DEVICE T block_exclusive_scan(T v, T& total) {
   TANDEM_SHARED(T, warp_sums, [kMaxBlockThreads / kMinWarpSize]);
   const unsigned lane = lane_id(), warp = warp_id(), warps = block_threads() / warp_size();
   const T inclusive = warp_inclusive_scan(v);
@@ -47,7 +49,8 @@ template <class T> TANDEM_DEVICE T block_exclusive_scan(T v, T& total) {
 }
 
 // One tile, in two steps so the grid scheme can find the tile's prefix in between.
-template <class T> struct TileScan {
+template <class T>
+struct TileScan {
   T run[kScanItems];  // this thread's inclusive scan of its items
   T thread_prefix;    // sum of the items of earlier threads in the tile
   T aggregate;        // sum of the whole tile
@@ -82,8 +85,9 @@ template <class T> struct TileScan {
 // scratch: status[tiles], aggregates[tiles], prefixes[tiles], and the tile counter, zeroed
 // before the launch.
 template <class T>
-TANDEM_KERNEL TANDEM_LAUNCH_BOUNDS(256) void scan_lookback_kernel(const T* x, T* out, std::size_t n, bool inclusive, unsigned* status,
-                                        T* aggregates, T* prefixes, unsigned* counter) {
+TANDEM_KERNEL TANDEM_LAUNCH_BOUNDS(256) void scan_lookback_kernel(const T* x, T* out, std::size_t n, bool inclusive,
+                                                                  unsigned* status, T* aggregates, T* prefixes,
+                                                                  unsigned* counter) {
   TANDEM_SHARED(unsigned, tile_id);
   TANDEM_SHARED(T, tile_prefix);
   if (thread_rank() == 0) tile_id = atomic_add(counter, 1u);  // ids in the order blocks start
@@ -124,7 +128,9 @@ TANDEM_KERNEL TANDEM_LAUNCH_BOUNDS(256) void scan_lookback_kernel(const T* x, T*
 }
 
 // ---- three passes ----
-template <class T> TANDEM_KERNEL TANDEM_LAUNCH_BOUNDS(256) void scan_tile_sums_kernel(const T* x, std::size_t n, T* sums, std::size_t tiles) {
+template <class T>
+TANDEM_KERNEL TANDEM_LAUNCH_BOUNDS(256) void scan_tile_sums_kernel(const T* x, std::size_t n, T* sums,
+                                                                   std::size_t tiles) {
   for (std::size_t tile = block_idx().x; tile < tiles; tile += grid_dim().x) {
     TileScan<T> s;
     s.load(x, n, tile * kScanTile);
@@ -135,7 +141,8 @@ template <class T> TANDEM_KERNEL TANDEM_LAUNCH_BOUNDS(256) void scan_tile_sums_k
 // One block: in-place exclusive scan of data[0..n) tile by tile with a carry; the same loop is
 // the single_block scheme over the whole input.
 template <class T>
-TANDEM_KERNEL TANDEM_LAUNCH_BOUNDS(256) void scan_single_block_kernel(const T* x, T* out, std::size_t n, bool inclusive) {
+TANDEM_KERNEL TANDEM_LAUNCH_BOUNDS(256) void scan_single_block_kernel(const T* x, T* out, std::size_t n,
+                                                                      bool inclusive) {
   T carry = T(0);
   for (std::size_t start = 0; start < n; start += kScanTile) {
     TileScan<T> s;
@@ -146,8 +153,8 @@ TANDEM_KERNEL TANDEM_LAUNCH_BOUNDS(256) void scan_single_block_kernel(const T* x
 }
 
 template <class T>
-TANDEM_KERNEL TANDEM_LAUNCH_BOUNDS(256) void scan_tiles_kernel(const T* x, T* out, std::size_t n, bool inclusive, const T* tile_prefixes,
-                                     std::size_t tiles) {
+TANDEM_KERNEL TANDEM_LAUNCH_BOUNDS(256) void scan_tiles_kernel(const T* x, T* out, std::size_t n, bool inclusive,
+                                                               const T* tile_prefixes, std::size_t tiles) {
   for (std::size_t tile = block_idx().x; tile < tiles; tile += grid_dim().x) {
     TileScan<T> s;
     s.load(x, n, tile * kScanTile);

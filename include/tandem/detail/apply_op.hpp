@@ -10,30 +10,48 @@
 
 namespace tandem::math {
 
-template <class T> TANDEM_HOST_DEVICE inline T apply(BinaryOp op, T x, T y) {
+template <class T>
+TANDEM_HOST_DEVICE inline T apply(BinaryOp op, T x, T y) {
   switch (op) {
-    case BinaryOp::add: return x + y;
-    case BinaryOp::sub: return x - y;
-    case BinaryOp::mul: return x * y;
-    case BinaryOp::div: return x / y;
-    case BinaryOp::relu_grad: return relu_grad(x, y);
-    case BinaryOp::sigmoid_grad: return sigmoid_grad(x, y);
-    case BinaryOp::tanh_grad: return tanh_grad(x, y);
+    case BinaryOp::add:
+      return x + y;
+    case BinaryOp::sub:
+      return x - y;
+    case BinaryOp::mul:
+      return x * y;
+    case BinaryOp::div:
+      return x / y;
+    case BinaryOp::relu_grad:
+      return relu_grad(x, y);
+    case BinaryOp::sigmoid_grad:
+      return sigmoid_grad(x, y);
+    case BinaryOp::tanh_grad:
+      return tanh_grad(x, y);
   }
   return std::numeric_limits<T>::quiet_NaN();
 }
 
-template <class T> TANDEM_HOST_DEVICE inline T apply(UnaryOp op, T x) {
+template <class T>
+TANDEM_HOST_DEVICE inline T apply(UnaryOp op, T x) {
   switch (op) {
-    case UnaryOp::relu: return relu(x);
-    case UnaryOp::sigmoid: return sigmoid(x);
-    case UnaryOp::tanh: return std::tanh(x);
-    case UnaryOp::exp: return std::exp(x);
-    case UnaryOp::log: return std::log(x);
-    case UnaryOp::sqrt: return std::sqrt(x);
-    case UnaryOp::square: return x * x;
-    case UnaryOp::abs: return std::fabs(x);
-    case UnaryOp::neg: return -x;
+    case UnaryOp::relu:
+      return relu(x);
+    case UnaryOp::sigmoid:
+      return sigmoid(x);
+    case UnaryOp::tanh:
+      return std::tanh(x);
+    case UnaryOp::exp:
+      return std::exp(x);
+    case UnaryOp::log:
+      return std::log(x);
+    case UnaryOp::sqrt:
+      return std::sqrt(x);
+    case UnaryOp::square:
+      return x * x;
+    case UnaryOp::abs:
+      return std::fabs(x);
+    case UnaryOp::neg:
+      return -x;
   }
   return std::numeric_limits<T>::quiet_NaN();
 }

@@ -9,32 +9,53 @@
 
 namespace tandem::math {
 
-template <class T> TANDEM_HOST_DEVICE inline bool is_nan(T x) { return x != x; }
+template <class T>
+TANDEM_HOST_DEVICE inline bool is_nan(T x) {
+  return x != x;
+}
 
 // relu(x) = max(x, 0), with NaN kept (a plain max would hide it).
-template <class T> TANDEM_HOST_DEVICE inline T relu(T x) { return (x > T(0) || is_nan(x)) ? x : T(0); }
+template <class T>
+TANDEM_HOST_DEVICE inline T relu(T x) {
+  return (x > T(0) || is_nan(x)) ? x : T(0);
+}
 
 // sigmoid(x) = 1 / (1 + e^-x); exact limits 0 and 1 at -Inf and +Inf.
-template <class T> TANDEM_HOST_DEVICE inline T sigmoid(T x) { return T(1) / (T(1) + std::exp(-x)); }
+template <class T>
+TANDEM_HOST_DEVICE inline T sigmoid(T x) {
+  return T(1) / (T(1) + std::exp(-x));
+}
 
-template <class T> TANDEM_HOST_DEVICE inline T square(T x) { return x * x; }
+template <class T>
+TANDEM_HOST_DEVICE inline T square(T x) {
+  return x * x;
+}
 
 // Derivatives the MLP needs. relu_grad takes the layer input x; sigmoid_grad and tanh_grad take
 // the layer output y (what the forward pass kept), as frameworks do.
-template <class T> TANDEM_HOST_DEVICE inline T relu_grad(T x, T dy) {
+template <class T>
+TANDEM_HOST_DEVICE inline T relu_grad(T x, T dy) {
   if (x > T(0)) return dy;
   return is_nan(x) ? x : T(0);
 }
-template <class T> TANDEM_HOST_DEVICE inline T sigmoid_grad(T y, T dy) { return dy * y * (T(1) - y); }
-template <class T> TANDEM_HOST_DEVICE inline T tanh_grad(T y, T dy) { return dy * (T(1) - y * y); }
+template <class T>
+TANDEM_HOST_DEVICE inline T sigmoid_grad(T y, T dy) {
+  return dy * y * (T(1) - y);
+}
+template <class T>
+TANDEM_HOST_DEVICE inline T tanh_grad(T y, T dy) {
+  return dy * (T(1) - y * y);
+}
 
 // min/max that propagate NaN (as numpy does), so a NaN anywhere in a reduction shows in its result.
-template <class T> TANDEM_HOST_DEVICE inline T nan_max(T a, T b) {
+template <class T>
+TANDEM_HOST_DEVICE inline T nan_max(T a, T b) {
   if (is_nan(a)) return a;
   if (is_nan(b)) return b;
   return b > a ? b : a;
 }
-template <class T> TANDEM_HOST_DEVICE inline T nan_min(T a, T b) {
+template <class T>
+TANDEM_HOST_DEVICE inline T nan_min(T a, T b) {
   if (is_nan(a)) return a;
   if (is_nan(b)) return b;
   return b < a ? b : a;

@@ -21,7 +21,7 @@
 #define TANDEM_LAUNCH_BOUNDS(threads) __launch_bounds__(threads)
 #define TANDEM_DEVICE __device__ __forceinline__
 #define TANDEM_SHARED(type, name, ...) __shared__ type name __VA_ARGS__
-#define TANDEM_DYNAMIC_SHARED(type, name)                                                  \
+#define TANDEM_DYNAMIC_SHARED(type, name)                                                \
   extern __shared__ __attribute__((aligned(16))) unsigned char tandem_dynamic_shared_[]; \
   type* name = reinterpret_cast<type*>(tandem_dynamic_shared_)
 
@@ -38,25 +38,52 @@ TANDEM_DEVICE void thread_fence() { __threadfence(); }
 #if defined(TANDEM_HIP)
 // HIP 5.2 has no *_sync warp functions: a wavefront runs in lock-step.
 TANDEM_DEVICE void sync_warp() {}
-template <class T> TANDEM_DEVICE T shfl(T v, unsigned src) { return __shfl(v, static_cast<int>(src)); }
-template <class T> TANDEM_DEVICE T shfl_down(T v, unsigned delta) { return __shfl_down(v, delta); }
-template <class T> TANDEM_DEVICE T shfl_up(T v, unsigned delta) { return __shfl_up(v, delta); }
-template <class T> TANDEM_DEVICE T shfl_xor(T v, unsigned mask) { return __shfl_xor(v, static_cast<int>(mask)); }
+template <class T>
+TANDEM_DEVICE T shfl(T v, unsigned src) {
+  return __shfl(v, static_cast<int>(src));
+}
+template <class T>
+TANDEM_DEVICE T shfl_down(T v, unsigned delta) {
+  return __shfl_down(v, delta);
+}
+template <class T>
+TANDEM_DEVICE T shfl_up(T v, unsigned delta) {
+  return __shfl_up(v, delta);
+}
+template <class T>
+TANDEM_DEVICE T shfl_xor(T v, unsigned mask) {
+  return __shfl_xor(v, static_cast<int>(mask));
+}
 TANDEM_DEVICE lane_mask ballot(bool p) { return static_cast<lane_mask>(__ballot(p)); }
 TANDEM_DEVICE bool any(bool p) { return __any(p) != 0; }
 TANDEM_DEVICE bool all(bool p) { return __all(p) != 0; }
 #else
 TANDEM_DEVICE void sync_warp() { __syncwarp(); }
-template <class T> TANDEM_DEVICE T shfl(T v, unsigned src) { return __shfl_sync(0xffffffffu, v, static_cast<int>(src)); }
-template <class T> TANDEM_DEVICE T shfl_down(T v, unsigned delta) { return __shfl_down_sync(0xffffffffu, v, delta); }
-template <class T> TANDEM_DEVICE T shfl_up(T v, unsigned delta) { return __shfl_up_sync(0xffffffffu, v, delta); }
-template <class T> TANDEM_DEVICE T shfl_xor(T v, unsigned mask) { return __shfl_xor_sync(0xffffffffu, v, static_cast<int>(mask)); }
+template <class T>
+TANDEM_DEVICE T shfl(T v, unsigned src) {
+  return __shfl_sync(0xffffffffu, v, static_cast<int>(src));
+}
+template <class T>
+TANDEM_DEVICE T shfl_down(T v, unsigned delta) {
+  return __shfl_down_sync(0xffffffffu, v, delta);
+}
+template <class T>
+TANDEM_DEVICE T shfl_up(T v, unsigned delta) {
+  return __shfl_up_sync(0xffffffffu, v, delta);
+}
+template <class T>
+TANDEM_DEVICE T shfl_xor(T v, unsigned mask) {
+  return __shfl_xor_sync(0xffffffffu, v, static_cast<int>(mask));
+}
 TANDEM_DEVICE lane_mask ballot(bool p) { return static_cast<lane_mask>(__ballot_sync(0xffffffffu, p)); }
 TANDEM_DEVICE bool any(bool p) { return __any_sync(0xffffffffu, p) != 0; }
 TANDEM_DEVICE bool all(bool p) { return __all_sync(0xffffffffu, p) != 0; }
 #endif
 
-template <class T> TANDEM_DEVICE T atomic_add(T* p, T v) { return atomicAdd(p, v); }
+template <class T>
+TANDEM_DEVICE T atomic_add(T* p, T v) {
+  return atomicAdd(p, v);
+}
 TANDEM_DEVICE int atomic_max(int* p, int v) { return atomicMax(p, v); }
 TANDEM_DEVICE int atomic_min(int* p, int v) { return atomicMin(p, v); }
 TANDEM_DEVICE unsigned atomic_cas(unsigned* p, unsigned expected, unsigned desired) {
@@ -64,8 +91,14 @@ TANDEM_DEVICE unsigned atomic_cas(unsigned* p, unsigned expected, unsigned desir
 }
 // Loads and stores that other blocks' writes and reads see (flags between blocks; pair with
 // thread_fence()).
-template <class T> TANDEM_DEVICE T load_volatile(const T* p) { return *static_cast<const volatile T*>(p); }
-template <class T> TANDEM_DEVICE void store_volatile(T* p, T v) { *static_cast<volatile T*>(p) = v; }
+template <class T>
+TANDEM_DEVICE T load_volatile(const T* p) {
+  return *static_cast<const volatile T*>(p);
+}
+template <class T>
+TANDEM_DEVICE void store_volatile(T* p, T v) {
+  *static_cast<volatile T*>(p) = v;
+}
 
 }  // namespace tandem::gpu
 
