@@ -3,6 +3,8 @@
 //   this benchmark measures (an OpenMP STREAM-style copy, bytes read + written);
 //   sgemm GFLOP/s of each openmp tier as a share of OpenBLAS's (the vendor tier) at N = 1024, 2048.
 // Each figure is the median of several runs after a warm-up. Not a test: it asserts nothing.
+#include <omp.h>
+
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
@@ -11,8 +13,6 @@
 #include <functional>
 #include <string>
 #include <vector>
-
-#include <omp.h>
 
 #include "bench_util.hpp"
 #include "tandem/tandem.hpp"
@@ -32,20 +32,15 @@ struct Row {
 }  // namespace
 
 int main(int argc, char** argv) {
-  std::string json_path;
-  bool quick = false;
-  for (int i = 1; i < argc; ++i) {
-    if (std::strcmp(argv[i], "--json") == 0 && i + 1 < argc) {
-      json_path = argv[++i];
-    } else if (std::strcmp(argv[i], "--quick") == 0) {
-      quick = true;
-    } else {
-      std::fprintf(stderr,
-                   "usage: tandem_bench_cpu [--quick] [--json FILE]\n"
-                   "  openmp vs OpenBLAS sgemm (N = 1024, 2048) and memory-bound ops vs measured copy bandwidth\n");
-      return std::strcmp(argv[i], "--help") == 0 ? 0 : 2;
-    }
-  }
+  bench::Options options;
+  const int exit_code = bench::parse_options(
+      argc, argv,
+      "usage: tandem_bench_cpu [--quick] [--json FILE]\n"
+      "  openmp vs OpenBLAS sgemm (N = 1024, 2048) and memory-bound ops vs measured copy bandwidth\n",
+      options);
+  if (exit_code >= 0) return exit_code;
+  const bool quick = options.quick;
+  const std::string json_path = options.json_path;
   Backend& be = get_backend("openmp");
   const DeviceProperties props = be.properties();
   const int reps = quick ? 3 : 7;
@@ -102,10 +97,12 @@ int main(int argc, char** argv) {
     };
     const double peer = have_vendor ? gflops(MatmulTier::vendor) : 0;
     const std::string size = "N=" + std::to_string(N);
-    if (have_vendor) rows.push_back({"sgemm " + size, "OpenBLAS (vendor tier, peer)", "GFLOP/s", peer, peer, 1.0, "OpenBLAS"});
+    if (have_vendor)
+      rows.push_back({"sgemm " + size, "OpenBLAS (vendor tier, peer)", "GFLOP/s", peer, peer, 1.0, "OpenBLAS"});
     for (MatmulTier tier : {MatmulTier::register_blocked, MatmulTier::tiled}) {
       const double g = gflops(tier);
-      rows.push_back({"sgemm " + size, std::string(name_of(tier)), "GFLOP/s", g, peer, peer > 0 ? g / peer : 0, "OpenBLAS"});
+      rows.push_back(
+          {"sgemm " + size, std::string(name_of(tier)), "GFLOP/s", g, peer, peer > 0 ? g / peer : 0, "OpenBLAS"});
     }
     if (N == 1024) {
       const double g = gflops(MatmulTier::naive);
@@ -135,10 +132,11 @@ int main(int argc, char** argv) {
                  omp_get_max_threads());
     for (std::size_t i = 0; i < rows.size(); ++i) {
       const auto& row = rows[i];
-      std::fprintf(f, "%s\n  {\"group\": \"%s\", \"name\": \"%s\", \"unit\": \"%s\", \"value\": %.3f, \"peer\": \"%s\", "
-                      "\"peer_value\": %.3f, \"ratio\": %.4f}",
-                   i ? "," : "", row.group.c_str(), row.name.c_str(), row.unit.c_str(), row.value, row.peer_name.c_str(),
-                   row.peer, row.ratio);
+      std::fprintf(f,
+                   "%s\n  {\"group\": \"%s\", \"name\": \"%s\", \"unit\": \"%s\", \"value\": %.3f, \"peer\": \"%s\", "
+                   "\"peer_value\": %.3f, \"ratio\": %.4f}",
+                   i ? "," : "", row.group.c_str(), row.name.c_str(), row.unit.c_str(), row.value,
+                   row.peer_name.c_str(), row.peer, row.ratio);
     }
     std::fprintf(f, "\n]}\n");
     std::fclose(f);

@@ -40,20 +40,15 @@ struct Row {
 }  // namespace
 
 int main(int argc, char** argv) {
-  std::string json_path;
-  bool quick = false;
-  for (int i = 1; i < argc; ++i) {
-    if (std::strcmp(argv[i], "--json") == 0 && i + 1 < argc) {
-      json_path = argv[++i];
-    } else if (std::strcmp(argv[i], "--quick") == 0) {
-      quick = true;
-    } else {
-      std::fprintf(stderr,
-                   "usage: tandem_bench_sim [--quick] [--json FILE]\n"
-                   "  the GPU simulator's speed: ops on sim vs openmp, and the cost of launches, barriers, shuffles\n");
-      return std::strcmp(argv[i], "--help") == 0 ? 0 : 2;
-    }
-  }
+  bench::Options options;
+  const int exit_code = bench::parse_options(
+      argc, argv,
+      "usage: tandem_bench_sim [--quick] [--json FILE]\n"
+      "  the GPU simulator's speed: ops on sim vs openmp, and the cost of launches, barriers, shuffles\n",
+      options);
+  if (exit_code >= 0) return exit_code;
+  const bool quick = options.quick;
+  const std::string json_path = options.json_path;
   Backend& sim = get_backend("sim");
   Backend& cpu = get_backend("openmp");
   const int reps = quick ? 3 : 5;

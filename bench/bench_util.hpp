@@ -3,7 +3,10 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cstdio>
+#include <cstring>
 #include <functional>
+#include <string>
 #include <vector>
 
 namespace tandem::bench {
@@ -20,6 +23,27 @@ inline double median_seconds(int reps, const std::function<void()>& f) {
   }
   std::sort(times.begin(), times.end());
   return times[times.size() / 2];
+}
+
+// The options every benchmark takes: --quick (fewer, smaller runs) and --json FILE.
+struct Options {
+  bool quick = false;
+  std::string json_path;
+};
+// Parses them; returns -1 to go on, else the exit code (0 after --help, 2 for a bad option),
+// having printed `usage` to stderr.
+inline int parse_options(int argc, char** argv, const char* usage, Options& o) {
+  for (int i = 1; i < argc; ++i) {
+    if (std::strcmp(argv[i], "--json") == 0 && i + 1 < argc) {
+      o.json_path = argv[++i];
+    } else if (std::strcmp(argv[i], "--quick") == 0) {
+      o.quick = true;
+    } else {
+      std::fputs(usage, stderr);
+      return std::strcmp(argv[i], "--help") == 0 ? 0 : 2;
+    }
+  }
+  return -1;
 }
 
 }  // namespace tandem::bench
