@@ -141,15 +141,17 @@ class GpuBackend : public Backend {
   void add_row_vector(Queue q, DType t, std::int64_t rows, std::int64_t cols, const void* x, std::int64_t ldx,
                       const void* bias, void* out, std::int64_t ldo) override {
     detail::dispatch_float(t, [&]<class T>() {
-      launch(q, "add_row_vector", grid_2d(rows, cols, 8, 32), Dim3{32, 8, 1}, 0, kernels::add_row_vector_kernel<T>,
-             rows, cols, as<T>(x), ldx, as<T>(bias), as<T>(out), ldo);
+      launch(q, "add_row_vector", grid_2d(rows, cols, kernels::kRows2d, kernels::kCols2d),
+             Dim3{kernels::kCols2d, kernels::kRows2d, 1}, 0, kernels::add_row_vector_kernel<T>, rows, cols, as<T>(x),
+             ldx, as<T>(bias), as<T>(out), ldo);
     });
   }
   void matrix_add(Queue q, DType t, std::int64_t rows, std::int64_t cols, double alpha, const void* a, std::int64_t lda,
                   double beta, const void* b, std::int64_t ldb, void* c, std::int64_t ldc) override {
     detail::dispatch_float(t, [&]<class T>() {
-      launch(q, "matrix_add", grid_2d(rows, cols, 8, 32), Dim3{32, 8, 1}, 0, kernels::matrix_add_kernel<T>, rows, cols,
-             T(alpha), as<T>(a), lda, T(beta), as<T>(b), ldb, as<T>(c), ldc);
+      launch(q, "matrix_add", grid_2d(rows, cols, kernels::kRows2d, kernels::kCols2d),
+             Dim3{kernels::kCols2d, kernels::kRows2d, 1}, 0, kernels::matrix_add_kernel<T>, rows, cols, T(alpha),
+             as<T>(a), lda, T(beta), as<T>(b), ldb, as<T>(c), ldc);
     });
   }
   void transpose(Queue q, DType t, std::int64_t rows, std::int64_t cols, const void* a, std::int64_t lda, void* out,

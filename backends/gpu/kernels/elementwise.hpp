@@ -95,6 +95,9 @@ TANDEM_KERNEL TANDEM_LAUNCH_BOUNDS(256) void fill_kernel(std::size_t n, U value,
       [&](std::size_t i) { out[i] = value; });
 }
 
+// Blocks of 2D elementwise kernels: kCols2d threads along columns (coalesced) x kRows2d rows.
+inline constexpr unsigned kCols2d = 32, kRows2d = 8;
+
 // f(r, c) over a rows x cols grid-stride loop: threads along x walk columns (coalesced).
 template <class F>
 TANDEM_DEVICE void grid_stride_2d(std::int64_t rows, std::int64_t cols, F f) {
