@@ -161,7 +161,8 @@ void expect_error(F&& f, std::initializer_list<const char*> parts) {
   }
   REQUIRE_MESSAGE(!message.empty(), "no error was raised");
   for (const char* part : parts) {
-    CHECK_MESSAGE(message.find(part) != std::string::npos, "the message\n  ", message, "\nlacks\n  ", part);
+    CHECK_MESSAGE(message.find(part) != std::string::npos, "the message\n  ", message, "\nlacks\n  ",
+                  std::string(part));
   }
 }
 
@@ -175,7 +176,8 @@ TEST_SUITE("sim") {
           tandem::sim::launch(sim_backend(), {"divergent_barriers", {2, 1, 1}, {64, 1, 1}}, divergent_barriers,
                               static_cast<int*>(out.data()));
         },
-        {"kernel 'divergent_barriers', block (0,0,0)", "barrier divergence", "test_sim.cpp:2", "thread ("});
+        // Both blocks diverge and run concurrently: either may be the one reported.
+        {"kernel 'divergent_barriers', block (", "barrier divergence", "test_sim.cpp:2", "thread ("});
   }
 
   TEST_CASE("barrier divergence: threads exit while others wait") {
