@@ -21,6 +21,7 @@ using checks::same_size;
 namespace {
 
 constexpr auto kFloat = {DType::f32, DType::f64};
+constexpr auto kConvertible = {DType::f16, DType::bf16, DType::f32, DType::f64};
 
 std::string op_name(std::string_view prefix, std::string_view name) { return std::string(prefix) + std::string(name); }
 
@@ -140,6 +141,44 @@ void add_row_vector(const Matrix& x, const Buffer& bias, Matrix& out, Queue q) {
   checks::no_overlap(out.buffer, bias, "add_row_vector", "out", "bias");
   be.add_row_vector(q, x.buffer.dtype(), x.rows, x.cols, x.buffer.data(), x.ld, bias.data(),
                     out.buffer.data(), out.ld);
+}
+
+void gather_rows(const Matrix& x, const Buffer& index, Matrix& out, Queue q) {
+  matrix_fits(x, "gather_rows", "x");
+  matrix_fits(out, "gather_rows", "out");
+  Backend& be = x.buffer.backend();
+  same_backend(be, index, "gather_rows", "index");
+  same_backend(be, out.buffer, "gather_rows", "out");
+  dtype_in(index.dtype(), {DType::i32}, "gather_rows", "index");
+  same_dtype(x.buffer.dtype(), out.buffer, "gather_rows", "out");
+  if (out.rows != static_cast<std::int64_t>(index.size()) || out.cols != x.cols) {
+    std::string msg = "gather_rows: with ";
+    msg += std::to_string(index.size()) + " indices and x of " + std::to_string(x.cols) + " columns, out must be (";
+    msg += std::to_string(index.size()) + ", " + std::to_string(x.cols) + "), not (" + std::to_string(out.rows) + ", ";
+    msg += std::to_string(out.cols) + ")";
+    throw ShapeMismatch(msg);
+  }
+  if (out.rows == 0 || out.cols == 0) return;
+  checks::no_overlap(out.buffer, x.buffer, "gather_rows", "out", "x");
+  checks::no_overlap(out.buffer, index, "gather_rows", "out", "index");
+  be.gather_rows(q, x.buffer.dtype(), out.rows, out.cols, static_cast<const std::int32_t*>(index.data()), x.rows,
+                 x.buffer.data(), x.ld, out.buffer.data(), out.ld);
+}
+
+void convert(const Buffer& x, Buffer& out, Queue q) {
+  Backend& be = checks::backend_of(x, "convert", "x");
+  same_backend(be, out, "convert", "out");
+  dtype_in(x.dtype(), kConvertible, "convert", "x");
+  dtype_in(out.dtype(), kConvertible, "convert", "out");
+  same_size(x.size(), out, "convert", "out");
+  if (x.size() == 0) return;
+  if (x.dtype() == out.dtype()) {
+    checks::same_or_disjoint(out, x, "convert", "out", "x");
+    if (x.data() != out.data()) be.copy_on_device(q, out.data(), x.data(), x.bytes());
+    return;
+  }
+  checks::no_overlap(out, x, "convert", "out", "x");
+  be.convert(q, x.dtype(), out.dtype(), x.size(), x.data(), out.data());
 }
 
 void matrix_add(double alpha, const Matrix& a, double beta, const Matrix& b, Matrix& c, Queue q) {

@@ -4,7 +4,7 @@
 # libboost-context-dev gives the GPU simulator its fibers; hipcc and libamdhip64-dev (ROCm from
 # Debian) compile the HIP backend for AMD GPUs, which needs no GPU to build.
 set -euo pipefail
-packages=(cmake ninja-build g++ make doctest-dev libopenblas-dev libboost-context-dev hipcc libamdhip64-dev)
+packages=(cmake ninja-build g++ make doctest-dev libopenblas-dev libboost-context-dev zlib1g-dev hipcc libamdhip64-dev)
 missing=()
 for p in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

@@ -23,6 +23,14 @@ template <class F> decltype(auto) dispatch_numeric(DType t, F&& f) {
   if (t == DType::i32) return f.template operator()<std::int32_t>();
   return dispatch_float(t, std::forward<F>(f));
 }
+// The floating types, 16-bit storage types included.
+template <class F> decltype(auto) dispatch_real(DType t, F&& f) {
+  switch (t) {
+    case DType::f16: return f.template operator()<half>();
+    case DType::bf16: return f.template operator()<bfloat16>();
+    default: return dispatch_float(t, std::forward<F>(f));
+  }
+}
 template <class F> decltype(auto) dispatch_any(DType t, F&& f) {
   switch (t) {
     case DType::f16: return f.template operator()<half>();

@@ -33,9 +33,37 @@ std::pair<double, double> unary_domain(UnaryOp op) {
 
 std::string size_label(std::size_t n) { return std::to_string(n); }
 
+// Conversions from t to every other floating type; the reference's rounding is the spec (to
+// nearest even; exact when widening), so the bound is zero.
+void add_convert_cases(std::vector<CheckCase>& out, DType t, std::size_t n, const CheckOptions& o) {
+  const std::string dt(name_of(t));
+  for (DType to : {DType::f16, DType::bf16, DType::f32, DType::f64}) {
+    if (to == t) continue;
+    CheckCase c{"elementwise", "convert", "-", dt + "->" + std::string(name_of(to)), size_label(n), {}};
+    c.run = [c, t, to, n, o](Backend& be, Backend& ref, std::uint64_t seed) {
+      auto rng = case_rng(seed, c);
+      // Values past f16's range and below its normal range too, so overflow and subnormals show.
+      Host x = random_values(rng, t, n, -7e4, 7e4);
+      for (std::size_t i = 0; i < n; i += 3) x[i] *= 1e-9;
+      if (o.non_finite) plant_non_finite(rng, x);
+      CaseResult r = result_for(c, be);
+      Output got = make_output(be, to, n);
+      convert(upload(be, t, x), got.inner);
+      Output want = make_output(ref, to, n);
+      convert(upload(ref, t, x), want.inner);
+      finish(r, got, download(want.inner), Host(n, 0.0));
+      return r;
+    };
+    out.push_back(std::move(c));
+  }
+}
+
 }  // namespace
 
 void add_elementwise_cases(std::vector<CheckCase>& out, const Backend&, const CheckOptions& o) {
+  for (DType t : {DType::f16, DType::bf16, DType::f32, DType::f64}) {
+    for (std::size_t n : vector_sizes(o.quick)) add_convert_cases(out, t, n, o);
+  }
   const DType dtypes[] = {DType::f32, DType::f64};
   for (DType t : dtypes) {
     for (std::size_t n : vector_sizes(o.quick)) {
@@ -217,6 +245,30 @@ void add_matrix_cases(std::vector<CheckCase>& out, const Backend&, const CheckOp
         return r;
       };
       out.push_back(std::move(add));
+    }
+    for (DType t : {DType::f32, DType::f64, DType::i32, DType::f16}) {
+      // out has s.rows rows drawn from x's rows (repeats allowed), a few indices out of range.
+      CheckCase ga{"matrix", "gather_rows", "-", std::string(name_of(t)), label, {}};
+      ga.run = [ga, t, s, ld, span](Backend& be, Backend& ref, std::uint64_t seed) {
+        auto rng = case_rng(seed, ga);
+        Host x = random_values(rng, t, span, t == DType::i32 ? -1000 : -1, t == DType::i32 ? 1000 : 1);
+        std::vector<std::int32_t> index(static_cast<std::size_t>(s.rows));
+        std::uniform_int_distribution<std::int32_t> pick(-2, static_cast<std::int32_t>(s.rows) + 1);
+        for (auto& i : index) i = pick(rng);
+        CaseResult r = result_for(ga, be);
+        const std::int64_t ldo = s.cols + 1;
+        const std::size_t out_span = s.rows == 0 ? 0 : static_cast<std::size_t>((s.rows - 1) * ldo + s.cols);
+        Output got = make_output(be, t, out_span);
+        Matrix gm = matrix(got.inner, s.rows, s.cols, ldo);
+        gather_rows(matrix(upload(be, t, x), s.rows, s.cols, ld), Buffer::from(be, index), gm);
+        const DType rt = t == DType::i32 ? DType::i32 : DType::f64;
+        Output want = make_output(ref, rt, out_span);
+        Matrix wm = matrix(want.inner, s.rows, s.cols, ldo);
+        gather_rows(matrix(upload(ref, rt, x), s.rows, s.cols, ld), Buffer::from(ref, index), wm);
+        finish(r, got, download(want.inner), Host(out_span, 0.0));
+        return r;
+      };
+      out.push_back(std::move(ga));
     }
     for (DType t : {DType::f32, DType::f64, DType::i32, DType::bf16}) {
       CheckCase tr{"matrix", "transpose", "-", std::string(name_of(t)), label, {}};

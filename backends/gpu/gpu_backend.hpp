@@ -17,7 +17,9 @@
 #pragma once
 
 #include <algorithm>
+#include <bit>
 #include <cstring>
+#include <limits>
 #include <string>
 #include <utility>
 
@@ -169,6 +171,29 @@ class GpuBackend : public Backend {
       default:
         return run.template operator()<std::uint64_t>();
     }
+  }
+
+  void gather_rows(Queue q, DType t, std::int64_t rows, std::int64_t cols, const std::int32_t* index,
+                   std::int64_t x_rows, const void* x, std::int64_t ldx, void* out, std::int64_t ldo) override {
+    auto run = [&]<class U>(U missing) {
+      launch(q, "gather_rows", grid_2d(rows, cols, kernels::kRows2d, kernels::kCols2d),
+             Dim3{kernels::kCols2d, kernels::kRows2d, 1}, 0, kernels::gather_rows_kernel<U>, rows, cols, index, x_rows,
+             static_cast<const U*>(x), ldx, static_cast<U*>(out), ldo, missing);
+    };
+    switch (t) {
+      case DType::f16: return run(std::uint16_t{0x7e00});  // quiet NaN
+      case DType::bf16: return run(std::uint16_t{0x7fc0});
+      case DType::f32: return run(std::bit_cast<std::uint32_t>(std::numeric_limits<float>::quiet_NaN()));
+      case DType::i32: return run(std::uint32_t{0xffffffffu});  // -1
+      case DType::f64: return run(std::bit_cast<std::uint64_t>(std::numeric_limits<double>::quiet_NaN()));
+    }
+  }
+  void convert(Queue q, DType from, DType to, std::size_t n, const void* x, void* out) override {
+    detail::dispatch_real(from, [&]<class S>() {
+      detail::dispatch_real(to, [&]<class D>() {
+        launch(q, "convert", grid_1d(n), block_1d(), 0, kernels::convert_kernel<S, D>, n, as<S>(x), as<D>(out));
+      });
+    });
   }
 
   std::vector<MatmulTier> matmul_tiers(DType) const override {

@@ -14,6 +14,7 @@ namespace tandem::host {
 using detail::dispatch_any;
 using detail::dispatch_float;
 using detail::dispatch_numeric;
+using detail::dispatch_real;
 
 // Converts an element of any storage type to the compute type C.
 template <class C, class T> inline C to(T v) {

@@ -1,13 +1,17 @@
 // Elementwise and small matrix ops: one parallel, vectorisable loop each, at memory bandwidth.
+#include <algorithm>
 #include <cmath>
+#include <type_traits>
 
 #include "openmp_backend.hpp"
+#include "tandem/detail/apply_op.hpp"
 #include "tandem/detail/scalar_math.hpp"
 
 namespace tandem::openmp {
 
 using host::dispatch_any;
 using host::dispatch_float;
+using host::dispatch_real;
 using host::from;
 
 namespace {
@@ -149,6 +153,36 @@ void OpenMPBackend::transpose(Queue q, DType t, std::int64_t rows, std::int64_t 
         }
       }
     }
+  });
+}
+
+void OpenMPBackend::gather_rows(Queue q, DType t, std::int64_t rows, std::int64_t cols, const std::int32_t* index,
+                                std::int64_t x_rows, const void* x, std::int64_t ldx, void* out, std::int64_t ldo) {
+  check_queue(q);
+  dispatch_any(t, [&]<class T>() {
+    const T missing = from<T>(std::is_same_v<T, std::int32_t> ? -1.0 : std::nan(""));
+    const T* xs = static_cast<const T*>(x);
+    T* o = static_cast<T*>(out);
+#pragma omp parallel for schedule(static) if (static_cast<std::size_t>(rows * cols) >= kParallelThreshold)
+    for (std::int64_t r = 0; r < rows; ++r) {
+      const std::int64_t src = index[r];
+      if (src >= 0 && src < x_rows) {
+        std::copy_n(xs + src * ldx, cols, o + r * ldo);
+      } else {
+        std::fill_n(o + r * ldo, cols, missing);
+      }
+    }
+  });
+}
+
+void OpenMPBackend::convert(Queue q, DType from_type, DType to_type, std::size_t n, const void* x, void* out) {
+  check_queue(q);
+  dispatch_real(from_type, [&]<class S>() {
+    dispatch_real(to_type, [&]<class D>() {
+      const S* xs = static_cast<const S*>(x);
+      D* o = static_cast<D*>(out);
+      for_each_index(n, [=](std::int64_t i) { o[i] = math::convert_value<D>(xs[i]); });
+    });
   });
 }
 

@@ -28,6 +28,9 @@ class OpenMPBackend final : public host::HostBackend {
                   std::int64_t lda, double beta, const void* b, std::int64_t ldb, void* c, std::int64_t ldc) override;
   void transpose(Queue q, DType t, std::int64_t rows, std::int64_t cols, const void* a, std::int64_t lda, void* out,
                  std::int64_t ldo) override;
+  void gather_rows(Queue q, DType t, std::int64_t rows, std::int64_t cols, const std::int32_t* index,
+                   std::int64_t x_rows, const void* x, std::int64_t ldx, void* out, std::int64_t ldo) override;
+  void convert(Queue q, DType from, DType to, std::size_t n, const void* x, void* out) override;
   std::vector<MatmulTier> matmul_tiers(DType ab) const override;
   MatmulTier choose_matmul_tier(const GemmArgs& args) const override;
   void matmul(Queue q, const GemmArgs& args) override;

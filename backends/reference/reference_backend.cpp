@@ -17,6 +17,7 @@ namespace {
 using host::dispatch_any;
 using host::dispatch_float;
 using host::dispatch_numeric;
+using host::dispatch_real;
 using host::from;
 using host::to;
 
@@ -101,6 +102,30 @@ class ReferenceBackend final : public host::HostBackend {
       for (std::int64_t r = 0; r < rows; ++r) {
         for (std::int64_t c = 0; c < cols; ++c) static_cast<T*>(out)[c * ldo + r] = static_cast<const T*>(a)[r * lda + c];
       }
+    });
+  }
+
+  void gather_rows(Queue q, DType t, std::int64_t rows, std::int64_t cols, const std::int32_t* index,
+                   std::int64_t x_rows, const void* x, std::int64_t ldx, void* out, std::int64_t ldo) override {
+    check_queue(q);
+    dispatch_any(t, [&]<class T>() {
+      const T missing = from<T>(std::is_same_v<T, std::int32_t> ? -1.0 : std::nan(""));
+      for (std::int64_t r = 0; r < rows; ++r) {
+        const std::int64_t src = index[r];
+        for (std::int64_t c = 0; c < cols; ++c) {
+          static_cast<T*>(out)[r * ldo + c] =
+              src >= 0 && src < x_rows ? static_cast<const T*>(x)[src * ldx + c] : missing;
+        }
+      }
+    });
+  }
+
+  void convert(Queue q, DType from_type, DType to_type, std::size_t n, const void* x, void* out) override {
+    check_queue(q);
+    dispatch_real(from_type, [&]<class S>() {
+      dispatch_real(to_type, [&]<class D>() {
+        for (std::size_t i = 0; i < n; ++i) static_cast<D*>(out)[i] = math::convert_value<D>(static_cast<const S*>(x)[i]);
+      });
     });
   }
 

@@ -130,6 +130,13 @@ class Backend : public std::enable_shared_from_this<Backend> {
   // out (cols, rows) = a (rows, cols) transposed; any dtype.
   virtual void transpose(Queue q, DType t, std::int64_t rows, std::int64_t cols, const void* a, std::int64_t lda,
                          void* out, std::int64_t ldo) = 0;
+  // out row r = x row index[r], for r in [0, rows); each row has cols elements; any dtype.
+  // An index outside [0, x_rows) gives a row of NaN (-1 for i32) instead of reading out of bounds.
+  virtual void gather_rows(Queue q, DType t, std::int64_t rows, std::int64_t cols, const std::int32_t* index,
+                           std::int64_t x_rows, const void* x, std::int64_t ldx, void* out, std::int64_t ldo) = 0;
+  // out[i] = x[i] converted from type `from` to type `to` (f16, bf16, f32, f64), rounded to
+  // nearest even (through f32 when both are narrower than f64 or when one is f16/bf16).
+  virtual void convert(Queue q, DType from, DType to, std::size_t n, const void* x, void* out) = 0;
   // The matmul tiers this backend has for input type ab (never "automatic").
   virtual std::vector<MatmulTier> matmul_tiers(DType ab) const = 0;
   // Teaching variants a backend keeps of "reduce" or "scan" (the benchmark's ladder), the default

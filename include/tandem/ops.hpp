@@ -54,6 +54,13 @@ void matrix_add(double alpha, const Matrix& a, double beta, const Matrix& b, Mat
 // out = a^T; out is (a.cols, a.rows).
 void transpose(const Matrix& a, Matrix& out, Queue q = {});
 
+// out row r = x row index[r]: out is (index.size(), x.cols) and x's dtype; index is i32 and stays on
+// the device (mini-batches drawn from a data set kept there). An index outside [0, x.rows) gives a
+// row of NaN (-1 for i32): the op never reads out of bounds and never syncs to check.
+void gather_rows(const Matrix& x, const Buffer& index, Matrix& out, Queue q = {});
+// out = x converted to out's dtype (f16, bf16, f32, f64; round to nearest even), same size.
+void convert(const Buffer& x, Buffer& out, Queue q = {});
+
 struct MatmulOptions {
   Transpose trans_a = Transpose::no;
   Transpose trans_b = Transpose::no;

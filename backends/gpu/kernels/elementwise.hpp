@@ -117,6 +117,25 @@ TANDEM_KERNEL TANDEM_LAUNCH_BOUNDS(256) void add_row_vector_kernel(std::int64_t 
   grid_stride_2d(rows, cols, [&](std::int64_t r, std::int64_t c) { out[r * ldo + c] = x[r * ldx + c] + bias[c]; });
 }
 
+// out row r = x row index[r]; rows whose index is out of range get `missing` (NaN or -1 bits).
+// T is an unsigned type of the element's size: the copy moves bits.
+template <class T>
+TANDEM_KERNEL TANDEM_LAUNCH_BOUNDS(256) void gather_rows_kernel(std::int64_t rows, std::int64_t cols,
+                                                                const std::int32_t* index, std::int64_t x_rows,
+                                                                const T* x, std::int64_t ldx, T* out, std::int64_t ldo,
+                                                                T missing) {
+  grid_stride_2d(rows, cols, [&](std::int64_t r, std::int64_t c) {
+    const std::int64_t src = index[r];
+    out[r * ldo + c] = src >= 0 && src < x_rows ? x[src * ldx + c] : missing;
+  });
+}
+
+// out[i] = x[i] converted from S to D.
+template <class S, class D>
+TANDEM_KERNEL TANDEM_LAUNCH_BOUNDS(256) void convert_kernel(std::size_t n, const S* x, D* out) {
+  for (std::size_t i = global_thread(); i < n; i += global_threads()) out[i] = math::convert_value<D>(x[i]);
+}
+
 template <class T>
 TANDEM_KERNEL TANDEM_LAUNCH_BOUNDS(256) void matrix_add_kernel(std::int64_t rows, std::int64_t cols, T alpha,
                                                                const T* a, std::int64_t lda, T beta, const T* b,

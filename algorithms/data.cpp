@@ -1,0 +1,461 @@
+// Data loading: gzip (zlib), CSV, MNIST IDX; split, standardisation and the portable generator.
+#include "tandem/data.hpp"
+
+#ifdef TANDEM_HAVE_ZLIB
+#include <zlib.h>
+#endif
+
+#include <algorithm>
+#include <charconv>
+#include <cmath>
+#include <cstdio>
+#include <cstring>
+#include <fstream>
+#include <limits>
+#include <numbers>
+
+#include "tandem/errors.hpp"
+
+namespace tandem::data {
+namespace {
+
+[[noreturn]] void fail(const std::string& source, const std::string& what) { throw DataError(source + ": " + what); }
+
+#ifdef TANDEM_HAVE_ZLIB
+std::vector<unsigned char> inflate_gzip(const std::vector<unsigned char>& in, const std::string& path) {
+  std::vector<unsigned char> out;
+  z_stream z{};
+  // 16 + MAX_WBITS: gzip wrapper only. Concatenated members (as `cat a.gz b.gz` makes) are
+  // inflated one after the other, as gzip -d does.
+  if (inflateInit2(&z, 16 + MAX_WBITS) != Z_OK) fail(path, "zlib could not start inflating");
+  std::vector<unsigned char> chunk(1 << 16);
+  std::size_t fed = 0;  // bytes of `in` handed to zlib so far
+  const auto feed = [&] {
+    const std::size_t n = std::min<std::size_t>(in.size() - fed, std::numeric_limits<uInt>::max());
+    z.next_in = const_cast<unsigned char*>(in.data() + fed);
+    z.avail_in = static_cast<uInt>(n);
+    fed += n;
+  };
+  const auto offset = [&] { return fed - z.avail_in; };  // bytes of `in` zlib has consumed
+  try {
+    feed();
+    for (;;) {
+      z.next_out = chunk.data();
+      z.avail_out = static_cast<uInt>(chunk.size());
+      const int rc = inflate(&z, Z_NO_FLUSH);
+      out.insert(out.end(), chunk.data(), chunk.data() + (chunk.size() - z.avail_out));
+      if (rc == Z_STREAM_END) {
+        if (z.avail_in == 0 && fed < in.size()) feed();
+        const std::size_t at = offset();
+        if (at == in.size()) break;
+        if (in.size() - at < 2 || in[at] != 0x1f || in[at + 1] != 0x8b) {
+          fail(path, "unexpected bytes after the end of the gzip stream at byte offset " + std::to_string(at));
+        }
+        inflateReset(&z);  // another member follows
+      } else if (rc == Z_OK || rc == Z_BUF_ERROR) {
+        if (z.avail_in == 0) {
+          if (fed == in.size()) {
+            if (rc == Z_OK && z.avail_out == 0) continue;  // output was full: call again
+            fail(path, "the gzip stream is truncated: it ends at byte offset " + std::to_string(in.size()) +
+                           " before its end marker (" + std::to_string(out.size()) + " bytes inflated)");
+          }
+          feed();
+        }
+      } else {
+        std::string msg = "the gzip stream is corrupt near byte offset ";
+        msg += std::to_string(offset());
+        msg += " (zlib: ";
+        msg += z.msg ? z.msg : "error";
+        msg += ")";
+        fail(path, msg);
+      }
+    }
+  } catch (...) {
+    inflateEnd(&z);
+    throw;
+  }
+  inflateEnd(&z);
+  return out;
+}
+
+#else
+std::vector<unsigned char> inflate_gzip(const std::vector<unsigned char>&, const std::string& path) {
+  fail(path, "the file is gzip-compressed, but this tandem was built without zlib (TANDEM_ENABLE_ZLIB=OFF); "
+             "decompress it with gunzip first");
+}
+#endif
+
+bool is_blank(char c) { return c == ' ' || c == '\t' || c == '\r'; }
+
+std::string_view trim(std::string_view s) {
+  while (!s.empty() && is_blank(s.front())) s.remove_prefix(1);
+  while (!s.empty() && is_blank(s.back())) s.remove_suffix(1);
+  return s;
+}
+
+// Splits one line into fields; ' ' as the delimiter means runs of blanks.
+void split_fields(std::string_view line, char delimiter, std::vector<std::string_view>& fields) {
+  fields.clear();
+  if (delimiter == ' ') {
+    std::size_t i = 0;
+    while (i < line.size()) {
+      while (i < line.size() && is_blank(line[i])) ++i;
+      if (i >= line.size()) break;
+      std::size_t j = i;
+      while (j < line.size() && !is_blank(line[j])) ++j;
+      fields.push_back(line.substr(i, j - i));
+      i = j;
+    }
+    return;
+  }
+  std::size_t start = 0;
+  for (;;) {
+    const std::size_t end = line.find(delimiter, start);
+    fields.push_back(trim(line.substr(start, end == std::string_view::npos ? std::string_view::npos : end - start)));
+    if (end == std::string_view::npos) break;
+    start = end + 1;
+  }
+}
+
+bool parse_number(std::string_view field, double& value) {
+  if (field.empty()) return false;
+  if (field.front() == '+') field.remove_prefix(1);
+  const auto [ptr, ec] = std::from_chars(field.data(), field.data() + field.size(), value);
+  return ec == std::errc() && ptr == field.data() + field.size();
+}
+
+std::string show(std::string_view field) {
+  std::string s(field.substr(0, 40));
+  if (field.size() > 40) s += "...";
+  return "'" + s + "'";
+}
+
+std::uint32_t be32(const unsigned char* p) {
+  return (std::uint32_t(p[0]) << 24) | (std::uint32_t(p[1]) << 16) | (std::uint32_t(p[2]) << 8) | std::uint32_t(p[3]);
+}
+
+}  // namespace
+
+// ---- Dataset ----
+
+std::vector<std::int32_t> Dataset::class_labels() const {
+  std::vector<std::int32_t> labels(targets.size());
+  for (std::size_t i = 0; i < targets.size(); ++i) {
+    const double t = targets[i];
+    if (!(t >= 0 && t < 2147483648.0) || t != std::floor(t)) {
+      fail(source, "sample " + std::to_string(i) + " has the target " + std::to_string(t) +
+                       ", which is not a class index (an integer >= 0); is the label column right?");
+    }
+    labels[i] = static_cast<std::int32_t>(t);
+  }
+  return labels;
+}
+
+std::int32_t Dataset::class_count() const {
+  std::int32_t count = 0;
+  for (std::int32_t label : class_labels()) count = std::max(count, label + 1);
+  return count;
+}
+
+Dataset Dataset::select(std::span<const std::size_t> indices) const {
+  Dataset d;
+  d.rows = indices.size();
+  d.cols = cols;
+  d.source = source;
+  d.features.resize(d.rows * cols);
+  if (!targets.empty()) d.targets.resize(d.rows);
+  for (std::size_t i = 0; i < indices.size(); ++i) {
+    const std::size_t r = indices[i];
+    if (r >= rows) throw InvalidArgument("Dataset::select: index " + std::to_string(r) + " is past the last sample");
+    std::copy_n(features.data() + r * cols, cols, d.features.data() + i * cols);
+    if (!targets.empty()) d.targets[i] = targets[r];
+  }
+  return d;
+}
+
+// ---- files ----
+
+std::vector<unsigned char> read_file(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) fail(path, std::string("cannot open the file (") + std::strerror(errno) + ")");
+  std::vector<unsigned char> bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  if (in.bad()) fail(path, "read error");
+  if (bytes.size() >= 2 && bytes[0] == 0x1f && bytes[1] == 0x8b) return inflate_gzip(bytes, path);
+  return bytes;
+}
+
+// ---- CSV ----
+
+std::optional<long> parse_label_column(const std::string& spec) {
+  if (spec == "last") return -1;
+  if (spec == "first") return 0;
+  if (spec == "none") return std::nullopt;
+  long value = 0;
+  const auto [ptr, ec] = std::from_chars(spec.data(), spec.data() + spec.size(), value);
+  if (ec != std::errc() || ptr != spec.data() + spec.size()) {
+    throw InvalidArgument("label column '" + spec + "' is not 'last', 'first', 'none' or a column index");
+  }
+  return value;
+}
+
+Dataset parse_csv(std::string_view text, const std::string& source, const CsvOptions& options) {
+  Dataset d;
+  d.source = source;
+  std::vector<std::string_view> lines;
+  for (std::size_t start = 0; start <= text.size();) {
+    std::size_t end = text.find('\n', start);
+    if (end == std::string_view::npos) end = text.size();
+    lines.push_back(text.substr(start, end - start));
+    start = end + 1;
+  }
+  // The first line with content fixes the delimiter and the field count.
+  std::size_t first = 0;
+  while (first < lines.size() && trim(lines[first]).empty()) ++first;
+  if (first == lines.size()) fail(source, "the file has no data (it is empty or blank)");
+
+  char delimiter = options.delimiter;
+  if (delimiter == '\0') {
+    const std::string_view l = lines[first];
+    delimiter = l.find(',') != std::string_view::npos   ? ','
+                : l.find(';') != std::string_view::npos ? ';'
+                : l.find('\t') != std::string_view::npos ? '\t'
+                                                         : ' ';
+  }
+  std::vector<std::string_view> fields;
+  split_fields(lines[first], delimiter, fields);
+  const std::size_t field_count = fields.size();
+
+  bool header = options.header == CsvOptions::Header::yes;
+  if (options.header == CsvOptions::Header::detect) {
+    double v;
+    header = std::any_of(fields.begin(), fields.end(), [&](std::string_view f) { return !parse_number(f, v); });
+  }
+
+  std::optional<std::size_t> label;
+  if (options.label_column) {
+    const long c = *options.label_column;
+    const long n = static_cast<long>(field_count);
+    if (c >= n || c < -n) {
+      fail(source, "label column " + std::to_string(c) + " does not exist: line " + std::to_string(first + 1) +
+                       " has " + std::to_string(field_count) + " fields");
+    }
+    label = static_cast<std::size_t>(c < 0 ? n + c : c);
+  }
+  d.cols = field_count - (label ? 1 : 0);
+  if (d.cols == 0) fail(source, "no feature columns are left besides the label column");
+
+  for (std::size_t li = first + (header ? 1 : 0); li < lines.size(); ++li) {
+    if (trim(lines[li]).empty()) continue;
+    split_fields(lines[li], delimiter, fields);
+    const std::string where = "line " + std::to_string(li + 1);
+    if (fields.size() != field_count) {
+      fail(source, where + ": " + std::to_string(fields.size()) + " fields where line " + std::to_string(first + 1) +
+                       " has " + std::to_string(field_count));
+    }
+    for (std::size_t c = 0; c < field_count; ++c) {
+      double v;
+      if (!parse_number(fields[c], v)) {
+        fail(source, where + ", column " + std::to_string(c + 1) + ": " + show(fields[c]) + " is not a number");
+      }
+      if (label && c == *label) {
+        d.targets.push_back(v);
+      } else {
+        d.features.push_back(v);
+      }
+    }
+    ++d.rows;
+  }
+  if (d.rows == 0) fail(source, "the file has a header but no data lines");
+  return d;
+}
+
+Dataset read_csv(const std::string& path, const CsvOptions& options) {
+  const std::vector<unsigned char> bytes = read_file(path);
+  if (std::find(bytes.begin(), bytes.end(), '\0') != bytes.end()) {
+    const auto at = std::find(bytes.begin(), bytes.end(), '\0') - bytes.begin();
+    fail(path, "byte offset " + std::to_string(at) + ": a NUL byte; this is not a text (CSV) file");
+  }
+  return parse_csv(std::string_view(reinterpret_cast<const char*>(bytes.data()), bytes.size()), path, options);
+}
+
+// ---- IDX ----
+
+IdxArray parse_idx(std::span<const unsigned char> bytes, const std::string& source) {
+  if (bytes.size() < 4) fail(source, "byte offset 0: too short for an IDX header (4 bytes)");
+  if (bytes[0] != 0 || bytes[1] != 0) {
+    fail(source, "byte offset 0: not an IDX file (the magic number must start with two zero bytes)");
+  }
+  const unsigned type = bytes[2];
+  std::size_t elem = 0;
+  switch (type) {
+    case 0x08: case 0x09: elem = 1; break;
+    case 0x0B: elem = 2; break;
+    case 0x0C: case 0x0D: elem = 4; break;
+    case 0x0E: elem = 8; break;
+    default: fail(source, "byte offset 2: unknown IDX element type 0x" + std::to_string(type) + " (expected 0x08..0x0E)");
+  }
+  const unsigned rank = bytes[3];
+  if (rank == 0) fail(source, "byte offset 3: an IDX array of rank 0");
+  const std::size_t header = 4 + 4 * std::size_t(rank);
+  if (bytes.size() < header) {
+    fail(source, "truncated header: " + std::to_string(rank) + " dimensions need " + std::to_string(header) +
+                     " bytes, the file has " + std::to_string(bytes.size()));
+  }
+  IdxArray a;
+  std::size_t count = 1;
+  for (unsigned i = 0; i < rank; ++i) {
+    a.dims.push_back(be32(bytes.data() + 4 + 4 * i));
+    if (a.dims.back() != 0 && count > (std::size_t(1) << 40) / a.dims.back()) {
+      fail(source, "byte offset " + std::to_string(4 + 4 * i) + ": the dimensions describe more than 2^40 values");
+    }
+    count *= a.dims.back();
+  }
+  const std::size_t expected = header + count * elem;
+  if (bytes.size() != expected) {
+    fail(source, std::string(bytes.size() < expected ? "truncated" : "too long") + ": the header describes " +
+                     std::to_string(count) + " values (" + std::to_string(expected) + " bytes in all), the file has " +
+                     std::to_string(bytes.size()) + " bytes");
+  }
+  a.values.resize(count);
+  const unsigned char* p = bytes.data() + header;
+  for (std::size_t i = 0; i < count; ++i, p += elem) {
+    switch (type) {
+      case 0x08: a.values[i] = p[0]; break;
+      case 0x09: a.values[i] = static_cast<signed char>(p[0]); break;
+      case 0x0B: a.values[i] = static_cast<std::int16_t>((p[0] << 8) | p[1]); break;
+      case 0x0C: a.values[i] = static_cast<std::int32_t>(be32(p)); break;
+      case 0x0D: {
+        const std::uint32_t u = be32(p);
+        float f;
+        std::memcpy(&f, &u, 4);
+        a.values[i] = f;
+        break;
+      }
+      default: {
+        const std::uint64_t u = (std::uint64_t(be32(p)) << 32) | be32(p + 4);
+        double v;
+        std::memcpy(&v, &u, 8);
+        a.values[i] = v;
+      }
+    }
+  }
+  return a;
+}
+
+Dataset read_idx(const std::string& images_path, const std::string& labels_path) {
+  const std::vector<unsigned char> image_bytes = read_file(images_path);
+  const IdxArray images = parse_idx(image_bytes, images_path);
+  const std::vector<unsigned char> label_bytes = read_file(labels_path);
+  const IdxArray labels = parse_idx(label_bytes, labels_path);
+  if (labels.dims.size() != 1) {
+    fail(labels_path, "a labels file has one dimension; this one has " + std::to_string(labels.dims.size()));
+  }
+  if (labels.dims[0] != images.dims[0]) {
+    fail(labels_path, std::to_string(labels.dims[0]) + " labels for " + std::to_string(images.dims[0]) + " images in " +
+                          images_path);
+  }
+  Dataset d;
+  d.source = images_path;
+  d.rows = images.dims[0];
+  d.cols = d.rows == 0 ? 0 : images.values.size() / d.rows;
+  if (d.rows == 0) fail(images_path, "the file holds no images");
+  d.features = images.values;
+  d.targets = labels.values;
+  (void)d.class_labels();  // labels must be class indices
+  return d;
+}
+
+// ---- split, standardisation ----
+
+Split train_test_split(const Dataset& d, double test_fraction, std::uint64_t seed) {
+  if (!(test_fraction >= 0 && test_fraction < 1)) {
+    throw InvalidArgument("train_test_split: the test fraction must be in [0, 1), not " + std::to_string(test_fraction));
+  }
+  Rng rng(seed);
+  const std::vector<std::size_t> order = rng.permutation(d.rows);
+  const auto n_test = static_cast<std::size_t>(std::llround(test_fraction * double(d.rows)));
+  if (n_test == d.rows) throw InvalidArgument("train_test_split: no samples would be left to train on");
+  Split s;
+  s.test = d.select(std::span(order).first(n_test));
+  s.train = d.select(std::span(order).subspan(n_test));
+  return s;
+}
+
+Standardizer Standardizer::fit(const Dataset& d) {
+  if (d.rows == 0) throw InvalidArgument("Standardizer::fit: the data set is empty");
+  Standardizer s;
+  s.mean.assign(d.cols, 0);
+  s.scale.assign(d.cols, 0);
+  for (std::size_t r = 0; r < d.rows; ++r) {
+    for (std::size_t c = 0; c < d.cols; ++c) s.mean[c] += d.features[r * d.cols + c];
+  }
+  for (double& m : s.mean) m /= double(d.rows);
+  for (std::size_t r = 0; r < d.rows; ++r) {
+    for (std::size_t c = 0; c < d.cols; ++c) {
+      const double dev = d.features[r * d.cols + c] - s.mean[c];
+      s.scale[c] += dev * dev;
+    }
+  }
+  for (double& v : s.scale) {
+    v = std::sqrt(v / double(d.rows));
+    if (!(v > 0) || !std::isfinite(v)) v = 1;
+  }
+  return s;
+}
+
+void Standardizer::apply(Dataset& d) const {
+  if (d.cols != mean.size()) {
+    throw ShapeMismatch("Standardizer::apply: fitted on " + std::to_string(mean.size()) + " features, the data has " +
+                        std::to_string(d.cols));
+  }
+  for (std::size_t r = 0; r < d.rows; ++r) {
+    for (std::size_t c = 0; c < d.cols; ++c) {
+      double& x = d.features[r * d.cols + c];
+      x = (x - mean[c]) / scale[c];
+    }
+  }
+}
+
+// ---- Rng ----
+
+std::uint64_t Rng::next() {
+  std::uint64_t z = (state_ += 0x9e3779b97f4a7c15ULL);
+  z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
+  z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
+  return z ^ (z >> 31);
+}
+
+std::uint64_t Rng::below(std::uint64_t n) {
+  // Rejection: drop the top partial range so every value is equally likely.
+  const std::uint64_t limit = std::numeric_limits<std::uint64_t>::max() - std::numeric_limits<std::uint64_t>::max() % n;
+  std::uint64_t v;
+  do v = next();
+  while (v >= limit);
+  return v % n;
+}
+
+double Rng::uniform() { return double(next() >> 11) * 0x1.0p-53; }
+
+double Rng::normal() {
+  if (has_spare_) {
+    has_spare_ = false;
+    return spare_;
+  }
+  double u1;
+  do u1 = uniform();
+  while (u1 <= 0);
+  const double u2 = uniform();
+  const double r = std::sqrt(-2 * std::log(u1));
+  spare_ = r * std::sin(2 * std::numbers::pi * u2);
+  has_spare_ = true;
+  return r * std::cos(2 * std::numbers::pi * u2);
+}
+
+std::vector<std::size_t> Rng::permutation(std::size_t n) {
+  std::vector<std::size_t> p(n);
+  for (std::size_t i = 0; i < n; ++i) p[i] = i;
+  for (std::size_t i = n; i > 1; --i) std::swap(p[i - 1], p[below(i)]);
+  return p;
+}
+
+}  // namespace tandem::data
