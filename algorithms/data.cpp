@@ -278,6 +278,16 @@ Dataset read_csv(const std::string& path, const CsvOptions& options) {
   return parse_csv(std::string_view(reinterpret_cast<const char*>(bytes.data()), bytes.size()), path, options);
 }
 
+void attach_targets(Dataset& d, const Dataset& t) {
+  if (t.cols != 1 || !t.targets.empty()) {
+    fail(t.source, "a target file has one column; this one has " + std::to_string(t.cols + (t.targets.empty() ? 0 : 1)));
+  }
+  if (t.rows != d.rows) {
+    fail(t.source, std::to_string(t.rows) + " targets for " + std::to_string(d.rows) + " samples in " + d.source);
+  }
+  d.targets = t.features;
+}
+
 // ---- IDX ----
 
 IdxArray parse_idx(std::span<const unsigned char> bytes, const std::string& source) {

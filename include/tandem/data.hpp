@@ -55,6 +55,10 @@ Dataset parse_csv(std::string_view text, const std::string& source, const CsvOpt
 // "last", "first", "none" or an index (negative from the end), as the CLI's --label-column takes it.
 std::optional<long> parse_label_column(const std::string& spec);
 
+// Sets d's targets from a one-column data set t (a separate target file), sample by sample.
+// DataError when t has more than one column or another number of rows.
+void attach_targets(Dataset& d, const Dataset& t);
+
 // MNIST IDX: an images file (n, d1, d2, ...) of any IDX element type and a labels file (n) of
 // integers. Features are the raw values (pixels 0..255 for MNIST), one row per image.
 // DataError names the file and byte offset of a bad magic number, a truncated body or a size

@@ -1,0 +1,295 @@
+// Data loading: the shipped data sets, CSV and IDX parsing, gzip, bad input (named file, line or
+// offset), random and truncated inputs, the seeded split, standardisation and the generator.
+#include <doctest/doctest.h>
+
+#include <unistd.h>
+
+#include <algorithm>
+#include <cmath>
+#include <filesystem>
+#include <fstream>
+#include <numeric>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "support.hpp"
+#include "tandem/data.hpp"
+#include "tandem/errors.hpp"
+
+namespace {
+
+using namespace tandem;
+namespace fs = std::filesystem;
+
+#ifdef TANDEM_TEST_HAVE_ZLIB
+constexpr bool kNoZlib = false;
+#else
+constexpr bool kNoZlib = true;  // the shipped data sets are gzip-compressed
+#endif
+
+std::string data_file(const char* name) { return std::string(TANDEM_DATA_DIR) + "/" + name; }
+
+// A scratch file, removed at the end of the test.
+struct TempFile {
+  fs::path path;
+  explicit TempFile(const std::string& name)
+      : path(fs::temp_directory_path() / ("tandem-test-" + std::to_string(::getpid()) + "-" + name)) {}
+  ~TempFile() {
+    std::error_code ec;
+    fs::remove(path, ec);
+  }
+  void write(const void* bytes, std::size_t n) const {
+    std::ofstream out(path, std::ios::binary | std::ios::trunc);
+    out.write(static_cast<const char*>(bytes), static_cast<std::streamsize>(n));
+  }
+  void write(const std::vector<unsigned char>& b) const { write(b.data(), b.size()); }
+  void write(const std::string& s) const { write(s.data(), s.size()); }
+  std::string str() const { return path.string(); }
+};
+
+std::vector<unsigned char> raw_bytes(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  return {std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
+}
+
+// f must throw DataError with a message containing every part.
+template <class F>
+void expect_data_error(F&& f, std::initializer_list<std::string> parts) {
+  std::string message;
+  try {
+    f();
+  } catch (const DataError& e) {
+    message = e.what();
+  }
+  REQUIRE_MESSAGE(!message.empty(), "no DataError was raised");
+  for (const std::string& part : parts) {
+    CHECK_MESSAGE(message.find(part) != std::string::npos, "the message\n  ", message, "\nlacks\n  ", part);
+  }
+}
+
+void put_be32(std::vector<unsigned char>& b, std::uint32_t v) {
+  for (int s = 24; s >= 0; s -= 8) b.push_back(static_cast<unsigned char>(v >> s));
+}
+
+// An IDX file of u8 values with the given dimensions.
+std::vector<unsigned char> idx_u8(std::vector<std::uint32_t> dims, const std::vector<unsigned char>& values) {
+  std::vector<unsigned char> b = {0, 0, 0x08, static_cast<unsigned char>(dims.size())};
+  for (std::uint32_t d : dims) put_be32(b, d);
+  b.insert(b.end(), values.begin(), values.end());
+  return b;
+}
+
+}  // namespace
+
+TEST_SUITE("data") {
+  TEST_CASE("the shipped digits: 1797 images of 64 pixels, classes 0..9" * doctest::skip(kNoZlib)) {
+    const data::Dataset d = data::read_csv(data_file("digits.csv.gz"), {.label_column = -1});
+    CHECK(d.rows == 1797);
+    CHECK(d.cols == 64);
+    CHECK(d.class_count() == 10);
+    const auto labels = d.class_labels();
+    CHECK(std::set<std::int32_t>(labels.begin(), labels.end()).size() == 10);
+    CHECK(d.features[2] == 5);  // first row: 0,0,5,13,...
+    CHECK(labels[0] == 0);
+    CHECK(*std::max_element(d.features.begin(), d.features.end()) == 16);
+  }
+
+  TEST_CASE("the shipped diabetes data: blank-separated features and a separate target file" * doctest::skip(kNoZlib)) {
+    data::Dataset d = data::read_csv(data_file("diabetes_data_raw.csv.gz"));
+    CHECK(d.rows == 442);
+    CHECK(d.cols == 10);
+    CHECK(d.features[0] == 59);
+    CHECK(d.features[9] == 87);
+    data::attach_targets(d, data::read_csv(data_file("diabetes_target.csv.gz")));
+    CHECK(d.targets[0] == 151);
+    CHECK(d.targets[1] == 75);
+    expect_data_error([&] { data::attach_targets(d, data::read_csv(data_file("digits.csv.gz"))); },
+                      {"digits.csv.gz", "one column"});
+  }
+
+  TEST_CASE("CSV: header, delimiters and the label column") {
+    const data::Dataset a = data::parse_csv("x,y,label\n1,2,0\n3,4,1\n", "a.csv", {.label_column = -1});
+    CHECK(a.rows == 2);
+    CHECK(a.cols == 2);
+    CHECK(a.features == std::vector<double>{1, 2, 3, 4});
+    CHECK(a.targets == std::vector<double>{0, 1});
+    const data::Dataset b = data::parse_csv("7;1.5;-2e3\r\n8;+2;.5\r\n\r\n", "b.csv", {.label_column = 0});
+    CHECK(b.targets == std::vector<double>{7, 8});
+    CHECK(b.features == std::vector<double>{1.5, -2000, 2, 0.5});
+    const data::Dataset c = data::parse_csv("1\t2\n3\t4\n", "c.tsv");
+    CHECK(c.cols == 2);
+    CHECK(c.targets.empty());
+    const data::Dataset d = data::parse_csv("  1   2 \n 3 4\n", "d.txt");
+    CHECK(d.features == std::vector<double>{1, 2, 3, 4});
+    CHECK(data::parse_label_column("last") == -1);
+    CHECK(data::parse_label_column("first") == 0);
+    CHECK(data::parse_label_column("3") == 3);
+    CHECK(!data::parse_label_column("none").has_value());
+    CHECK_THROWS_AS(data::parse_label_column("lats"), InvalidArgument);
+  }
+
+  TEST_CASE("CSV: bad input names the file, line and column") {
+    expect_data_error([] { data::parse_csv("1,2\n3,x\n", "f.csv"); }, {"f.csv", "line 2, column 2", "'x' is not a number"});
+    expect_data_error([] { data::parse_csv("1,2\n3,4,5\n", "f.csv"); }, {"f.csv", "line 2", "3 fields", "line 1 has 2"});
+    expect_data_error([] { data::parse_csv("", "e.csv"); }, {"e.csv", "no data"});
+    expect_data_error([] { data::parse_csv("a,b\n", "h.csv"); }, {"h.csv", "header but no data"});
+    expect_data_error([] { data::parse_csv("1,2\n", "l.csv", {.label_column = 5}); }, {"l.csv", "label column 5"});
+    expect_data_error([] { data::parse_csv("1\n2\n", "o.csv", {.label_column = 0}); }, {"no feature columns"});
+    expect_data_error([] { data::parse_csv("1,2\n3,\n", "m.csv"); }, {"line 2, column 2", "'' is not a number"});
+    expect_data_error([] { data::parse_csv("1,0.5\n", "c.csv", {.label_column = -1}).class_labels(); },
+                      {"c.csv", "not a class index"});
+    expect_data_error([] { data::read_csv("/nonexistent/tandem.csv"); }, {"/nonexistent/tandem.csv", "cannot open"});
+    TempFile bin("binary.csv");
+    bin.write(std::string("1,2\n\0\0\0", 7));
+    expect_data_error([&] { data::read_csv(bin.str()); }, {"byte offset 4", "not a text"});
+  }
+
+  TEST_CASE("gzip: corrupt, truncated and trailing bytes are DataErrors with the byte offset" * doctest::skip(kNoZlib)) {
+    const std::vector<unsigned char> gz = raw_bytes(data_file("digits.csv.gz"));
+    REQUIRE(gz.size() > 1000);
+    TempFile f("digits.csv.gz");
+    std::vector<unsigned char> truncated(gz.begin(), gz.begin() + static_cast<long>(gz.size() / 2));
+    f.write(truncated);
+    expect_data_error([&] { data::read_file(f.str()); }, {f.str(), "truncated", "byte offset " + std::to_string(truncated.size())});
+    std::vector<unsigned char> corrupt = gz;
+    for (std::size_t i = 100; i < 140; ++i) corrupt[i] ^= 0x5a;
+    f.write(corrupt);
+    CHECK_THROWS_AS(data::read_csv(f.str()), DataError);
+    std::vector<unsigned char> trailing = gz;
+    trailing.push_back('x');
+    f.write(trailing);
+    expect_data_error([&] { data::read_file(f.str()); }, {"after the end of the gzip stream", std::to_string(gz.size())});
+    // Two members, as `cat a.gz b.gz` makes: both inflate.
+    std::vector<unsigned char> twice = gz;
+    twice.insert(twice.end(), gz.begin(), gz.end());
+    f.write(twice);
+    CHECK(data::read_csv(f.str(), {.label_column = -1}).rows == 2 * 1797);
+  }
+
+  TEST_CASE("IDX: images and labels, and bad files named with the byte offset") {
+    TempFile images("images.idx"), labels("labels.idx");
+    images.write(idx_u8({3, 2, 2}, {0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 255}));
+    labels.write(idx_u8({3}, {7, 0, 9}));
+    const data::Dataset d = data::read_idx(images.str(), labels.str());
+    CHECK(d.rows == 3);
+    CHECK(d.cols == 4);
+    CHECK(d.features.back() == 255);
+    CHECK(d.targets == std::vector<double>{7, 0, 9});
+
+    labels.write(idx_u8({2}, {7, 0}));
+    expect_data_error([&] { data::read_idx(images.str(), labels.str()); }, {"2 labels for 3 images"});
+    auto bytes = idx_u8({3, 2, 2}, {0, 1, 2});
+    expect_data_error([&] { data::parse_idx(bytes, "t.idx"); }, {"t.idx", "truncated", "12 values"});
+    bytes = {1, 0, 8, 1};
+    expect_data_error([&] { data::parse_idx(bytes, "m.idx"); }, {"byte offset 0", "not an IDX file"});
+    bytes = {0, 0, 0x42, 1, 0, 0, 0, 1, 5};
+    expect_data_error([&] { data::parse_idx(bytes, "y.idx"); }, {"byte offset 2", "element type"});
+    bytes = {0, 0, 8, 3, 0, 0};
+    expect_data_error([&] { data::parse_idx(bytes, "h.idx"); }, {"truncated header"});
+    bytes = {0, 0, 8, 2, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff};
+    expect_data_error([&] { data::parse_idx(bytes, "big.idx"); }, {"2^40"});
+  }
+
+  TEST_CASE("thousands of random and truncated inputs: a result or a DataError, never a crash" * doctest::skip(kNoZlib)) {
+    data::Rng rng(test::seed());
+    const std::string csv = "a,b,c\n1,2,3\n4.5,-6,7e2\n8,9,10\n";
+    const std::vector<unsigned char> idx = idx_u8({2, 3}, {1, 2, 3, 4, 5, 6});
+    const std::string alphabet = "0123456789,;.\t -+eE\nx\r";
+    int errors = 0, parsed = 0;
+    for (int trial = 0; trial < 3000; ++trial) {
+      std::string text = csv;
+      std::vector<unsigned char> bytes = idx;
+      if (trial % 3 == 0) {
+        text.resize(rng.below(text.size() + 1));
+        bytes.resize(rng.below(bytes.size() + 1));
+      } else {
+        const auto edits = 1 + rng.below(4);
+        for (std::uint64_t e = 0; e < edits; ++e) {
+          text[rng.below(text.size())] = alphabet[rng.below(alphabet.size())];
+          bytes[rng.below(bytes.size())] = static_cast<unsigned char>(rng.next());
+        }
+      }
+      try {
+        const data::Dataset d = data::parse_csv(text, "fuzz.csv", {.label_column = -1});
+        CHECK(d.features.size() == d.rows * d.cols);
+        ++parsed;
+      } catch (const DataError&) {
+        ++errors;
+      }
+      try {
+        const data::IdxArray a = data::parse_idx(bytes, "fuzz.idx");
+        std::size_t count = 1;
+        for (auto dim : a.dims) count *= dim;
+        CHECK(a.values.size() == count);
+        ++parsed;
+      } catch (const DataError&) {
+        ++errors;
+      }
+    }
+    CHECK(errors > 0);
+    CHECK(parsed > 0);
+    // Truncated gzip files, through the file reader.
+    const std::vector<unsigned char> gz = raw_bytes(data_file("diabetes_target.csv.gz"));
+    TempFile f("fuzz.gz");
+    for (int trial = 0; trial < 200; ++trial) {
+      std::vector<unsigned char> b(gz.begin(), gz.begin() + static_cast<long>(rng.below(gz.size())));
+      if (trial % 2 && !b.empty()) b[rng.below(b.size())] ^= static_cast<unsigned char>(1 + rng.below(255));
+      f.write(b);
+      try {
+        (void)data::read_csv(f.str());
+      } catch (const DataError&) {
+      }
+    }
+  }
+
+  TEST_CASE("the split is seeded, disjoint and complete; standardisation gives mean 0 and variance 1" * doctest::skip(kNoZlib)) {
+    const data::Dataset d = data::read_csv(data_file("digits.csv.gz"), {.label_column = -1});
+    const data::Split s = data::train_test_split(d, 0.2, 42);
+    CHECK(s.test.rows == 359);
+    CHECK(s.train.rows == 1797 - 359);
+    const data::Split again = data::train_test_split(d, 0.2, 42);
+    CHECK(again.test.features == s.test.features);
+    CHECK(data::train_test_split(d, 0.2, 43).test.features != s.test.features);
+    double total = 0;
+    for (double t : s.train.targets) total += t;
+    for (double t : s.test.targets) total += t;
+    CHECK(total == std::accumulate(d.targets.begin(), d.targets.end(), 0.0));
+    CHECK_THROWS_AS(data::train_test_split(d, 1.0, 1), InvalidArgument);
+
+    data::Dataset train = s.train;
+    const data::Standardizer st = data::Standardizer::fit(train);
+    st.apply(train);
+    for (std::size_t c : {std::size_t(0), std::size_t(20), std::size_t(63)}) {
+      double mean = 0, var = 0;
+      for (std::size_t r = 0; r < train.rows; ++r) mean += train.features[r * 64 + c];
+      mean /= double(train.rows);
+      for (std::size_t r = 0; r < train.rows; ++r) var += std::pow(train.features[r * 64 + c] - mean, 2);
+      var /= double(train.rows);
+      CHECK(std::fabs(mean) < 1e-12);
+      // Column 0 is constant (always 0) in digits: it stays 0, not NaN.
+      CHECK((c == 0 ? var == 0 : std::fabs(var - 1) < 1e-12));
+    }
+  }
+
+  TEST_CASE("the generator is the same on every platform") {
+    data::Rng rng(0);
+    CHECK(rng.next() == 0xe220a8397b1dcdafULL);  // splitmix64's first output from state 0
+    const auto p = data::Rng(7).permutation(1000);
+    std::vector<std::size_t> sorted = p;
+    std::sort(sorted.begin(), sorted.end());
+    std::vector<std::size_t> iota(1000);
+    std::iota(iota.begin(), iota.end(), 0);
+    CHECK(sorted == iota);
+    CHECK(p != iota);
+    double sum = 0, sq = 0;
+    data::Rng g(3);
+    for (int i = 0; i < 100000; ++i) {
+      const double v = g.normal();
+      sum += v;
+      sq += v * v;
+    }
+    CHECK(std::fabs(sum / 1e5) < 0.02);
+    CHECK(std::fabs(sq / 1e5 - 1) < 0.02);
+  }
+}
