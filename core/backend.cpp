@@ -3,6 +3,7 @@
 #include "tandem/backend.hpp"
 
 #include <chrono>
+#include <cmath>
 #include <cstdio>
 #include <cstdlib>
 #include <limits>
@@ -42,6 +43,35 @@ Backend::Backend() : track_allocations_(debug_memory_enabled()) {}
 Backend::~Backend() = default;
 
 std::vector<std::string> Backend::variants(std::string_view) const { return {}; }
+
+void Backend::adam_step(Queue q, DType t, std::size_t n, const AdamParams& p, void* w, const void* g, void* m,
+                        void* v) {
+  if (n == 0) return;
+  const double c1 = 1 - std::pow(p.beta1, double(p.t)), c2 = 1 - std::pow(p.beta2, double(p.t));
+  const std::size_t bytes = n * size_of(t);
+  // Two temporaries from the caching allocator, freed after the queue has used them.
+  struct Temp {
+    Backend& be;
+    Queue q;
+    void* ptr;
+    ~Temp() {
+      be.synchronize(q);
+      be.deallocate(ptr);
+    }
+  } tmp{*this, q, allocate(bytes)}, eps{*this, q, allocate(bytes)};
+  scale(q, t, n, p.beta1, m, m);
+  axpy(q, t, n, 1 - p.beta1, g, m);
+  unary(q, UnaryOp::square, t, n, g, tmp.ptr);
+  scale(q, t, n, p.beta2, v, v);
+  axpy(q, t, n, 1 - p.beta2, tmp.ptr, v);
+  if (p.weight_decay != 0) scale(q, t, n, 1 - p.learning_rate * p.weight_decay, w, w);
+  scale(q, t, n, 1 / c2, v, tmp.ptr);
+  unary(q, UnaryOp::sqrt, t, n, tmp.ptr, tmp.ptr);
+  fill(q, t, n, p.epsilon, eps.ptr);
+  binary(q, BinaryOp::add, t, n, tmp.ptr, eps.ptr, tmp.ptr);
+  binary(q, BinaryOp::div, t, n, m, tmp.ptr, tmp.ptr);
+  axpy(q, t, n, -p.learning_rate / c1, tmp.ptr, w);
+}
 
 void* Backend::allocate(std::size_t bytes, const std::source_location& where) {
   if (bytes == 0) return nullptr;

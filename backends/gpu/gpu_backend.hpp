@@ -18,6 +18,7 @@
 
 #include <algorithm>
 #include <bit>
+#include <cmath>
 #include <cstring>
 #include <limits>
 #include <string>
@@ -187,6 +188,15 @@ class GpuBackend : public Backend {
       case DType::i32: return run(std::uint32_t{0xffffffffu});  // -1
       case DType::f64: return run(std::bit_cast<std::uint64_t>(std::numeric_limits<double>::quiet_NaN()));
     }
+  }
+  void adam_step(Queue q, DType t, std::size_t n, const AdamParams& p, void* w, const void* g, void* m,
+                 void* v) override {
+    const double c1 = 1 - std::pow(p.beta1, double(p.t)), c2 = 1 - std::pow(p.beta2, double(p.t));
+    detail::dispatch_float(t, [&]<class T>() {
+      launch(q, "adam_step", grid_1d(n), block_1d(), 0, kernels::adam_step_kernel<T>, n, T(p.beta1), T(p.beta2),
+             T(p.learning_rate / c1), T(1 / c2), T(p.epsilon), T(1 - p.learning_rate * p.weight_decay), as<T>(w),
+             as<T>(g), as<T>(m), as<T>(v));
+    });
   }
   void convert(Queue q, DType from, DType to, std::size_t n, const void* x, void* out) override {
     detail::dispatch_real(from, [&]<class S>() {

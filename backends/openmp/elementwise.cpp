@@ -186,4 +186,27 @@ void OpenMPBackend::convert(Queue q, DType from_type, DType to_type, std::size_t
   });
 }
 
+// One pass over w, g, m and v instead of the eight of the composite default.
+void OpenMPBackend::adam_step(Queue q, DType t, std::size_t n, const AdamParams& p, void* w, const void* g, void* m,
+                              void* v) {
+  check_queue(q);
+  const double c1 = 1 - std::pow(p.beta1, double(p.t)), c2 = 1 - std::pow(p.beta2, double(p.t));
+  dispatch_float(t, [&]<class T>() {
+    const T b1 = T(p.beta1), b2 = T(p.beta2), step = T(p.learning_rate / c1), inv_c2 = T(1 / c2), eps = T(p.epsilon);
+    const T keep = T(1 - p.learning_rate * p.weight_decay);
+    T* ws = static_cast<T*>(w);
+    const T* gs = static_cast<const T*>(g);
+    T* ms = static_cast<T*>(m);
+    T* vs = static_cast<T*>(v);
+    for_each_index(n, [=](std::int64_t i) {
+      const T gi = gs[i];
+      const T mi = b1 * ms[i] + (1 - b1) * gi;
+      const T vi = b2 * vs[i] + (1 - b2) * gi * gi;
+      ms[i] = mi;
+      vs[i] = vi;
+      ws[i] = keep * ws[i] - step * mi / (std::sqrt(vi * inv_c2) + eps);
+    });
+  });
+}
+
 }  // namespace tandem::openmp

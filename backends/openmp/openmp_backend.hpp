@@ -31,6 +31,8 @@ class OpenMPBackend final : public host::HostBackend {
   void gather_rows(Queue q, DType t, std::int64_t rows, std::int64_t cols, const std::int32_t* index,
                    std::int64_t x_rows, const void* x, std::int64_t ldx, void* out, std::int64_t ldo) override;
   void convert(Queue q, DType from, DType to, std::size_t n, const void* x, void* out) override;
+  void adam_step(Queue q, DType t, std::size_t n, const AdamParams& p, void* w, const void* g, void* m,
+                 void* v) override;
   std::vector<MatmulTier> matmul_tiers(DType ab) const override;
   MatmulTier choose_matmul_tier(const GemmArgs& args) const override;
   void matmul(Queue q, const GemmArgs& args) override;

@@ -129,6 +129,24 @@ class ReferenceBackend final : public host::HostBackend {
     });
   }
 
+  void adam_step(Queue q, DType t, std::size_t n, const AdamParams& p, void* w, const void* g, void* m,
+                 void* v) override {
+    check_queue(q);
+    const double c1 = 1 - std::pow(p.beta1, double(p.t)), c2 = 1 - std::pow(p.beta2, double(p.t));
+    dispatch_float(t, [&]<class T>() {
+      for (std::size_t i = 0; i < n; ++i) {
+        const double gi = static_cast<const T*>(g)[i];
+        const double mi = p.beta1 * double(static_cast<T*>(m)[i]) + (1 - p.beta1) * gi;
+        const double vi = p.beta2 * double(static_cast<T*>(v)[i]) + (1 - p.beta2) * gi * gi;
+        const double wi = static_cast<T*>(w)[i];
+        static_cast<T*>(m)[i] = T(mi);
+        static_cast<T*>(v)[i] = T(vi);
+        static_cast<T*>(w)[i] = T(wi - p.learning_rate * p.weight_decay * wi -
+                                  p.learning_rate * (mi / c1) / (std::sqrt(vi / c2) + p.epsilon));
+      }
+    });
+  }
+
   std::vector<MatmulTier> matmul_tiers(DType) const override { return {MatmulTier::naive}; }
   MatmulTier choose_matmul_tier(const GemmArgs&) const override { return MatmulTier::naive; }
 

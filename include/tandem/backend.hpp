@@ -75,6 +75,16 @@ struct GemmArgs {
   MatmulTier tier = MatmulTier::automatic;  // never automatic when it reaches a backend
 };
 
+// One Adam step (AdamW: decoupled weight decay) at step t >= 1 on n parameters, in place:
+//   m = b1 m + (1 - b1) g;  v = b2 v + (1 - b2) g^2;
+//   w = w - lr * decay * w - lr * (m / (1 - b1^t)) / (sqrt(v / (1 - b2^t)) + eps).
+struct AdamParams {
+  double learning_rate = 1e-3;
+  double beta1 = 0.9, beta2 = 0.999, epsilon = 1e-8;
+  double weight_decay = 0;
+  std::uint64_t t = 1;
+};
+
 // Backends are always owned by a std::shared_ptr (the registry's or create_backend's); every
 // buffer keeps its backend alive.
 class Backend : public std::enable_shared_from_this<Backend> {
@@ -169,6 +179,10 @@ class Backend : public std::enable_shared_from_this<Backend> {
                                      std::int64_t ld_probs, void* losses) = 0;
   // result[0] = mean((a[i] - b[i])^2); n >= 1.
   virtual void mse(Queue q, DType t, std::size_t n, const void* a, const void* b, void* result) = 0;
+  // Optional, fused for speed: an Adam step on w with gradient g and moments m, v (f32 or f64).
+  // The default composes the elementwise primitives above (eight passes over memory instead of one).
+  virtual void adam_step(Queue q, DType t, std::size_t n, const AdamParams& p, void* w, const void* g, void* m,
+                         void* v);
 
   // ---- memory, built on the resource contract (not virtual) ----
   // Allocates through the caching allocator; throws OutOfMemory. The location is kept for the

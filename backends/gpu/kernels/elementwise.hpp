@@ -130,6 +130,20 @@ TANDEM_KERNEL TANDEM_LAUNCH_BOUNDS(256) void gather_rows_kernel(std::int64_t row
   });
 }
 
+// One fused Adam step (see AdamParams): one pass over w, g, m, v.
+template <class T>
+TANDEM_KERNEL TANDEM_LAUNCH_BOUNDS(256) void adam_step_kernel(std::size_t n, T b1, T b2, T step, T inv_c2, T eps,
+                                                              T keep, T* w, const T* g, T* m, T* v) {
+  for (std::size_t i = global_thread(); i < n; i += global_threads()) {
+    const T gi = g[i];
+    const T mi = b1 * m[i] + (T(1) - b1) * gi;
+    const T vi = b2 * v[i] + (T(1) - b2) * gi * gi;
+    m[i] = mi;
+    v[i] = vi;
+    w[i] = keep * w[i] - step * mi / (std::sqrt(vi * inv_c2) + eps);
+  }
+}
+
 // out[i] = x[i] converted from S to D.
 template <class S, class D>
 TANDEM_KERNEL TANDEM_LAUNCH_BOUNDS(256) void convert_kernel(std::size_t n, const S* x, D* out) {

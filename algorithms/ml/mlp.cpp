@@ -1,0 +1,449 @@
+// The MLP: layers, losses, hand-written backward passes and optimizers, all composed from the
+// primitive ops (no backend-specific code). Batches are row-major (batch, features); activations
+// are kept contiguous (ld = width) in buffers sized for the largest batch seen.
+//
+// Backward per layer, with dY the gradient w.r.t. the layer's output Y (batch, out):
+//   Linear  Y = X W + b:  dW = X^T dY (in, out), db = column sums of dY, dX = dY W^T
+//   ReLU    dX = dY where X > 0          Sigmoid  dX = dY * Y (1 - Y)     Tanh  dX = dY (1 - Y^2)
+// Losses, mean over the batch: softmax cross-entropy dZ = (softmax(Z) - onehot) / batch;
+// MSE over batch x out values dY = 2 (Y - T) / (batch * out).
+#include "tandem/mlp.hpp"
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <limits>
+#include <string>
+
+#include "host_data.hpp"
+#include "tandem/errors.hpp"
+
+namespace tandem::ml {
+namespace {
+
+using detail::to_device;
+using detail::to_host;
+
+std::string shape(std::size_t a, std::size_t b) { return "(" + std::to_string(a) + ", " + std::to_string(b) + ")"; }
+
+void check_layers(const std::vector<LayerSpec>& layers) {
+  if (layers.empty()) throw InvalidArgument("Mlp: a model needs at least one layer");
+  bool has_linear = false;
+  for (std::size_t i = 0; i < layers.size(); ++i) {
+    const LayerSpec& l = layers[i];
+    const std::string where = "Mlp: layer " + std::to_string(i) + " (" + std::string(name_of(l.kind)) + ")";
+    if (l.kind != LayerKind::linear && l.kind != LayerKind::relu && l.kind != LayerKind::sigmoid &&
+        l.kind != LayerKind::tanh) {
+      throw InvalidArgument("Mlp: layer " + std::to_string(i) + " has an unknown kind");
+    }
+    if (l.inputs == 0 || l.outputs == 0) throw InvalidArgument(where + " has a width of 0");
+    if (l.kind != LayerKind::linear && l.inputs != l.outputs) {
+      throw InvalidArgument(where + " maps " + std::to_string(l.inputs) + " to " + std::to_string(l.outputs) +
+                            " features; an activation keeps the width");
+    }
+    if (i > 0 && l.inputs != layers[i - 1].outputs) {
+      throw ShapeMismatch(where + " takes " + std::to_string(l.inputs) + " features, but layer " +
+                          std::to_string(i - 1) + " gives " + std::to_string(layers[i - 1].outputs));
+    }
+    has_linear = has_linear || l.kind == LayerKind::linear;
+  }
+  if (!has_linear) throw InvalidArgument("Mlp: a model needs at least one linear layer (it has no parameters otherwise)");
+}
+
+// A contiguous (rows, cols) view at the start of a buffer.
+Matrix view(const Buffer& b, std::int64_t rows, std::size_t cols) {
+  return matrix(b.slice(0, static_cast<std::size_t>(rows) * cols), rows, static_cast<std::int64_t>(cols));
+}
+
+}  // namespace
+
+std::string_view name_of(LayerKind k) {
+  switch (k) {
+    case LayerKind::linear: return "linear";
+    case LayerKind::relu: return "relu";
+    case LayerKind::sigmoid: return "sigmoid";
+    case LayerKind::tanh: return "tanh";
+  }
+  return "?";
+}
+
+std::string_view name_of(LossKind k) {
+  switch (k) {
+    case LossKind::softmax_cross_entropy: return "softmax_cross_entropy";
+    case LossKind::mse: return "mse";
+  }
+  return "?";
+}
+
+std::vector<LayerSpec> layers_from_widths(const std::vector<std::size_t>& widths, LayerKind activation) {
+  if (widths.size() < 2) {
+    throw InvalidArgument("an MLP needs at least two widths (inputs and outputs), e.g. 64,128,10");
+  }
+  if (activation == LayerKind::linear) throw InvalidArgument("the activation between layers cannot be linear");
+  std::vector<LayerSpec> layers;
+  for (std::size_t i = 0; i + 1 < widths.size(); ++i) {
+    if (i > 0) layers.push_back({activation, widths[i], widths[i]});
+    layers.push_back({LayerKind::linear, widths[i], widths[i + 1]});
+  }
+  return layers;
+}
+
+Mlp::Mlp(Backend& backend, std::vector<LayerSpec> layers, const MlpOptions& options)
+    : backend_(&backend), layers_(std::move(layers)), options_(options) {
+  check_layers(layers_);
+  if (options_.dtype != DType::f32 && options_.dtype != DType::f64) {
+    throw DTypeMismatch("Mlp: parameters are f32 or f64, not " + std::string(name_of(options_.dtype)));
+  }
+  if (options_.loss != LossKind::mse && options_.loss != LossKind::softmax_cross_entropy) {
+    throw InvalidArgument("Mlp: unknown loss");
+  }
+  const OptimizerOptions& o = options_.optimizer;
+  if (!(o.learning_rate > 0) || !std::isfinite(o.learning_rate)) {
+    throw InvalidArgument("Mlp: the learning rate must be positive, not " + std::to_string(o.learning_rate));
+  }
+  if (!(o.momentum >= 0 && o.momentum < 1) || !(o.beta1 >= 0 && o.beta1 < 1) || !(o.beta2 >= 0 && o.beta2 < 1)) {
+    throw InvalidArgument("Mlp: momentum, beta1 and beta2 must be in [0, 1)");
+  }
+  if (!(o.weight_decay >= 0)) throw InvalidArgument("Mlp: weight decay must be >= 0");
+
+  // He initialisation (std sqrt(2 / in)) for a linear layer followed by ReLU, Xavier/Glorot
+  // (std sqrt(2 / (in + out))) otherwise; biases start at zero. One generator, layer by layer.
+  data::Rng rng(options_.seed);
+  const DType dt = options_.dtype;
+  for (std::size_t i = 0; i < layers_.size(); ++i) {
+    const LayerSpec& l = layers_[i];
+    if (l.kind != LayerKind::linear) continue;
+    const bool relu_next = i + 1 < layers_.size() && layers_[i + 1].kind == LayerKind::relu;
+    const double stddev = relu_next ? std::sqrt(2.0 / double(l.inputs)) : std::sqrt(2.0 / double(l.inputs + l.outputs));
+    std::vector<double> w(l.inputs * l.outputs);
+    for (double& v : w) v = rng.normal() * stddev;
+    params_.push_back(to_device(backend, w, dt));
+    Buffer b(backend, dt, l.outputs);
+    fill(b, 0);
+    params_.push_back(b);
+  }
+  for (const Buffer& p : params_) {
+    grads_.emplace_back(backend, dt, p.size());
+    moment1_.emplace_back(backend, dt, p.size());
+    moment2_.emplace_back(backend, dt, p.size());
+    fill(moment1_.back(), 0);
+    fill(moment2_.back(), 0);
+  }
+  loss_ = Buffer(backend, dt, 1);
+}
+
+std::size_t Mlp::parameter_count() const {
+  std::size_t n = 0;
+  for (const Buffer& p : params_) n += p.size();
+  return n;
+}
+
+void Mlp::allocate_activations(std::int64_t batch) {
+  acts_.resize(layers_.size() + 1);
+  deltas_.resize(layers_.size() + 1);
+  if (batch > batch_) {
+    const DType dt = options_.dtype;
+    const auto rows = static_cast<std::size_t>(batch);
+    act_store_.clear();
+    delta_store_.clear();
+    // The first layer's input gradient is never needed: no store for index 0.
+    act_store_.emplace_back();
+    delta_store_.emplace_back();
+    for (const LayerSpec& l : layers_) {
+      act_store_.emplace_back(*backend_, dt, rows * l.outputs);
+      delta_store_.emplace_back(*backend_, dt, rows * l.outputs);
+    }
+    probs_store_ = Buffer(*backend_, dt, rows * outputs());
+    row_losses_ = Buffer(*backend_, dt, rows);
+    batch_ = batch;
+  }
+  for (std::size_t i = 0; i < layers_.size(); ++i) {
+    acts_[i + 1] = view(act_store_[i + 1], batch, layers_[i].outputs);
+    deltas_[i + 1] = view(delta_store_[i + 1], batch, layers_[i].outputs);
+  }
+}
+
+const Matrix& Mlp::forward(const Matrix& x) {
+  if (x.cols != static_cast<std::int64_t>(inputs())) {
+    throw ShapeMismatch("Mlp::forward: the model takes " + std::to_string(inputs()) + " features, the batch has " +
+                        std::to_string(x.cols));
+  }
+  if (x.ld != x.cols) throw InvalidArgument("Mlp::forward: the batch must be contiguous (ld == cols)");
+  if (x.rows == 0) throw InvalidArgument("Mlp::forward: the batch is empty");
+  if (x.buffer.dtype() != options_.dtype) {
+    throw DTypeMismatch("Mlp::forward: the model computes in " + std::string(name_of(options_.dtype)) +
+                        ", the batch is " + std::string(name_of(x.buffer.dtype())));
+  }
+  allocate_activations(x.rows);
+  acts_[0] = x;
+  std::size_t p = 0;
+  for (std::size_t i = 0; i < layers_.size(); ++i) {
+    const LayerSpec& l = layers_[i];
+    Matrix& out = acts_[i + 1];
+    const Matrix& in = acts_[i];
+    switch (l.kind) {
+      case LayerKind::linear:
+        matmul(in, view(params_[p], static_cast<std::int64_t>(l.inputs), l.outputs), out);
+        add_row_vector(out, params_[p + 1], out);
+        p += 2;
+        break;
+      case LayerKind::relu: relu(in.buffer, out.buffer); break;
+      case LayerKind::sigmoid: sigmoid(in.buffer, out.buffer); break;
+      case LayerKind::tanh: tanh(in.buffer, out.buffer); break;
+    }
+  }
+  return acts_.back();
+}
+
+const Buffer& Mlp::backward(const Buffer& labels, const Matrix& targets) {
+  if (acts_.empty() || acts_[0].rows == 0) throw InvalidArgument("Mlp::backward: call forward() first");
+  const std::int64_t b = acts_[0].rows;
+  const auto out_cols = outputs();
+  if (targets.rows != b || targets.cols != static_cast<std::int64_t>(out_cols)) {
+    throw ShapeMismatch("Mlp::backward: targets must be " + shape(std::size_t(b), out_cols) + ", not " +
+                        shape(std::size_t(targets.rows), std::size_t(targets.cols)));
+  }
+  Matrix& top = deltas_.back();
+  const Matrix& y = acts_.back();
+  if (options_.loss == LossKind::softmax_cross_entropy) {
+    Matrix probs = view(probs_store_, b, out_cols);
+    Buffer losses = row_losses_.slice(0, std::size_t(b));
+    softmax_cross_entropy(y, labels, probs, losses);
+    reduce(ReduceOp::sum, losses, loss_);
+    scale(1.0 / double(b), loss_, loss_);
+    sub(probs.buffer, targets.buffer, top.buffer);
+    scale(1.0 / double(b), top.buffer, top.buffer);
+  } else {
+    mse(y.buffer, targets.buffer, loss_);
+    sub(y.buffer, targets.buffer, top.buffer);
+    scale(2.0 / double(b * static_cast<std::int64_t>(out_cols)), top.buffer, top.buffer);
+  }
+  std::size_t p = params_.size();
+  for (std::size_t i = layers_.size(); i-- > 0;) {
+    const LayerSpec& l = layers_[i];
+    const Matrix& dy = deltas_[i + 1];
+    const bool need_dx = i > 0;
+    Matrix dx;
+    if (need_dx) dx = deltas_[i];
+    switch (l.kind) {
+      case LayerKind::linear: {
+        p -= 2;
+        const auto in = static_cast<std::int64_t>(l.inputs);
+        Matrix dw = view(grads_[p], in, l.outputs);
+        matmul(acts_[i], dy, dw, {.trans_a = Transpose::yes});
+        reduce_cols(ReduceOp::sum, dy, grads_[p + 1]);
+        if (need_dx) matmul(dy, view(params_[p], in, l.outputs), dx, {.trans_b = Transpose::yes});
+        break;
+      }
+      case LayerKind::relu:
+        if (need_dx) relu_grad(acts_[i].buffer, dy.buffer, dx.buffer);
+        break;
+      case LayerKind::sigmoid:
+        if (need_dx) sigmoid_grad(acts_[i + 1].buffer, dy.buffer, dx.buffer);
+        break;
+      case LayerKind::tanh:
+        if (need_dx) tanh_grad(acts_[i + 1].buffer, dy.buffer, dx.buffer);
+        break;
+    }
+  }
+  return loss_;
+}
+
+void Mlp::step() {
+  ++steps_;
+  const OptimizerOptions& o = options_.optimizer;
+  for (std::size_t i = 0; i < params_.size(); ++i) {
+    Buffer& w = params_[i];
+    Buffer& g = grads_[i];
+    if (o.kind == OptimizerKind::adam) {
+      AdamParams a;
+      a.learning_rate = o.learning_rate;
+      a.beta1 = o.beta1;
+      a.beta2 = o.beta2;
+      a.epsilon = o.epsilon;
+      a.weight_decay = o.weight_decay;
+      a.t = steps_;
+      backend_->adam_step(Queue{}, w.dtype(), w.size(), a, w.data(), g.data(), moment1_[i].data(),
+                          moment2_[i].data());
+    } else {
+      // v = momentum v + g + decay w; w -= lr v.
+      if (o.weight_decay != 0) axpy(o.weight_decay, w, g);
+      Buffer& v = moment1_[i];
+      if (o.momentum != 0) {
+        scale(o.momentum, v, v);
+        axpy(1, g, v);
+        axpy(-o.learning_rate, v, w);
+      } else {
+        axpy(-o.learning_rate, g, w);
+      }
+    }
+  }
+}
+
+double Mlp::train_step(const Matrix& x, const Buffer& labels, const Matrix& targets) {
+  forward(x);
+  backward(labels, targets);
+  step();
+  return detail::to_scalar(loss_);
+}
+
+// ---- training loop ----
+
+namespace {
+
+// The model's targets for a data set: one-hot rows (classification) or the values (MSE).
+std::vector<double> target_rows(const Mlp& model, const data::Dataset& d, std::vector<std::int32_t>& labels) {
+  const std::size_t out = model.outputs();
+  if (d.targets.size() != d.rows) throw InvalidArgument("train: the data set " + d.source + " has no targets");
+  if (model.options().loss == LossKind::softmax_cross_entropy) {
+    labels = d.class_labels();
+    std::vector<double> onehot(d.rows * out, 0);
+    for (std::size_t r = 0; r < d.rows; ++r) {
+      if (static_cast<std::size_t>(labels[r]) >= out) {
+        throw InvalidArgument("train: sample " + std::to_string(r) + " of " + d.source + " has class " +
+                              std::to_string(labels[r]) + ", but the model has " + std::to_string(out) +
+                              " outputs; make the last width at least " + std::to_string(labels[r] + 1));
+      }
+      onehot[r * out + std::size_t(labels[r])] = 1;
+    }
+    return onehot;
+  }
+  if (out != 1) {
+    throw InvalidArgument("train: an MSE model on a data set with one target needs 1 output, not " + std::to_string(out));
+  }
+  labels.assign(d.rows, 0);
+  return d.targets;
+}
+
+// The data set on the backend: features, targets, labels.
+struct DeviceData {
+  Matrix x, t, labels;
+};
+
+DeviceData upload(Mlp& model, const data::Dataset& d) {
+  if (d.cols != model.inputs()) {
+    throw ShapeMismatch("train: the model takes " + std::to_string(model.inputs()) + " features, " + d.source +
+                        " has " + std::to_string(d.cols));
+  }
+  if (d.rows > std::size_t(std::numeric_limits<std::int32_t>::max())) {
+    throw InvalidArgument("train: batch indices are i32; the data set has too many samples");
+  }
+  std::vector<std::int32_t> labels;
+  const std::vector<double> t = target_rows(model, d, labels);
+  Backend& be = model.backend();
+  const DType dt = model.options().dtype;
+  const auto n = static_cast<std::int64_t>(d.rows);
+  DeviceData dd;
+  dd.x = matrix(to_device(be, d.features, dt), n, static_cast<std::int64_t>(d.cols));
+  dd.t = matrix(to_device(be, t, dt), n, static_cast<std::int64_t>(model.outputs()));
+  dd.labels = matrix(Buffer::from(be, labels), n, 1);
+  return dd;
+}
+
+using Clock = std::chrono::steady_clock;
+double since(Clock::time_point t0) { return std::chrono::duration<double>(Clock::now() - t0).count(); }
+
+}  // namespace
+
+Evaluation evaluate(Mlp& model, const data::Dataset& d, std::size_t batch_size) {
+  if (d.rows == 0) throw InvalidArgument("evaluate: the data set is empty");
+  if (batch_size == 0) throw InvalidArgument("evaluate: the batch size must be at least 1");
+  const DeviceData dd = upload(model, d);
+  const std::size_t out = model.outputs();
+  const bool classify = model.options().loss == LossKind::softmax_cross_entropy;
+  const std::vector<std::int32_t> labels = dd.labels.buffer.to_vector<std::int32_t>();
+  double loss = 0;
+  std::size_t correct = 0;
+  for (std::size_t start = 0; start < d.rows; start += batch_size) {
+    const std::size_t rows = std::min(batch_size, d.rows - start);
+    const auto r = static_cast<std::int64_t>(rows);
+    const Matrix xb = matrix(dd.x.buffer.slice(start * d.cols, rows * d.cols), r, static_cast<std::int64_t>(d.cols));
+    const Matrix tb = matrix(dd.t.buffer.slice(start * out, rows * out), r, static_cast<std::int64_t>(out));
+    const Matrix& y = model.forward(xb);
+    const Buffer& batch_loss = model.backward(dd.labels.buffer.slice(start, rows), tb);
+    loss += detail::to_scalar(batch_loss) * double(rows);
+    if (classify) {
+      const std::vector<double> logits = to_host(y.buffer);
+      for (std::size_t i = 0; i < rows; ++i) {
+        const double* row = logits.data() + i * out;
+        const std::size_t best = std::size_t(std::max_element(row, row + out) - row);
+        correct += best == std::size_t(labels[start + i]);
+      }
+    }
+  }
+  Evaluation e;
+  e.loss = loss / double(d.rows);
+  e.accuracy = classify ? double(correct) / double(d.rows) : std::numeric_limits<double>::quiet_NaN();
+  return e;
+}
+
+std::vector<EpochReport> train(Mlp& model, const data::Dataset& train_set, const data::Dataset* test,
+                               const TrainOptions& options, const std::function<void(const EpochReport&)>& on_epoch) {
+  if (options.epochs == 0) throw InvalidArgument("train: epochs must be at least 1");
+  if (options.batch_size == 0) throw InvalidArgument("train: the batch size must be at least 1");
+  if (train_set.rows == 0) throw InvalidArgument("train: the training set is empty");
+  Backend& be = model.backend();
+  const DType dt = model.options().dtype;
+
+  auto t_upload = Clock::now();
+  const DeviceData dd = upload(model, train_set);
+  be.synchronize(Queue{});
+  double pending_wait = since(t_upload);
+
+  const std::size_t n = train_set.rows, cols = train_set.cols, out = model.outputs();
+  const std::size_t batch = std::min(options.batch_size, n);
+  const std::size_t batches = (n + batch - 1) / batch;
+  Buffer index(be, DType::i32, n), losses(be, dt, batches);
+  Buffer xb(be, dt, batch * cols), tb(be, dt, batch * out), lb(be, DType::i32, batch);
+  data::Rng rng(options.seed);
+  std::vector<EpochReport> reports;
+  for (std::size_t epoch = 1; epoch <= options.epochs; ++epoch) {
+    const auto t0 = Clock::now();
+    EpochReport rep;
+    rep.epoch = epoch;
+    // Shuffle: the order goes up (n i32), the data stays; batches are gathered on the backend.
+    const auto t_wait = Clock::now();
+    const std::vector<std::size_t> order = rng.permutation(n);
+    index.upload(std::vector<std::int32_t>(order.begin(), order.end()));
+    rep.data_wait_seconds = pending_wait + since(t_wait);
+    pending_wait = 0;
+    std::vector<double> weights(batches);
+    for (std::size_t k = 0; k < batches; ++k) {
+      const std::size_t start = k * batch, rows = std::min(batch, n - start);
+      const auto r = static_cast<std::int64_t>(rows);
+      const Buffer idx = index.slice(start, rows);
+      Matrix x = matrix(xb.slice(0, rows * cols), r, static_cast<std::int64_t>(cols));
+      Matrix t = matrix(tb.slice(0, rows * out), r, static_cast<std::int64_t>(out));
+      Matrix l = matrix(lb.slice(0, rows), r, 1);
+      gather_rows(dd.x, idx, x);
+      gather_rows(dd.t, idx, t);
+      gather_rows(dd.labels, idx, l);
+      model.forward(x);
+      const Buffer& loss = model.backward(l.buffer, t);
+      model.step();
+      Buffer slot = losses.slice(k, 1);
+      slot.copy_from(loss);
+      weights[k] = double(rows) / double(n);
+    }
+    const std::vector<double> batch_losses = to_host(losses);
+    rep.train_loss = 0;
+    for (std::size_t k = 0; k < batches; ++k) rep.train_loss += batch_losses[k] * weights[k];
+    if (!std::isfinite(rep.train_loss)) {
+      throw InvalidArgument("train: the loss became " + std::to_string(rep.train_loss) + " in epoch " +
+                            std::to_string(epoch) + "; lower the learning rate (it is " +
+                            std::to_string(model.options().optimizer.learning_rate) + ")");
+    }
+    rep.seconds = since(t0);
+    rep.test_loss = rep.test_accuracy = std::numeric_limits<double>::quiet_NaN();
+    if (test != nullptr && test->rows > 0) {
+      const Evaluation e = evaluate(model, *test);
+      rep.test_loss = e.loss;
+      rep.test_accuracy = e.accuracy;
+    }
+    reports.push_back(rep);
+    if (on_epoch) on_epoch(rep);
+  }
+  return reports;
+}
+
+}  // namespace tandem::ml

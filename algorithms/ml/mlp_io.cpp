@@ -1,0 +1,226 @@
+// Saving and loading a trained MLP. Format, version 1, little-endian:
+//   offset 0   8 bytes  magic "TANDEMNN"
+//          8   u32      format version (1)
+//         12   u32      dtype of the parameters (DType: 2 = f32, 3 = f64)
+//         16   u32      loss (LossKind)
+//         20   u32      layer count L
+//         24   L x {u32 kind (LayerKind), u64 inputs, u64 outputs}
+//              u64 S (standardiser features: 0 or inputs), S x f64 mean, S x f64 scale
+//              per parameter buffer (layer order, W then b): u64 count, count values of dtype
+//    end - 4   u32      CRC-32 (IEEE) of every byte before it
+// The checksum is verified before anything else is read, so a corrupt or truncated file is a
+// DataError and never an allocation sized by garbage; the structure is then checked field by field.
+#include <array>
+#include <cstring>
+#include <fstream>
+#include <limits>
+
+#include "host_data.hpp"
+#include "tandem/errors.hpp"
+#include "tandem/mlp.hpp"
+
+namespace tandem::ml {
+namespace {
+
+constexpr char kMagic[8] = {'T', 'A', 'N', 'D', 'E', 'M', 'N', 'N'};
+constexpr std::uint32_t kVersion = 1;
+constexpr std::size_t kMaxWidth = std::size_t(1) << 31;
+
+std::uint32_t crc32(const unsigned char* p, std::size_t n) {
+  static const std::array<std::uint32_t, 256> table = [] {
+    std::array<std::uint32_t, 256> t{};
+    for (std::uint32_t i = 0; i < 256; ++i) {
+      std::uint32_t c = i;
+      for (int k = 0; k < 8; ++k) c = (c & 1) ? 0xedb88320u ^ (c >> 1) : c >> 1;
+      t[i] = c;
+    }
+    return t;
+  }();
+  std::uint32_t c = 0xffffffffu;
+  for (std::size_t i = 0; i < n; ++i) c = table[(c ^ p[i]) & 0xffu] ^ (c >> 8);
+  return c ^ 0xffffffffu;
+}
+
+class Writer {
+ public:
+  void bytes(const void* p, std::size_t n) {
+    const auto* b = static_cast<const unsigned char*>(p);
+    out.insert(out.end(), b, b + n);
+  }
+  template <class U> void le(U v) {
+    for (std::size_t i = 0; i < sizeof(U); ++i) out.push_back(static_cast<unsigned char>(v >> (8 * i)));
+  }
+  void f64(double v) {
+    std::uint64_t u;
+    std::memcpy(&u, &v, 8);
+    le(u);
+  }
+  std::vector<unsigned char> out;
+};
+
+class Reader {
+ public:
+  Reader(const std::vector<unsigned char>& b, std::size_t end, const std::string& source)
+      : b_(b), end_(end), source_(source) {}
+  std::size_t offset() const { return pos_; }
+  [[noreturn]] void fail(const std::string& what) const {
+    throw DataError(source_ + ": byte offset " + std::to_string(pos_) + ": " + what);
+  }
+  void need(std::size_t n, const char* what) {
+    if (n > end_ - pos_) {
+      fail(std::string("the file ends inside ") + what + " (" + std::to_string(n) + " bytes needed, " +
+           std::to_string(end_ - pos_) + " left)");
+    }
+  }
+  template <class U> U le(const char* what) {
+    need(sizeof(U), what);
+    U v = 0;
+    for (std::size_t i = 0; i < sizeof(U); ++i) v |= U(b_[pos_ + i]) << (8 * i);
+    pos_ += sizeof(U);
+    return v;
+  }
+  double f64(const char* what) {
+    const auto u = le<std::uint64_t>(what);
+    double v;
+    std::memcpy(&v, &u, 8);
+    return v;
+  }
+  const unsigned char* take(std::size_t n, const char* what) {
+    need(n, what);
+    const unsigned char* p = b_.data() + pos_;
+    pos_ += n;
+    return p;
+  }
+  bool at_end() const { return pos_ == end_; }
+
+ private:
+  const std::vector<unsigned char>& b_;
+  std::size_t pos_ = 0, end_;
+  const std::string& source_;
+};
+
+}  // namespace
+
+std::vector<unsigned char> Mlp::serialize() const {
+  Writer w;
+  w.bytes(kMagic, 8);
+  w.le<std::uint32_t>(kVersion);
+  w.le<std::uint32_t>(static_cast<std::uint32_t>(options_.dtype));
+  w.le<std::uint32_t>(static_cast<std::uint32_t>(options_.loss));
+  w.le<std::uint32_t>(static_cast<std::uint32_t>(layers_.size()));
+  for (const LayerSpec& l : layers_) {
+    w.le<std::uint32_t>(static_cast<std::uint32_t>(l.kind));
+    w.le<std::uint64_t>(l.inputs);
+    w.le<std::uint64_t>(l.outputs);
+  }
+  w.le<std::uint64_t>(standardizer.mean.size());
+  for (double v : standardizer.mean) w.f64(v);
+  for (double v : standardizer.scale) w.f64(v);
+  for (const Buffer& p : params_) {
+    w.le<std::uint64_t>(p.size());
+    std::vector<unsigned char> raw(p.bytes());
+    p.download_bytes(raw.data(), raw.size());
+    w.bytes(raw.data(), raw.size());  // the host is little-endian (x86-64, arm64)
+  }
+  w.le<std::uint32_t>(crc32(w.out.data(), w.out.size()));
+  return w.out;
+}
+
+Mlp Mlp::deserialize(Backend& backend, const std::vector<unsigned char>& bytes, const std::string& source) {
+  if (bytes.size() < 8 || std::memcmp(bytes.data(), kMagic, 8) != 0) {
+    throw DataError(source + ": byte offset 0: not a tandem model file (it does not start with \"TANDEMNN\")");
+  }
+  if (bytes.size() < 28) {
+    throw DataError(source + ": the file is truncated: " + std::to_string(bytes.size()) +
+                    " bytes, less than the smallest model file");
+  }
+  Reader r(bytes, bytes.size() - 4, source);
+  (void)r.take(8, "the magic number");
+  const auto version = r.le<std::uint32_t>("the version");
+  if (version != kVersion) {
+    r.fail("format version " + std::to_string(version) + "; this tandem reads version " + std::to_string(kVersion) +
+           (version > kVersion ? " (the file was written by a newer tandem)" : ""));
+  }
+  std::uint32_t stored = 0;
+  for (int i = 0; i < 4; ++i) stored |= std::uint32_t(bytes[bytes.size() - 4 + std::size_t(i)]) << (8 * i);
+  if (stored != crc32(bytes.data(), bytes.size() - 4)) {
+    throw DataError(source + ": checksum mismatch: the file is corrupt or truncated (" + std::to_string(bytes.size()) +
+                    " bytes)");
+  }
+  MlpOptions o;
+  const auto dtype = r.le<std::uint32_t>("the dtype");
+  if (dtype != static_cast<std::uint32_t>(DType::f32) && dtype != static_cast<std::uint32_t>(DType::f64)) {
+    r.fail("parameter dtype code " + std::to_string(dtype) + " is not f32 or f64");
+  }
+  o.dtype = static_cast<DType>(dtype);
+  const auto loss = r.le<std::uint32_t>("the loss");
+  if (loss != 1 && loss != 2) r.fail("unknown loss code " + std::to_string(loss));
+  o.loss = static_cast<LossKind>(loss);
+  const auto count = r.le<std::uint32_t>("the layer count");
+  if (count == 0 || count > 4096) r.fail(std::to_string(count) + " layers (expected 1 to 4096)");
+  std::vector<LayerSpec> layers(count);
+  for (LayerSpec& l : layers) {
+    const auto kind = r.le<std::uint32_t>("a layer");
+    if (kind < 1 || kind > 4) r.fail("unknown layer kind " + std::to_string(kind));
+    l.kind = static_cast<LayerKind>(kind);
+    l.inputs = r.le<std::uint64_t>("a layer");
+    l.outputs = r.le<std::uint64_t>("a layer");
+    if (l.inputs == 0 || l.outputs == 0 || l.inputs > kMaxWidth || l.outputs > kMaxWidth) {
+      r.fail("layer width " + std::to_string(l.inputs) + " x " + std::to_string(l.outputs) + " is out of range");
+    }
+  }
+  // Every parameter must fit in the bytes that are left before anything is allocated.
+  std::size_t param_bytes = 0;
+  for (const LayerSpec& l : layers) {
+    if (l.kind == LayerKind::linear) {
+      if (l.inputs * l.outputs > (bytes.size() / size_of(o.dtype))) r.fail("a layer is larger than the whole file");
+      param_bytes += (l.inputs * l.outputs + l.outputs) * size_of(o.dtype);
+    }
+  }
+  if (param_bytes > bytes.size()) r.fail("the layers need more parameters than the file holds");
+  Mlp model = [&] {
+    try {
+      return Mlp(backend, layers, o);
+    } catch (const Error& e) {
+      r.fail(std::string("the layers do not form a model: ") + e.what());
+    }
+  }();
+  const auto s = r.le<std::uint64_t>("the standardiser");
+  if (s != 0 && s != model.inputs()) {
+    r.fail("a standardiser of " + std::to_string(s) + " features for a model of " + std::to_string(model.inputs()));
+  }
+  r.need(16 * s, "the standardiser");
+  model.standardizer.mean.resize(s);
+  model.standardizer.scale.resize(s);
+  for (double& v : model.standardizer.mean) v = r.f64("the standardiser");
+  for (double& v : model.standardizer.scale) v = r.f64("the standardiser");
+  for (Buffer& p : model.params_) {
+    const auto n = r.le<std::uint64_t>("a parameter count");
+    if (n != p.size()) {
+      r.fail("a parameter buffer of " + std::to_string(n) + " values where the layers need " + std::to_string(p.size()));
+    }
+    const unsigned char* raw = r.take(p.bytes(), "the parameters");
+    p.upload_bytes(raw, p.bytes());
+  }
+  if (!r.at_end()) r.fail("unexpected bytes after the last parameter");
+  model.backend().synchronize(Queue{});
+  return model;
+}
+
+void Mlp::save(const std::string& path) const {
+  const std::vector<unsigned char> bytes = serialize();
+  std::ofstream out(path, std::ios::binary | std::ios::trunc);
+  if (!out) throw InvalidArgument("save: cannot write " + path + " (" + std::strerror(errno) + ")");
+  out.write(reinterpret_cast<const char*>(bytes.data()), static_cast<std::streamsize>(bytes.size()));
+  out.close();
+  if (!out) throw InvalidArgument("save: writing " + path + " failed (disk full?)");
+}
+
+Mlp Mlp::load(Backend& backend, const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) throw DataError(path + ": cannot open the file (" + std::strerror(errno) + ")");
+  const std::vector<unsigned char> bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  return deserialize(backend, bytes, path);
+}
+
+}  // namespace tandem::ml

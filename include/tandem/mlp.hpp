@@ -1,0 +1,140 @@
+// A multi-layer perceptron that trains on any backend: Linear, ReLU, Sigmoid and Tanh layers of
+// any depth and width; softmax cross-entropy or MSE loss; hand-written backward passes; SGD with
+// momentum or Adam, weight decay; seeded He/Xavier initialisation; mini-batch training; save/load.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "tandem/buffer.hpp"
+#include "tandem/data.hpp"
+#include "tandem/ops.hpp"
+
+namespace tandem::ml {
+
+enum class LayerKind : std::uint32_t { linear = 1, relu = 2, sigmoid = 3, tanh = 4 };
+enum class LossKind : std::uint32_t { softmax_cross_entropy = 1, mse = 2 };
+enum class OptimizerKind { sgd, adam };
+
+std::string_view name_of(LayerKind k);
+std::string_view name_of(LossKind k);
+
+// One layer: Linear maps `inputs` features to `outputs`; activations keep the width.
+struct LayerSpec {
+  LayerKind kind = LayerKind::linear;
+  std::size_t inputs = 0;
+  std::size_t outputs = 0;
+};
+
+// Linear layers of these widths (input, hidden..., output) with `activation` between them and
+// none after the last: {64, 128, 10} is Linear(64,128), ReLU, Linear(128,10).
+std::vector<LayerSpec> layers_from_widths(const std::vector<std::size_t>& widths,
+                                          LayerKind activation = LayerKind::relu);
+
+struct OptimizerOptions {
+  OptimizerKind kind = OptimizerKind::adam;
+  double learning_rate = 1e-3;
+  double momentum = 0.9;  // SGD
+  double beta1 = 0.9, beta2 = 0.999, epsilon = 1e-8;  // Adam
+  // SGD: an L2 term added to the gradient. Adam: decoupled (AdamW), w -= lr * decay * w.
+  double weight_decay = 0;
+};
+
+struct MlpOptions {
+  LossKind loss = LossKind::softmax_cross_entropy;
+  OptimizerOptions optimizer;
+  std::uint64_t seed = 1;    // initialisation (He for ReLU layers, Xavier otherwise)
+  DType dtype = DType::f32;  // parameters and activations: f32 or f64
+};
+
+struct Evaluation {
+  double loss = 0;
+  double accuracy = 0;  // classification (softmax cross-entropy) only; NaN for MSE
+};
+
+class Mlp {
+ public:
+  Mlp(Backend& backend, std::vector<LayerSpec> layers, const MlpOptions& options = {});
+
+  Backend& backend() const { return *backend_; }
+  const std::vector<LayerSpec>& layers() const { return layers_; }
+  const MlpOptions& options() const { return options_; }
+  std::size_t inputs() const { return layers_.front().inputs; }
+  std::size_t outputs() const { return layers_.back().outputs; }
+  std::size_t parameter_count() const;
+
+  // Forward pass of a batch x (batch, inputs); returns the outputs (batch, outputs): logits for
+  // softmax cross-entropy. Keeps the activations for backward().
+  const Matrix& forward(const Matrix& x);
+  // The loss of the last forward() against the targets, and the gradients of every parameter.
+  // labels: i32 class per row (softmax cross-entropy); targets: (batch, outputs) (one-hot for
+  // classification, values for MSE). Returns the batch's mean loss on the backend (1 element).
+  const Buffer& backward(const Buffer& labels, const Matrix& targets);
+  // One optimizer step with the gradients of the last backward().
+  void step();
+  // forward + backward + step on one batch; returns the mean loss (waits for it).
+  double train_step(const Matrix& x, const Buffer& labels, const Matrix& targets);
+
+  // Parameters in layer order: for each Linear, W (inputs, outputs) then b (outputs).
+  std::vector<Buffer>& parameters() { return params_; }
+  const std::vector<Buffer>& parameters() const { return params_; }
+  const std::vector<Buffer>& gradients() const { return grads_; }
+
+  // The preprocessing that belongs to the model (saved with it): applied to data by the
+  // training loop and the CLI before the first layer.
+  data::Standardizer standardizer;
+
+  // Versioned binary file with a CRC-32; load raises DataError on a corrupt, truncated or
+  // wrong-version file, naming the byte offset.
+  void save(const std::string& path) const;
+  static Mlp load(Backend& backend, const std::string& path);
+  std::vector<unsigned char> serialize() const;
+  static Mlp deserialize(Backend& backend, const std::vector<unsigned char>& bytes, const std::string& source);
+
+ private:
+  void allocate_activations(std::int64_t batch);
+
+  Backend* backend_;
+  std::vector<LayerSpec> layers_;
+  MlpOptions options_;
+  std::vector<Buffer> params_, grads_, moment1_, moment2_;
+  // Views for the current batch over stores sized for the largest batch seen: acts_[0] is the
+  // input, acts_[i + 1] the output of layer i; deltas_[i] the loss gradient w.r.t. acts_[i].
+  std::vector<Matrix> acts_, deltas_;
+  std::vector<Buffer> act_store_, delta_store_;
+  Buffer probs_store_, row_losses_, loss_;
+  std::int64_t batch_ = 0;
+  std::uint64_t steps_ = 0;
+};
+
+// ---- training ----
+
+struct TrainOptions {
+  std::size_t epochs = 30;
+  std::size_t batch_size = 64;
+  std::uint64_t seed = 1;  // shuffling
+};
+
+struct EpochReport {
+  std::size_t epoch = 0;      // 1-based
+  double train_loss = 0;      // mean over the epoch's batches
+  double train_accuracy = 0;  // on the training batches as seen (classification)
+  double test_loss = 0;       // NaN without test data
+  double test_accuracy = 0;
+  double seconds = 0;
+  double data_wait_seconds = 0;  // time the loop waited for batches to reach the backend
+};
+
+// Trains on `train` (features already preprocessed; targets: class labels or values), evaluating
+// on `test` after each epoch when given. The data set stays on the backend and each epoch's
+// batches are gathered there in a fresh shuffled order. on_epoch is called after every epoch.
+std::vector<EpochReport> train(Mlp& model, const data::Dataset& train, const data::Dataset* test,
+                               const TrainOptions& options,
+                               const std::function<void(const EpochReport&)>& on_epoch = {});
+// Loss and accuracy of the model on a data set, in batches.
+Evaluation evaluate(Mlp& model, const data::Dataset& d, std::size_t batch_size = 1024);
+
+}  // namespace tandem::ml
