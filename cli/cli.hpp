@@ -9,5 +9,7 @@ namespace tandem::cli {
 // 0 success, 1 a check failed, 2 bad usage or an unusable backend.
 int info_main(const std::vector<std::string>& args);
 int check_main(const std::vector<std::string>& args);
+int train_main(const std::vector<std::string>& args);
+int regress_main(const std::vector<std::string>& args);
 
 }  // namespace tandem::cli

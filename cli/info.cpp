@@ -3,29 +3,13 @@
 #include <sstream>
 #include <string>
 
+#include "args.hpp"
 #include "cli.hpp"
 #include "tandem/tandem.hpp"
 
 namespace tandem::cli {
 
 namespace {
-
-std::string json_string(const std::string& s) {
-  std::string out = "\"";
-  for (char c : s) {
-    if (c == '"' || c == '\\') {
-      out += '\\';
-      out += c;
-    } else if (static_cast<unsigned char>(c) < 0x20) {
-      char buf[8];
-      std::snprintf(buf, sizeof buf, "\\u%04x", c);
-      out += buf;
-    } else {
-      out += c;
-    }
-  }
-  return out + "\"";
-}
 
 const char* kind_name(BackendKind k) {
   switch (k) {

@@ -24,6 +24,26 @@ const char* kUsage =
     "      --non-finite       plant NaN and +-Inf in the inputs: results must propagate them alike\n"
     "      --seed N           replay a run (the seed is printed; TANDEM_TEST_SEED works too)\n"
     "      --failures-only    print only the rows that did not pass, and the summary\n"
+    "  train [options]        train an MLP classifier on a data set and report loss and held-out\n"
+    "                         accuracy per epoch (e.g. tandem train --data data/digits.csv.gz)\n"
+    "      --data FILE        CSV (gzip or not), or MNIST IDX images with --labels FILE\n"
+    "      --label-column C   last (default), first, or a 0-based index (negative: from the end)\n"
+    "      --delimiter C      field separator (default: detected; 'tab' for tabs)\n"
+    "      --header H         yes, no or detect (default)\n"
+    "      --layers W,W,...   widths from inputs to classes (default: features,128,classes)\n"
+    "      --activation A     relu (default), sigmoid or tanh\n"
+    "      --epochs N  --batch N  --lr X    (defaults 30, 32, 0.001)\n"
+    "      --optimizer O      adam (default; AdamW decay) or sgd;  --momentum X  --weight-decay X\n"
+    "      --test-fraction F  held-out share (default 0.2; 0: none)   --seed N (default 42 split, 1 init)\n"
+    "      --no-standardize   keep the raw features (default: standardise on the training split)\n"
+    "      --dtype f32|f64    --mixed-precision (bf16 matmul inputs, f32 weights, loss scaling)\n"
+    "      --backend NAME     --save FILE (versioned, checksummed model file)   --json\n"
+    "  regress [options]      linear regression with an intercept: coefficients, intercept, R^2, time\n"
+    "      --data X.csv       features (CSV, gzip or not)\n"
+    "      --target y.csv | --target-column C   the target as a file or as a column of --data\n"
+    "      --solver S         closed-form (default; CholeskyQR2) or gradient-descent\n"
+    "      --epochs N  --batch N (0: full)  --lr X  --tolerance X  --no-standardize   (gradient descent)\n"
+    "      --dtype f32|f64 (default f64)  --test-fraction F  --seed N  --backend NAME  --json\n"
     "  --version              print the version\n"
     "  --help                 this text\n"
     "\n"
@@ -49,6 +69,8 @@ int main(int argc, char** argv) {
   try {
     if (command == "info") return tandem::cli::info_main(args);
     if (command == "check") return tandem::cli::check_main(args);
+    if (command == "train") return tandem::cli::train_main(args);
+    if (command == "regress") return tandem::cli::regress_main(args);
   } catch (const tandem::Error& e) {
     std::fprintf(stderr, "tandem %s: %s\n", command.c_str(), e.what());
     return 2;

@@ -253,3 +253,59 @@ TEST_CASE("mlp: save then load is bitwise identical") {
   CHECK(back.standardizer.scale == model.standardizer.scale);
   CHECK(loss_of(back, b, 9) == loss_of(model, b, 9));
 }
+
+TEST_CASE("mlp: mixed precision (bf16 matmuls, f32 master weights) follows the f32 loss curve" *
+          doctest::skip(test::kNoZlib)) {
+  Backend* be = test::backend_or_skip();
+  if (!be) return;
+  data::Dataset d = digits();
+  std::vector<std::size_t> idx(400);
+  for (std::size_t i = 0; i < idx.size(); ++i) idx[i] = i;
+  d = d.select(idx);
+  data::Standardizer::fit(d).apply(d);
+  ml::TrainOptions t;
+  t.epochs = 4;
+  t.batch_size = 32;
+  ml::MlpOptions o;
+  o.seed = 5;
+  ml::Mlp full(*be, ml::layers_from_widths({64, 32, 10}), o);
+  o.mixed_precision = true;
+  ml::Mlp mixed(*be, ml::layers_from_widths({64, 32, 10}), o);
+  const auto a = ml::train(full, d, nullptr, t), b = ml::train(mixed, d, nullptr, t);
+  for (std::size_t e = 0; e < a.size(); ++e) {
+    CAPTURE(e);
+    // bf16 keeps 8 bits: the curves agree to a few percent, not to rounding.
+    CHECK(b[e].train_loss == doctest::Approx(a[e].train_loss).epsilon(0.03));
+  }
+  CHECK(mixed.skipped_steps() == 0);
+  CHECK(mixed.loss_scale() == 65536);
+}
+
+TEST_CASE("mlp: dynamic loss scaling skips overflowing steps and lowers the scale") {
+  Backend* be = test::backend_or_skip();
+  if (!be) return;
+  for (DType half : {DType::bf16, DType::f16}) {
+    CAPTURE(name_of(half));
+    ml::MlpOptions o;
+    o.mixed_precision = true;
+    o.half_type = half;
+    o.initial_loss_scale = 1e40;  // loss scale / batch is past f32: the first gradients are Inf
+    ml::Mlp model(*be, ml::layers_from_widths({20, 16, 10}), o);
+    data::Rng rng(test::seed());
+    const Batch b = random_batch(rng, 16, 20, 10, o.loss);
+    const std::vector<double> before = host(model.parameters()[0]);
+    double loss = 0;
+    for (int s = 0; s < 150; ++s) {
+      loss = loss_of(model, b, 16);
+      model.step();
+    }
+    CHECK(model.skipped_steps() > 0);
+    CHECK(model.loss_scale() < 1e40);
+    CHECK(std::isfinite(loss));
+    CHECK(host(model.parameters()[0]) != before);  // later steps were taken
+  }
+  ml::MlpOptions f64;
+  f64.mixed_precision = true;
+  f64.dtype = DType::f64;
+  CHECK_THROWS_AS(ml::Mlp(*be, ml::layers_from_widths({2, 2}), f64), InvalidArgument);
+}

@@ -130,6 +130,21 @@ Mlp::Mlp(Backend& backend, std::vector<LayerSpec> layers, const MlpOptions& opti
     fill(moment2_.back(), 0);
   }
   loss_ = Buffer(backend, dt, 1);
+  if (options_.mixed_precision) {
+    const DType h = options_.half_type;
+    if (dt != DType::f32) throw InvalidArgument("Mlp: mixed precision keeps f32 master weights; use dtype f32");
+    if (h != DType::bf16 && h != DType::f16) {
+      throw DTypeMismatch("Mlp: mixed precision uses bf16 or f16 matmul inputs, not " + std::string(name_of(h)));
+    }
+    if (backend.matmul_tiers(h).empty()) {
+      throw Unsupported("Mlp: backend " + backend.name() + " has no " + std::string(name_of(h)) +
+                        " matmul, which mixed precision needs");
+    }
+    if (!(options_.initial_loss_scale > 0)) throw InvalidArgument("Mlp: the initial loss scale must be positive");
+    loss_scale_ = options_.initial_loss_scale;
+    for (std::size_t p = 0; p < params_.size(); p += 2) half_w_.emplace_back(backend, h, params_[p].size());
+    grad_sum_ = Buffer(backend, DType::f32, params_.size());
+  }
 }
 
 std::size_t Mlp::parameter_count() const {
@@ -152,6 +167,16 @@ void Mlp::allocate_activations(std::int64_t batch) {
     for (const LayerSpec& l : layers_) {
       act_store_.emplace_back(*backend_, dt, rows * l.outputs);
       delta_store_.emplace_back(*backend_, dt, rows * l.outputs);
+    }
+    if (options_.mixed_precision) {
+      half_in_.clear();
+      std::size_t widest = 0;
+      for (const LayerSpec& l : layers_) {
+        const bool linear = l.kind == LayerKind::linear;
+        half_in_.push_back(linear ? Buffer(*backend_, options_.half_type, rows * l.inputs) : Buffer());
+        if (linear) widest = std::max(widest, l.outputs);
+      }
+      half_delta_ = Buffer(*backend_, options_.half_type, rows * widest);
     }
     probs_store_ = Buffer(*backend_, dt, rows * outputs());
     row_losses_ = Buffer(*backend_, dt, rows);
@@ -183,7 +208,15 @@ const Matrix& Mlp::forward(const Matrix& x) {
     const Matrix& in = acts_[i];
     switch (l.kind) {
       case LayerKind::linear:
-        matmul(in, view(params_[p], static_cast<std::int64_t>(l.inputs), l.outputs), out);
+        if (options_.mixed_precision) {
+          Buffer hin = half_in_[i].slice(0, static_cast<std::size_t>(x.rows) * l.inputs);
+          convert(in.buffer, hin);
+          convert(params_[p], half_w_[p / 2]);
+          matmul(view(hin, x.rows, l.inputs), view(half_w_[p / 2], static_cast<std::int64_t>(l.inputs), l.outputs),
+                 out);
+        } else {
+          matmul(in, view(params_[p], static_cast<std::int64_t>(l.inputs), l.outputs), out);
+        }
         add_row_vector(out, params_[p + 1], out);
         p += 2;
         break;
@@ -212,11 +245,11 @@ const Buffer& Mlp::backward(const Buffer& labels, const Matrix& targets) {
     reduce(ReduceOp::sum, losses, loss_);
     scale(1.0 / double(b), loss_, loss_);
     sub(probs.buffer, targets.buffer, top.buffer);
-    scale(1.0 / double(b), top.buffer, top.buffer);
+    scale(loss_scale_ / double(b), top.buffer, top.buffer);
   } else {
     mse(y.buffer, targets.buffer, loss_);
     sub(y.buffer, targets.buffer, top.buffer);
-    scale(2.0 / double(b * static_cast<std::int64_t>(out_cols)), top.buffer, top.buffer);
+    scale(2.0 * loss_scale_ / double(b * static_cast<std::int64_t>(out_cols)), top.buffer, top.buffer);
   }
   std::size_t p = params_.size();
   for (std::size_t i = layers_.size(); i-- > 0;) {
@@ -230,9 +263,16 @@ const Buffer& Mlp::backward(const Buffer& labels, const Matrix& targets) {
         p -= 2;
         const auto in = static_cast<std::int64_t>(l.inputs);
         Matrix dw = view(grads_[p], in, l.outputs);
-        matmul(acts_[i], dy, dw, {.trans_a = Transpose::yes});
+        if (options_.mixed_precision) {
+          Matrix hdy = view(half_delta_, b, l.outputs);
+          convert(dy.buffer, hdy.buffer);
+          matmul(view(half_in_[i], b, l.inputs), hdy, dw, {.trans_a = Transpose::yes});
+          if (need_dx) matmul(hdy, view(half_w_[p / 2], in, l.outputs), dx, {.trans_b = Transpose::yes});
+        } else {
+          matmul(acts_[i], dy, dw, {.trans_a = Transpose::yes});
+          if (need_dx) matmul(dy, view(params_[p], in, l.outputs), dx, {.trans_b = Transpose::yes});
+        }
         reduce_cols(ReduceOp::sum, dy, grads_[p + 1]);
-        if (need_dx) matmul(dy, view(params_[p], in, l.outputs), dx, {.trans_b = Transpose::yes});
         break;
       }
       case LayerKind::relu:
@@ -250,6 +290,26 @@ const Buffer& Mlp::backward(const Buffer& labels, const Matrix& targets) {
 }
 
 void Mlp::step() {
+  if (options_.mixed_precision) {
+    // The gradients carry the loss scale: skip the step when any overflowed, else unscale them.
+    for (std::size_t i = 0; i < grads_.size(); ++i) {
+      Buffer slot = grad_sum_.slice(i, 1);
+      reduce(ReduceOp::sum, grads_[i], slot);
+    }
+    bool finite = true;
+    for (float v : grad_sum_.to_vector<float>()) finite = finite && std::isfinite(v);
+    if (!finite) {
+      ++skipped_steps_;
+      good_steps_ = 0;
+      loss_scale_ = std::max(loss_scale_ / 2, 1.0);
+      return;
+    }
+    for (Buffer& g : grads_) scale(1 / loss_scale_, g, g);
+    if (++good_steps_ == 1000) {
+      good_steps_ = 0;
+      loss_scale_ = std::min(loss_scale_ * 2, 16777216.0);
+    }
+  }
   ++steps_;
   const OptimizerOptions& o = options_.optimizer;
   for (std::size_t i = 0; i < params_.size(); ++i) {
@@ -424,6 +484,7 @@ std::vector<EpochReport> train(Mlp& model, const data::Dataset& train_set, const
       Buffer slot = losses.slice(k, 1);
       slot.copy_from(loss);
       weights[k] = double(rows) / double(n);
+      if (options.on_batch) options.on_batch(epoch, k + 1, batches);
     }
     const std::vector<double> batch_losses = to_host(losses);
     rep.train_loss = 0;

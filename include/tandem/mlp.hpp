@@ -48,6 +48,13 @@ struct MlpOptions {
   OptimizerOptions optimizer;
   std::uint64_t seed = 1;    // initialisation (He for ReLU layers, Xavier otherwise)
   DType dtype = DType::f32;  // parameters and activations: f32 or f64
+  // Mixed precision: the matmuls take `half_type` (bf16 or f16) inputs and accumulate in f32;
+  // the f32 master weights, activations and optimizer stay f32. The loss is scaled dynamically:
+  // a step whose gradients hold Inf or NaN is skipped and halves the scale; 1000 good steps in a
+  // row double it. Needs dtype f32 and a backend with matmul tiers for half_type.
+  bool mixed_precision = false;
+  DType half_type = DType::bf16;
+  double initial_loss_scale = 65536;
 };
 
 struct Evaluation {
@@ -87,6 +94,10 @@ class Mlp {
   // training loop and the CLI before the first layer.
   data::Standardizer standardizer;
 
+  // Mixed precision: the current loss scale and how many steps were skipped on Inf/NaN.
+  double loss_scale() const { return loss_scale_; }
+  std::uint64_t skipped_steps() const { return skipped_steps_; }
+
   // Versioned binary file with a CRC-32; load raises DataError on a corrupt, truncated or
   // wrong-version file, naming the byte offset.
   void save(const std::string& path) const;
@@ -106,6 +117,11 @@ class Mlp {
   std::vector<Matrix> acts_, deltas_;
   std::vector<Buffer> act_store_, delta_store_;
   Buffer probs_store_, row_losses_, loss_;
+  // Mixed precision: half copies of each linear layer's input and weights, and of a gradient.
+  std::vector<Buffer> half_in_, half_w_;
+  Buffer half_delta_, grad_sum_;
+  double loss_scale_ = 1;
+  std::uint64_t skipped_steps_ = 0, good_steps_ = 0;
   std::int64_t batch_ = 0;
   std::uint64_t steps_ = 0;
 };
@@ -116,6 +132,8 @@ struct TrainOptions {
   std::size_t epochs = 30;
   std::size_t batch_size = 64;
   std::uint64_t seed = 1;  // shuffling
+  // Called after each batch is queued: (epoch, batches done, batches in the epoch).
+  std::function<void(std::size_t, std::size_t, std::size_t)> on_batch;
 };
 
 struct EpochReport {

@@ -1,0 +1,95 @@
+// Small helpers shared by the subcommands: option values with checked conversions, JSON text.
+#pragma once
+
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <string>
+#include <vector>
+
+#include "tandem/errors.hpp"
+
+namespace tandem::cli {
+
+// Walks the arguments of one subcommand; value() takes the next one as the current flag's value.
+class Args {
+ public:
+  explicit Args(const std::vector<std::string>& args) : args_(args) {}
+  bool next() { return ++i_ < args_.size(); }
+  const std::string& flag() const { return args_[i_]; }
+  std::string value() {
+    if (i_ + 1 >= args_.size()) throw InvalidArgument(args_[i_] + " needs a value");
+    return args_[++i_];
+  }
+  std::size_t count(std::size_t min = 1) {
+    const std::string f = flag(), v = value();
+    char* end = nullptr;
+    const unsigned long long n = std::strtoull(v.c_str(), &end, 10);
+    if (v.empty() || *end != '\0' || v[0] == '-' || n < min) {
+      throw InvalidArgument(f + " '" + v + "' is not a whole number >= " + std::to_string(min));
+    }
+    return static_cast<std::size_t>(n);
+  }
+  double real(double min, double max) {
+    const std::string f = flag(), v = value();
+    char* end = nullptr;
+    const double x = std::strtod(v.c_str(), &end);
+    if (v.empty() || *end != '\0' || !std::isfinite(x) || x < min || x > max) {
+      throw InvalidArgument(f + " '" + v + "' is not a number in [" + trim(min) + ", " + trim(max) + "]");
+    }
+    return x;
+  }
+  std::vector<std::size_t> counts() {
+    const std::string f = flag(), v = value();
+    std::vector<std::size_t> out;
+    std::size_t start = 0;
+    while (start <= v.size()) {
+      const std::size_t comma = std::min(v.find(',', start), v.size());
+      const std::string item = v.substr(start, comma - start);
+      char* end = nullptr;
+      const unsigned long long n = std::strtoull(item.c_str(), &end, 10);
+      if (item.empty() || *end != '\0' || item[0] == '-' || n == 0) {
+        throw InvalidArgument(f + " '" + v + "' is not a comma-separated list of widths >= 1, e.g. 64,128,10");
+      }
+      out.push_back(static_cast<std::size_t>(n));
+      start = comma + 1;
+    }
+    return out;
+  }
+
+ private:
+  static std::string trim(double x) {
+    char buf[32];
+    std::snprintf(buf, sizeof buf, "%g", x);
+    return buf;
+  }
+  const std::vector<std::string>& args_;
+  std::size_t i_ = static_cast<std::size_t>(-1);
+};
+
+inline std::string json_string(const std::string& s) {
+  std::string out = "\"";
+  for (char c : s) {
+    if (c == '"' || c == '\\') {
+      out += '\\';
+      out += c;
+    } else if (static_cast<unsigned char>(c) < 0x20) {
+      char buf[8];
+      std::snprintf(buf, sizeof buf, "\\u%04x", c);
+      out += buf;
+    } else {
+      out += c;
+    }
+  }
+  return out + "\"";
+}
+
+// A number as JSON (NaN and Inf, which JSON lacks, become null).
+inline std::string json_number(double x) {
+  if (!std::isfinite(x)) return "null";
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%.10g", x);
+  return buf;
+}
+
+}  // namespace tandem::cli
