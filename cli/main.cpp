@@ -37,6 +37,8 @@ const char* kUsage =
     "      --test-fraction F  held-out share (default 0.2; 0: none)   --seed N (default 42 split, 1 init)\n"
     "      --no-standardize   keep the raw features (default: standardise on the training split)\n"
     "      --dtype f32|f64    --mixed-precision (bf16 matmul inputs, f32 weights, loss scaling)\n"
+    "      --data-placement P auto (default), device (upload once, gather batches there) or stream\n"
+    "                         (pinned staging, next batch copied while this one computes)\n"
     "      --backend NAME     --save FILE (versioned, checksummed model file)   --json\n"
     "  regress [options]      linear regression with an intercept: coefficients, intercept, R^2, time\n"
     "      --data X.csv       features (CSV, gzip or not)\n"

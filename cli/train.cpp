@@ -115,6 +115,13 @@ int train_main(const std::vector<std::string>& argv) {
       if (t != "f32" && t != "f64") throw InvalidArgument("--dtype '" + t + "': use f32 or f64");
       a.model.dtype = t == "f32" ? DType::f32 : DType::f64;
     } else if (f == "--mixed-precision") a.mixed_precision = true;
+    else if (f == "--data-placement") {
+      const std::string p = args.value();
+      if (p == "auto") a.train.placement = ml::DataPlacement::automatic;
+      else if (p == "device") a.train.placement = ml::DataPlacement::device;
+      else if (p == "stream") a.train.placement = ml::DataPlacement::stream;
+      else throw InvalidArgument("--data-placement '" + p + "': use auto, device or stream");
+    }
     else if (f == "--backend") a.backend = args.value();
     else if (f == "--save") a.save = args.value();
     else if (f == "--json") a.json = true;
@@ -124,9 +131,7 @@ int train_main(const std::vector<std::string>& argv) {
     }
   }
   if (a.data.empty()) throw InvalidArgument("--data FILE is required (CSV, or IDX images with --labels FILE)");
-  if (a.mixed_precision) {
-    a.model.mixed_precision = true;
-  }
+  a.model.mixed_precision = a.mixed_precision;
 
   // Data: load, split, standardise (fitted on the training split only).
   data::Dataset all = a.labels.empty() ? data::read_csv(a.data, csv_options(a.label_column, a.delimiter, a.header))
@@ -186,7 +191,10 @@ int train_main(const std::vector<std::string>& argv) {
                                      std::printf("  held-out loss %.4f  accuracy %5.1f%%", r.test_loss,
                                                  100 * r.test_accuracy);
                                    }
-                                   std::printf("  %.3f s (data %.3f s)\n", r.seconds, r.data_wait_seconds);
+                                   std::printf("  %.3f s (data %.3f s%s)\n", r.seconds, r.data_wait_seconds,
+                                               r.epoch == 1 ? (r.streamed ? ", streamed via pinned staging"
+                                                                          : ", kept on the device")
+                                                            : "");
                                    std::fflush(stdout);
                                  });
   const double total = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();

@@ -214,6 +214,15 @@ double Backend::elapsed_ms(const Event& start, const Event& stop) {
   return std::chrono::duration<double, std::milli>(b->time - a->time).count();
 }
 
+void Backend::wait_event(Queue q, const Event& e) {
+  if (e.impl() == nullptr) throw InvalidArgument("wait_event: the event was not recorded (use record_event)");
+  synchronize(q);  // checks the queue; synchronous backends have finished all its work already
+}
+
+void Backend::synchronize_event(const Event& e) {
+  if (e.impl() == nullptr) throw InvalidArgument("synchronize_event: the event was not recorded (use record_event)");
+}
+
 MemoryScope::MemoryScope(Backend& backend) : backend_(backend) {
   std::lock_guard lock(backend.memory_mutex_);
   slot_ = -1;

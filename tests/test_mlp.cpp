@@ -309,3 +309,49 @@ TEST_CASE("mlp: dynamic loss scaling skips overflowing steps and lowers the scal
   f64.dtype = DType::f64;
   CHECK_THROWS_AS(ml::Mlp(*be, ml::layers_from_widths({2, 2}), f64), InvalidArgument);
 }
+
+TEST_CASE("mlp: batches streamed through pinned staging give the device-resident loss curve" *
+          doctest::skip(test::kNoZlib)) {
+  Backend* be = test::backend_or_skip();
+  if (!be) return;
+  data::Dataset d = digits();
+  std::vector<std::size_t> idx(300);
+  for (std::size_t i = 0; i < idx.size(); ++i) idx[i] = i;
+  d = d.select(idx);
+  data::Standardizer::fit(d).apply(d);
+  ml::TrainOptions t;
+  t.epochs = 3;
+  t.batch_size = 40;  // 300 = 7 full batches and a partial one
+  ml::MlpOptions o;
+  o.seed = 9;
+  ml::Mlp resident(*be, ml::layers_from_widths({64, 24, 10}), o), streamed(*be, ml::layers_from_widths({64, 24, 10}), o);
+  t.placement = ml::DataPlacement::device;
+  const auto a = ml::train(resident, d, nullptr, t);
+  t.placement = ml::DataPlacement::stream;
+  const auto b = ml::train(streamed, d, nullptr, t);
+  for (std::size_t e = 0; e < a.size(); ++e) {
+    CHECK(!a[e].streamed);
+    CHECK(b[e].streamed);
+    CHECK(a[e].train_loss == b[e].train_loss);  // the same batches in the same order: the same arithmetic
+  }
+  for (std::size_t p = 0; p < resident.parameters().size(); ++p) {
+    CHECK(host(resident.parameters()[p]) == host(streamed.parameters()[p]));
+  }
+}
+
+TEST_CASE("queues: one queue waits for another's event; the host waits for an event") {
+  Backend* be = test::backend_or_skip();
+  if (!be) return;
+  const Queue copy_q = be->create_queue();
+  std::vector<float> host_values(1 << 16, 3.0f);
+  Buffer a(*be, DType::f32, host_values.size()), b(*be, DType::f32, host_values.size());
+  a.upload(host_values, copy_q);
+  const Event uploaded = be->record_event(copy_q);
+  be->wait_event(Queue{}, uploaded);  // the default queue's scale must see the upload
+  scale(2.0, a, b);
+  const Event scaled = be->record_event(Queue{});
+  be->synchronize_event(scaled);
+  CHECK(b.to_vector<float>() == std::vector<float>(host_values.size(), 6.0f));
+  CHECK_THROWS_AS(be->wait_event(Queue{}, Event{}), InvalidArgument);
+  CHECK_THROWS_AS(be->synchronize_event(Event{}), InvalidArgument);
+}

@@ -12,7 +12,9 @@
 #include <algorithm>
 #include <chrono>
 #include <cmath>
+#include <cstring>
 #include <limits>
+#include <memory>
 #include <string>
 
 #include "host_data.hpp"
@@ -437,56 +439,193 @@ Evaluation evaluate(Mlp& model, const data::Dataset& d, std::size_t batch_size) 
   return e;
 }
 
+namespace {
+
+// The data set in host RAM in the compute type, row by row, for staging.
+struct HostRows {
+  std::vector<unsigned char> x, t;
+  std::vector<std::int32_t> labels;
+  std::size_t x_row = 0, t_row = 0;  // bytes per row
+};
+
+HostRows host_rows(const Mlp& model, const data::Dataset& d) {
+  HostRows h;
+  const std::vector<double> t = target_rows(model, d, h.labels);
+  const DType dt = model.options().dtype;
+  auto encode = [dt](const std::vector<double>& v, std::vector<unsigned char>& out) {
+    out.resize(v.size() * size_of(dt));
+    if (dt == DType::f64) {
+      std::memcpy(out.data(), v.data(), out.size());
+    } else {
+      for (std::size_t i = 0; i < v.size(); ++i) {
+        const float f = static_cast<float>(v[i]);
+        std::memcpy(out.data() + 4 * i, &f, 4);
+      }
+    }
+  };
+  encode(d.features, h.x);
+  encode(t, h.t);
+  h.x_row = d.cols * size_of(dt);
+  h.t_row = model.outputs() * size_of(dt);
+  return h;
+}
+
+// Two staging slots: pinned host memory and device buffers for one batch each. stage() gathers a
+// batch's rows from RAM into a pinned slot and copies it up on the copy queue; use() makes the
+// compute queue wait for that copy; done() marks the slot free once compute has used it.
+class BatchStream {
+ public:
+  BatchStream(Backend& be, const HostRows& rows, DType dt, std::size_t batch, std::size_t cols, std::size_t out)
+      : be_(be), rows_(rows), copy_q_(be.create_queue()) {
+    for (int s = 0; s < 2; ++s) {
+      hx_.emplace_back(be, dt, batch * cols);
+      ht_.emplace_back(be, dt, batch * out);
+      hl_.emplace_back(be, DType::i32, batch);
+      dx_.emplace_back(be, dt, batch * cols);
+      dt_.emplace_back(be, dt, batch * out);
+      dl_.emplace_back(be, DType::i32, batch);
+    }
+    copied_.resize(2);
+    consumed_.resize(2);
+  }
+  BatchStream(const BatchStream&) = delete;
+  BatchStream& operator=(const BatchStream&) = delete;
+  ~BatchStream() {
+    try {
+      be_.synchronize(copy_q_);
+    } catch (const Error&) {
+      // the queue's error surfaces at its next use
+    }
+  }
+
+  void stage(int s, const std::size_t* order, std::size_t count) {
+    const auto t0 = std::chrono::steady_clock::now();
+    if (copied_[s].impl()) be_.synchronize_event(copied_[s]);  // the last copy out of this pinned slot is done
+    auto* hx = static_cast<unsigned char*>(hx_[s].data());
+    auto* ht = static_cast<unsigned char*>(ht_[s].data());
+    auto* hl = static_cast<std::int32_t*>(hl_[s].data());
+    for (std::size_t i = 0; i < count; ++i) {
+      const std::size_t r = order[i];
+      std::memcpy(hx + i * rows_.x_row, rows_.x.data() + r * rows_.x_row, rows_.x_row);
+      std::memcpy(ht + i * rows_.t_row, rows_.t.data() + r * rows_.t_row, rows_.t_row);
+      hl[i] = rows_.labels[r];
+    }
+    if (consumed_[s].impl()) be_.wait_event(copy_q_, consumed_[s]);  // compute is done with the device slot
+    be_.copy_to_device(copy_q_, dx_[s].data(), hx, count * rows_.x_row);
+    be_.copy_to_device(copy_q_, dt_[s].data(), ht, count * rows_.t_row);
+    be_.copy_to_device(copy_q_, dl_[s].data(), hl, count * sizeof(std::int32_t));
+    copied_[s] = be_.record_event(copy_q_);
+    wait_seconds += since(t0);
+  }
+  void use(int s) { be_.wait_event(Queue{}, copied_[s]); }
+  void done(int s) { consumed_[s] = be_.record_event(Queue{}); }
+  const Buffer& x(int s) const { return dx_[static_cast<std::size_t>(s)]; }
+  const Buffer& t(int s) const { return dt_[static_cast<std::size_t>(s)]; }
+  const Buffer& labels(int s) const { return dl_[static_cast<std::size_t>(s)]; }
+
+  double wait_seconds = 0;
+
+ private:
+  Backend& be_;
+  const HostRows& rows_;
+  Queue copy_q_;
+  std::vector<HostBuffer> hx_, ht_, hl_;
+  std::vector<Buffer> dx_, dt_, dl_;
+  std::vector<Event> copied_, consumed_;
+};
+
+}  // namespace
+
 std::vector<EpochReport> train(Mlp& model, const data::Dataset& train_set, const data::Dataset* test,
                                const TrainOptions& options, const std::function<void(const EpochReport&)>& on_epoch) {
   if (options.epochs == 0) throw InvalidArgument("train: epochs must be at least 1");
   if (options.batch_size == 0) throw InvalidArgument("train: the batch size must be at least 1");
   if (train_set.rows == 0) throw InvalidArgument("train: the training set is empty");
+  if (train_set.cols != model.inputs()) {
+    throw ShapeMismatch("train: the model takes " + std::to_string(model.inputs()) + " features, " + train_set.source +
+                        " has " + std::to_string(train_set.cols));
+  }
   Backend& be = model.backend();
   const DType dt = model.options().dtype;
-
-  auto t_upload = Clock::now();
-  const DeviceData dd = upload(model, train_set);
-  be.synchronize(Queue{});
-  double pending_wait = since(t_upload);
-
   const std::size_t n = train_set.rows, cols = train_set.cols, out = model.outputs();
   const std::size_t batch = std::min(options.batch_size, n);
   const std::size_t batches = (n + batch - 1) / batch;
-  Buffer index(be, DType::i32, n), losses(be, dt, batches);
-  Buffer xb(be, dt, batch * cols), tb(be, dt, batch * out), lb(be, DType::i32, batch);
+
+  bool stream = options.placement == DataPlacement::stream;
+  if (options.placement == DataPlacement::automatic) {
+    const double bytes = double(n) * double((cols + out) * size_of(dt) + 4);
+    stream = bytes > 0.5 * double(be.device_free_bytes());
+  }
+
+  auto t_upload = Clock::now();
+  DeviceData dd;
+  HostRows hr;
+  std::unique_ptr<BatchStream> staging;
+  if (stream) {
+    hr = host_rows(model, train_set);
+    staging = std::make_unique<BatchStream>(be, hr, dt, batch, cols, out);
+  } else {
+    dd = upload(model, train_set);
+    be.synchronize(Queue{});
+  }
+  double pending_wait = since(t_upload);
+
+  Buffer index(be, DType::i32, stream ? 1 : n), losses(be, dt, batches);
+  Buffer xb(be, dt, stream ? 1 : batch * cols), tb(be, dt, stream ? 1 : batch * out), lb(be, DType::i32, batch);
   data::Rng rng(options.seed);
   std::vector<EpochReport> reports;
   for (std::size_t epoch = 1; epoch <= options.epochs; ++epoch) {
     const auto t0 = Clock::now();
     EpochReport rep;
     rep.epoch = epoch;
-    // Shuffle: the order goes up (n i32), the data stays; batches are gathered on the backend.
-    const auto t_wait = Clock::now();
+    rep.streamed = stream;
     const std::vector<std::size_t> order = rng.permutation(n);
-    index.upload(std::vector<std::int32_t>(order.begin(), order.end()));
-    rep.data_wait_seconds = pending_wait + since(t_wait);
-    pending_wait = 0;
+    if (!stream) {
+      // Shuffle: the order goes up (n i32), the data stays; batches are gathered on the backend.
+      const auto t_wait = Clock::now();
+      index.upload(std::vector<std::int32_t>(order.begin(), order.end()));
+      pending_wait += since(t_wait);
+    } else {
+      staging->wait_seconds = 0;
+      staging->stage(0, order.data(), std::min(batch, n));
+    }
     std::vector<double> weights(batches);
     for (std::size_t k = 0; k < batches; ++k) {
       const std::size_t start = k * batch, rows = std::min(batch, n - start);
       const auto r = static_cast<std::int64_t>(rows);
-      const Buffer idx = index.slice(start, rows);
-      Matrix x = matrix(xb.slice(0, rows * cols), r, static_cast<std::int64_t>(cols));
-      Matrix t = matrix(tb.slice(0, rows * out), r, static_cast<std::int64_t>(out));
-      Matrix l = matrix(lb.slice(0, rows), r, 1);
-      gather_rows(dd.x, idx, x);
-      gather_rows(dd.t, idx, t);
-      gather_rows(dd.labels, idx, l);
+      Matrix x, t, l;
+      const int slot = static_cast<int>(k % 2);
+      if (stream) {
+        // The next batch goes up while this one computes.
+        if (k + 1 < batches) {
+          const std::size_t next = start + batch;
+          staging->stage(1 - slot, order.data() + next, std::min(batch, n - next));
+        }
+        staging->use(slot);
+        x = matrix(staging->x(slot).slice(0, rows * cols), r, static_cast<std::int64_t>(cols));
+        t = matrix(staging->t(slot).slice(0, rows * out), r, static_cast<std::int64_t>(out));
+        l = matrix(staging->labels(slot).slice(0, rows), r, 1);
+      } else {
+        const Buffer idx = index.slice(start, rows);
+        x = matrix(xb.slice(0, rows * cols), r, static_cast<std::int64_t>(cols));
+        t = matrix(tb.slice(0, rows * out), r, static_cast<std::int64_t>(out));
+        l = matrix(lb.slice(0, rows), r, 1);
+        gather_rows(dd.x, idx, x);
+        gather_rows(dd.t, idx, t);
+        gather_rows(dd.labels, idx, l);
+      }
       model.forward(x);
       const Buffer& loss = model.backward(l.buffer, t);
       model.step();
-      Buffer slot = losses.slice(k, 1);
-      slot.copy_from(loss);
+      Buffer slot_loss = losses.slice(k, 1);
+      slot_loss.copy_from(loss);
+      if (stream) staging->done(slot);
       weights[k] = double(rows) / double(n);
       if (options.on_batch) options.on_batch(epoch, k + 1, batches);
     }
     const std::vector<double> batch_losses = to_host(losses);
+    rep.data_wait_seconds = pending_wait + (stream ? staging->wait_seconds : 0);
+    pending_wait = 0;
     rep.train_loss = 0;
     for (std::size_t k = 0; k < batches; ++k) rep.train_loss += batch_losses[k] * weights[k];
     if (!std::isfinite(rep.train_loss)) {

@@ -53,6 +53,7 @@ inline error_t stream_synchronize(stream_t s) { return hipStreamSynchronize(s); 
 inline error_t event_create(event_t* e) { return hipEventCreate(e); }
 inline error_t event_record(event_t e, stream_t s) { return hipEventRecord(e, s); }
 inline error_t event_synchronize(event_t e) { return hipEventSynchronize(e); }
+inline error_t stream_wait_event(stream_t s, event_t e) { return hipStreamWaitEvent(s, e, 0); }
 inline error_t event_elapsed(float* ms, event_t a, event_t b) { return hipEventElapsedTime(ms, a, b); }
 inline error_t event_destroy(event_t e) { return hipEventDestroy(e); }
 inline error_t launch(const void* f, Dim3 g, Dim3 b, void** args, std::size_t smem, stream_t s) {
@@ -85,6 +86,7 @@ inline error_t stream_synchronize(stream_t s) { return cudaStreamSynchronize(s);
 inline error_t event_create(event_t* e) { return cudaEventCreate(e); }
 inline error_t event_record(event_t e, stream_t s) { return cudaEventRecord(e, s); }
 inline error_t event_synchronize(event_t e) { return cudaEventSynchronize(e); }
+inline error_t stream_wait_event(stream_t s, event_t e) { return cudaStreamWaitEvent(s, e, 0); }
 inline error_t event_elapsed(float* ms, event_t a, event_t b) { return cudaEventElapsedTime(ms, a, b); }
 inline error_t event_destroy(event_t e) { return cudaEventDestroy(e); }
 inline error_t launch(const void* f, Dim3 g, Dim3 b, void** args, std::size_t smem, stream_t s) {
@@ -223,6 +225,19 @@ class DeviceRuntime {
     float ms = 0;
     api::check(api::event_elapsed(&ms, x->event, y->event), "reading the time between events");
     return ms;
+  }
+
+  void wait_event(int stream, Event::Impl* e) {
+    auto* x = dynamic_cast<DeviceEvent*>(e);
+    if (x == nullptr) throw InvalidArgument("wait_event: an event of another backend");
+    select();
+    api::check(api::stream_wait_event(streams_[static_cast<std::size_t>(stream)], x->event),
+               "making a queue wait for an event");
+  }
+  void synchronize_event(Event::Impl* e) {
+    auto* x = dynamic_cast<DeviceEvent*>(e);
+    if (x == nullptr) throw InvalidArgument("synchronize_event: an event of another backend");
+    api::check(api::event_synchronize(x->event), "waiting for an event");
   }
 
   template <class... P, class... A>

@@ -13,6 +13,7 @@
 //   void copy(int stream, void* dst, const void* src, size_t bytes) (asynchronous, any direction);
 //   void memset(int stream, void* p, int value, size_t bytes);
 //   std::shared_ptr<Event::Impl> record(int stream); double elapsed_ms(Event::Impl*, Event::Impl*);
+//   void wait_event(int stream, Event::Impl*) (the stream waits); void synchronize_event(Event::Impl*) (the host);
 //   template <class... P, class... A> void launch(int stream, const gpu::LaunchConfig&, void (*)(P...), A&&...).
 #pragma once
 
@@ -85,6 +86,14 @@ class GpuBackend : public Backend {
       throw InvalidArgument("elapsed_ms: an event was not recorded (use record_event)");
     }
     return rt_.elapsed_ms(start.impl(), stop.impl());
+  }
+  void wait_event(Queue q, const Event& e) override {
+    if (e.impl() == nullptr) throw InvalidArgument("wait_event: the event was not recorded (use record_event)");
+    rt_.wait_event(stream(q), e.impl());
+  }
+  void synchronize_event(const Event& e) override {
+    if (e.impl() == nullptr) throw InvalidArgument("synchronize_event: the event was not recorded (use record_event)");
+    rt_.synchronize_event(e.impl());
   }
 
   std::vector<std::string> variants(std::string_view algorithm) const override {

@@ -118,6 +118,11 @@ class Backend : public std::enable_shared_from_this<Backend> {
   virtual Event record_event(Queue q);
   // Milliseconds between two recorded events (waits for both).
   virtual double elapsed_ms(const Event& start, const Event& stop);
+  // Work queued on q after this call starts only once e has passed: ordering across queues
+  // without stopping the host. Backends whose queues run synchronously have nothing to wait for.
+  virtual void wait_event(Queue q, const Event& e);
+  // The host waits until e has passed.
+  virtual void synchronize_event(const Event& e);
 
   // ---- primitive ops ----
   // out[i] = op(x[i], y[i]); dtype f32 or f64.

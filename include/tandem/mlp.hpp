@@ -128,10 +128,18 @@ class Mlp {
 
 // ---- training ----
 
+// Where the training data lives. device: uploaded once, each epoch's shuffled batches gathered
+// there by index. stream: kept in host RAM; each batch is gathered into pinned staging memory and
+// copied on a second queue while the previous batch computes (double buffering), the data flow
+// disk -> RAM -> pinned staging -> device for data sets larger than the device. automatic: device
+// when the data takes at most half of the backend's free memory, else stream.
+enum class DataPlacement { automatic, device, stream };
+
 struct TrainOptions {
   std::size_t epochs = 30;
   std::size_t batch_size = 64;
   std::uint64_t seed = 1;  // shuffling
+  DataPlacement placement = DataPlacement::automatic;
   // Called after each batch is queued: (epoch, batches done, batches in the epoch).
   std::function<void(std::size_t, std::size_t, std::size_t)> on_batch;
 };
@@ -143,7 +151,11 @@ struct EpochReport {
   double test_loss = 0;       // NaN without test data
   double test_accuracy = 0;
   double seconds = 0;
-  double data_wait_seconds = 0;  // time the loop waited for batches to reach the backend
+  // Host time spent getting batches to the backend that compute did not hide: the upload (first
+  // epoch) and shuffled index (device placement), or staging and waiting for a free staging slot
+  // (stream placement).
+  double data_wait_seconds = 0;
+  bool streamed = false;  // the placement chosen
 };
 
 // Trains on `train` (features already preprocessed; targets: class labels or values), evaluating
