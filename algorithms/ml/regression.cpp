@@ -153,10 +153,11 @@ LinearModel closed_form(Backend& be, const data::Dataset& d, DType dt) {
   // Q starts as X; each pass: G = Q^T Q, R = chol(G [+ shift]), Q <- Q R^-1. The factors are kept
   // so that X_centred = Q R_k ... R_1 D.
   std::vector<Dense> factors;
-  // x stays (the refinement below needs it); q and spare take turns.
-  Matrix q = x, spare = matrix(Buffer(be, dt, d.rows * pz), n, p);
-  Matrix other = matrix(Buffer(be, dt, d.rows * pz), n, p);
   bool shifted = false;
+  // x stays (the refinement below needs it). The last pass's Q is never formed: only Q^T y is
+  // needed, and Q_k^T y = R_k^-T Q_{k-1}^T y.
+  Matrix q = x;
+  std::vector<Buffer> formed;
   for (int pass = 0; pass < (shifted ? 3 : 2); ++pass) {
     if (pass > 0) {
       matmul(q, q, gram, {.trans_a = Transpose::yes});
@@ -189,6 +190,8 @@ LinearModel closed_form(Backend& be, const data::Dataset& d, DType dt) {
                               (dt == DType::f32 ? ", or compute in f64" : ""));
       }
     }
+    factors.push_back(r);
+    if (pass + 1 == (shifted ? 3 : 2)) break;
     // Q <- Q (D^-1) R^-1 on the backend (the first pass folds the column scaling in).
     Dense m = invert_upper(r, pz);
     if (pass == 0) {
@@ -196,20 +199,17 @@ LinearModel closed_form(Backend& be, const data::Dataset& d, DType dt) {
         for (std::size_t j = 0; j < pz; ++j) m[i * pz + j] /= scale[i];
       }
     }
-    matmul(q, matrix(to_device(be, m, dt), p, p), spare);
-    if (pass == 0) {
-      q = spare;
-      spare = other;
-    } else {
-      std::swap(q, spare);
-    }
-    factors.push_back(std::move(r));
+    formed.emplace_back(be, dt, d.rows * pz);
+    Matrix next = matrix(formed.back(), n, p);
+    matmul(q, matrix(to_device(be, m, dt), p, p), next);
+    q = next;
   }
 
-  // z = D b = R_1^-1 ... R_k^-1 Q^T y.
+  // z = D b = R_1^-1 ... R_k^-1 Q_k^T y, with Q_k^T y = R_k^-T Q_{k-1}^T y.
   Matrix qty = matrix(Buffer(be, dt, pz), p, 1);
   matmul(q, y, qty, {.trans_a = Transpose::yes});
   std::vector<double> z = to_host(qty.buffer);
+  solve_upper_transposed(factors.back(), pz, z);
   for (auto it = factors.rbegin(); it != factors.rend(); ++it) solve_upper(*it, pz, z);
 
   // Refinement (corrected semi-normal equations, Bjorck 1987): Q = X R^-1 was formed with an
