@@ -243,7 +243,7 @@ TEST_SUITE("data") {
     }
   }
 
-  TEST_CASE("the split is seeded, disjoint and complete; standardisation gives mean 0 and variance 1" * doctest::skip(kNoZlib)) {
+  TEST_CASE("the split is seeded, disjoint and complete, and standardisation gives mean 0 and variance 1" * doctest::skip(kNoZlib)) {
     const data::Dataset d = data::read_csv(data_file("digits.csv.gz"), {.label_column = -1});
     const data::Split s = data::train_test_split(d, 0.2, 42);
     CHECK(s.test.rows == 359);

@@ -339,7 +339,7 @@ TEST_CASE("mlp: batches streamed through pinned staging give the device-resident
   }
 }
 
-TEST_CASE("queues: one queue waits for another's event; the host waits for an event") {
+TEST_CASE("queues: one queue waits for another's event and the host waits for an event") {
   Backend* be = test::backend_or_skip();
   if (!be) return;
   const Queue copy_q = be->create_queue();

@@ -44,7 +44,7 @@ std::string error_of(Backend& be, const std::vector<unsigned char>& bytes) {
 }  // namespace
 
 TEST_SUITE("model files") {
-  TEST_CASE("a saved model loads back from the file; missing files and other files are DataErrors") {
+  TEST_CASE("a saved model loads back from the file, and missing or foreign files are DataErrors") {
     Backend& be = get_backend("reference");
     ml::Mlp model(be, ml::layers_from_widths({4, 8, 3}));
     const auto path = (std::filesystem::temp_directory_path() / ("tandem-model-" + std::to_string(test::seed()))).string();
@@ -57,7 +57,7 @@ TEST_SUITE("model files") {
     CHECK(error_of(be, text).find("not a tandem model file") != std::string::npos);
   }
 
-  TEST_CASE("a wrong version is named; corruption and truncation fail the checksum") {
+  TEST_CASE("a wrong version is named, and corruption and truncation fail the checksum") {
     Backend& be = get_backend("reference");
     const std::vector<unsigned char> good = ml::Mlp(be, ml::layers_from_widths({3, 5, 2})).serialize();
     std::vector<unsigned char> v2 = good;

@@ -110,7 +110,7 @@ TEST_CASE("regression: closed form stays accurate on ill-conditioned data (cond 
   CHECK(worst_relative(m, {3, 1, -2, 0.5e-3, 4}) < 1e-6);
 }
 
-TEST_CASE("regression: gradient descent reaches the closed form; the loss history falls") {
+TEST_CASE("regression: gradient descent reaches the closed form and the loss history falls") {
   Backend* be = test::backend_or_skip();
   if (!be) return;
   data::Rng rng(test::seed() + 1);

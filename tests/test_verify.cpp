@@ -76,7 +76,7 @@ TEST_CASE("bounds follow the error analysis") {
   CHECK(std::isinf(gamma(200, 0.01)));
 }
 
-TEST_CASE("the same seed replays the same inputs; TANDEM_TEST_SEED is read") {
+TEST_CASE("the same seed replays the same inputs and TANDEM_TEST_SEED is read") {
   CheckCase c{"reduce", "sum", "-", "f32", "10", {}};
   auto r1 = harness::case_rng(42, c), r2 = harness::case_rng(42, c), r3 = harness::case_rng(43, c);
   const auto a = harness::random_values(r1, DType::f32, 10), b = harness::random_values(r2, DType::f32, 10),
