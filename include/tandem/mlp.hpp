@@ -45,7 +45,7 @@ struct OptimizerOptions {
 
 struct MlpOptions {
   LossKind loss = LossKind::softmax_cross_entropy;
-  OptimizerOptions optimizer;
+  OptimizerOptions optimizer = {};
   std::uint64_t seed = 1;    // initialisation (He for ReLU layers, Xavier otherwise)
   DType dtype = DType::f32;  // parameters and activations: f32 or f64
   // Mixed precision: the matmuls take `half_type` (bf16 or f16) inputs and accumulate in f32;
@@ -141,7 +141,7 @@ struct TrainOptions {
   std::uint64_t seed = 1;  // shuffling
   DataPlacement placement = DataPlacement::automatic;
   // Called after each batch is queued: (epoch, batches done, batches in the epoch).
-  std::function<void(std::size_t, std::size_t, std::size_t)> on_batch;
+  std::function<void(std::size_t, std::size_t, std::size_t)> on_batch = {};
 };
 
 struct EpochReport {
