@@ -31,7 +31,7 @@ const char* kUsage =
     "      --delimiter C      field separator (default: detected; 'tab' for tabs)\n"
     "      --header H         yes, no or detect (default)\n"
     "      --layers W,W,...   widths from inputs to classes (default: features,128,classes)\n"
-    "      --activation A     relu (default), sigmoid or tanh\n"
+    "      --activation A     relu (default), sigmoid, tanh or gelu\n"
     "      --epochs N  --batch N  --lr X    (defaults 30, 32, 0.001)\n"
     "      --optimizer O      adam (default; AdamW decay) or sgd;  --momentum X  --weight-decay X\n"
     "      --test-fraction F  held-out share (default 0.2; 0: none)   --seed N (default 42 split, 1 init)\n"

@@ -31,7 +31,8 @@ ml::LayerKind parse_activation(const std::string& s) {
   if (s == "relu") return ml::LayerKind::relu;
   if (s == "sigmoid") return ml::LayerKind::sigmoid;
   if (s == "tanh") return ml::LayerKind::tanh;
-  throw InvalidArgument("--activation '" + s + "': use relu, sigmoid or tanh");
+  if (s == "gelu") return ml::LayerKind::gelu;
+  throw InvalidArgument("--activation '" + s + "': use relu, sigmoid, tanh or gelu");
 }
 
 data::CsvOptions csv_options(const std::string& label_column, char delimiter, const std::string& header) {

@@ -46,6 +46,7 @@ std::string_view name_of(BinaryOp op) {
     case BinaryOp::relu_grad: return "relu_grad";
     case BinaryOp::sigmoid_grad: return "sigmoid_grad";
     case BinaryOp::tanh_grad: return "tanh_grad";
+    case BinaryOp::gelu_grad: return "gelu_grad";
   }
   return "?";
 }
@@ -61,6 +62,7 @@ std::string_view name_of(UnaryOp op) {
     case UnaryOp::square: return "square";
     case UnaryOp::abs: return "abs";
     case UnaryOp::neg: return "neg";
+    case UnaryOp::gelu: return "gelu";
   }
   return "?";
 }

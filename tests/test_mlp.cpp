@@ -58,11 +58,11 @@ double loss_of(ml::Mlp& model, const Batch& b, std::size_t rows) {
   return host(model.backward(Buffer::from(be, b.labels), tg))[0];
 }
 
-// Layers exercising every kind: Linear, Tanh, Sigmoid, ReLU.
+// Layers exercising every kind: Linear, Tanh, Sigmoid, ReLU, GELU.
 std::vector<LayerSpec> every_kind(std::size_t out) {
   return {{LayerKind::linear, 5, 6}, {LayerKind::tanh, 6, 6},    {LayerKind::linear, 6, 4},
           {LayerKind::sigmoid, 4, 4}, {LayerKind::linear, 4, 4}, {LayerKind::relu, 4, 4},
-          {LayerKind::linear, 4, out}};
+          {LayerKind::linear, 4, 5},  {LayerKind::gelu, 5, 5},   {LayerKind::linear, 5, out}};
 }
 
 data::Dataset digits() { return data::read_csv(test::data_file("digits.csv.gz"), {.label_column = -1}); }

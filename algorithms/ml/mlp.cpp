@@ -5,6 +5,7 @@
 // Backward per layer, with dY the gradient w.r.t. the layer's output Y (batch, out):
 //   Linear  Y = X W + b:  dW = X^T dY (in, out), db = column sums of dY, dX = dY W^T
 //   ReLU    dX = dY where X > 0          Sigmoid  dX = dY * Y (1 - Y)     Tanh  dX = dY (1 - Y^2)
+//   GELU    dX = dY (Phi(X) + X phi(X))
 // Losses, mean over the batch: softmax cross-entropy dZ = (softmax(Z) - onehot) / batch;
 // MSE over batch x out values dY = 2 (Y - T) / (batch * out).
 #include "tandem/mlp.hpp"
@@ -35,7 +36,7 @@ void check_layers(const std::vector<LayerSpec>& layers) {
     const LayerSpec& l = layers[i];
     const std::string where = "Mlp: layer " + std::to_string(i) + " (" + std::string(name_of(l.kind)) + ")";
     if (l.kind != LayerKind::linear && l.kind != LayerKind::relu && l.kind != LayerKind::sigmoid &&
-        l.kind != LayerKind::tanh) {
+        l.kind != LayerKind::tanh && l.kind != LayerKind::gelu) {
       throw InvalidArgument("Mlp: layer " + std::to_string(i) + " has an unknown kind");
     }
     if (l.inputs == 0 || l.outputs == 0) throw InvalidArgument(where + " has a width of 0");
@@ -65,6 +66,7 @@ std::string_view name_of(LayerKind k) {
     case LayerKind::relu: return "relu";
     case LayerKind::sigmoid: return "sigmoid";
     case LayerKind::tanh: return "tanh";
+    case LayerKind::gelu: return "gelu";
   }
   return "?";
 }
@@ -108,14 +110,15 @@ Mlp::Mlp(Backend& backend, std::vector<LayerSpec> layers, const MlpOptions& opti
   }
   if (!(o.weight_decay >= 0)) throw InvalidArgument("Mlp: weight decay must be >= 0");
 
-  // He initialisation (std sqrt(2 / in)) for a linear layer followed by ReLU, Xavier/Glorot
+  // He initialisation (std sqrt(2 / in)) for a linear layer followed by ReLU or GELU, Xavier/Glorot
   // (std sqrt(2 / (in + out))) otherwise; biases start at zero. One generator, layer by layer.
   data::Rng rng(options_.seed);
   const DType dt = options_.dtype;
   for (std::size_t i = 0; i < layers_.size(); ++i) {
     const LayerSpec& l = layers_[i];
     if (l.kind != LayerKind::linear) continue;
-    const bool relu_next = i + 1 < layers_.size() && layers_[i + 1].kind == LayerKind::relu;
+    const bool relu_next = i + 1 < layers_.size() &&
+                           (layers_[i + 1].kind == LayerKind::relu || layers_[i + 1].kind == LayerKind::gelu);
     const double stddev = relu_next ? std::sqrt(2.0 / double(l.inputs)) : std::sqrt(2.0 / double(l.inputs + l.outputs));
     std::vector<double> w(l.inputs * l.outputs);
     for (double& v : w) v = rng.normal() * stddev;
@@ -225,6 +228,7 @@ const Matrix& Mlp::forward(const Matrix& x) {
       case LayerKind::relu: relu(in.buffer, out.buffer); break;
       case LayerKind::sigmoid: sigmoid(in.buffer, out.buffer); break;
       case LayerKind::tanh: tanh(in.buffer, out.buffer); break;
+      case LayerKind::gelu: gelu(in.buffer, out.buffer); break;
     }
   }
   return acts_.back();
@@ -285,6 +289,9 @@ const Buffer& Mlp::backward(const Buffer& labels, const Matrix& targets) {
         break;
       case LayerKind::tanh:
         if (need_dx) tanh_grad(acts_[i + 1].buffer, dy.buffer, dx.buffer);
+        break;
+      case LayerKind::gelu:
+        if (need_dx) gelu_grad(acts_[i].buffer, dy.buffer, dx.buffer);
         break;
     }
   }

@@ -161,7 +161,7 @@ Mlp Mlp::deserialize(Backend& backend, const std::vector<unsigned char>& bytes, 
   std::vector<LayerSpec> layers(count);
   for (LayerSpec& l : layers) {
     const auto kind = r.le<std::uint32_t>("a layer");
-    if (kind < 1 || kind > 4) r.fail("unknown layer kind " + std::to_string(kind));
+    if (kind < 1 || kind > 5) r.fail("unknown layer kind " + std::to_string(kind));
     l.kind = static_cast<LayerKind>(kind);
     l.inputs = r.le<std::uint64_t>("a layer");
     l.outputs = r.le<std::uint64_t>("a layer");

@@ -15,6 +15,9 @@ double unary_factor(UnaryOp op) {
     case UnaryOp::tanh:
     case UnaryOp::exp:
     case UnaryOp::log: return 8;
+    // erfc (a few ulp on GPUs), three roundings, and the rounding of erfc's argument z = -x/sqrt(2),
+    // which the tail amplifies by 2 z^2 (16 at x = -4).
+    case UnaryOp::gelu: return 32;
     default: return 1;
   }
 }
@@ -27,6 +30,7 @@ std::pair<double, double> unary_domain(UnaryOp op) {
     case UnaryOp::exp:
     case UnaryOp::sigmoid:
     case UnaryOp::tanh: return {-8, 8};
+    case UnaryOp::gelu: return {-4, 4};
     default: return {-1, 1};
   }
 }
@@ -69,7 +73,7 @@ void add_elementwise_cases(std::vector<CheckCase>& out, const Backend&, const Ch
     for (std::size_t n : vector_sizes(o.quick)) {
       const std::string dt(name_of(t));
       for (BinaryOp op : {BinaryOp::add, BinaryOp::sub, BinaryOp::mul, BinaryOp::div, BinaryOp::relu_grad,
-                          BinaryOp::sigmoid_grad, BinaryOp::tanh_grad}) {
+                          BinaryOp::sigmoid_grad, BinaryOp::tanh_grad, BinaryOp::gelu_grad}) {
         CheckCase c{"elementwise", std::string(name_of(op)), "-", dt, size_label(n), {}};
         c.run = [c, t, n, op, o](Backend& be, Backend& ref, std::uint64_t seed) {
           auto rng = case_rng(seed, c);
@@ -89,6 +93,11 @@ void add_elementwise_cases(std::vector<CheckCase>& out, const Backend&, const Ch
           for (std::size_t i = 0; i < n; ++i) {
             double b = (u + u64()) * std::fabs(e[i]);
             if (op == BinaryOp::sigmoid_grad) b = gamma(4, u) * std::fabs(e[i]);
+            if (op == BinaryOp::gelu_grad) {  // dy (Phi(x) + x phi(x)): the two terms may cancel
+              const double cdf = 0.5 * std::erfc(-x[i] / std::sqrt(2.0));
+              const double pdf = std::exp(-0.5 * x[i] * x[i]) / std::sqrt(2 * 3.14159265358979323846);
+              b = gamma(16, u) * std::fabs(y[i]) * (cdf + std::fabs(x[i]) * pdf);
+            }
             if (op == BinaryOp::tanh_grad) {  // dy * (1 - y^2): y^2 rounds before the cancellation
               b = gamma(4, u) * std::fabs(y[i]) * (x[i] * x[i] + std::fabs(1 - x[i] * x[i]));
             }
@@ -100,7 +109,7 @@ void add_elementwise_cases(std::vector<CheckCase>& out, const Backend&, const Ch
         out.push_back(std::move(c));
       }
       for (UnaryOp op : {UnaryOp::relu, UnaryOp::sigmoid, UnaryOp::tanh, UnaryOp::exp, UnaryOp::log, UnaryOp::sqrt,
-                         UnaryOp::square, UnaryOp::abs, UnaryOp::neg}) {
+                         UnaryOp::square, UnaryOp::abs, UnaryOp::neg, UnaryOp::gelu}) {
         CheckCase c{"elementwise", std::string(name_of(op)), "-", dt, size_label(n), {}};
         c.run = [c, t, n, op, o](Backend& be, Backend& ref, std::uint64_t seed) {
           auto rng = case_rng(seed, c);

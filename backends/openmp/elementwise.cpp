@@ -52,6 +52,7 @@ void OpenMPBackend::binary(Queue q, BinaryOp op, DType t, std::size_t n, const v
       case BinaryOp::relu_grad: binary_loop(n, a, b, o, [](T u, T v) { return math::relu_grad(u, v); }); break;
       case BinaryOp::sigmoid_grad: binary_loop(n, a, b, o, [](T u, T v) { return math::sigmoid_grad(u, v); }); break;
       case BinaryOp::tanh_grad: binary_loop(n, a, b, o, [](T u, T v) { return math::tanh_grad(u, v); }); break;
+      case BinaryOp::gelu_grad: binary_loop(n, a, b, o, [](T u, T v) { return math::gelu_grad(u, v); }); break;
     }
   });
 }
@@ -71,6 +72,7 @@ void OpenMPBackend::unary(Queue q, UnaryOp op, DType t, std::size_t n, const voi
       case UnaryOp::square: unary_loop(n, a, o, [](T u) { return u * u; }); break;
       case UnaryOp::abs: unary_loop(n, a, o, [](T u) { return std::fabs(u); }); break;
       case UnaryOp::neg: unary_loop(n, a, o, [](T u) { return -u; }); break;
+      case UnaryOp::gelu: unary_loop(n, a, o, [](T u) { return math::gelu(u); }); break;
     }
   });
 }

@@ -24,8 +24,8 @@
 
 namespace tandem {
 
-enum class BinaryOp { add, sub, mul, div, relu_grad, sigmoid_grad, tanh_grad };
-enum class UnaryOp { relu, sigmoid, tanh, exp, log, sqrt, square, abs, neg };
+enum class BinaryOp { add, sub, mul, div, relu_grad, sigmoid_grad, tanh_grad, gelu_grad };
+enum class UnaryOp { relu, sigmoid, tanh, exp, log, sqrt, square, abs, neg, gelu };
 enum class ReduceOp { sum, min, max, argmax, norm2 };
 enum class ScanKind { inclusive, exclusive };
 enum class Transpose { no, yes };

@@ -1,4 +1,4 @@
-// A multi-layer perceptron that trains on any backend: Linear, ReLU, Sigmoid and Tanh layers of
+// A multi-layer perceptron that trains on any backend: Linear, ReLU, Sigmoid, Tanh and GELU layers of
 // any depth and width; softmax cross-entropy or MSE loss; hand-written backward passes; SGD with
 // momentum or Adam, weight decay; seeded He/Xavier initialisation; mini-batch training; save/load.
 #pragma once
@@ -15,7 +15,7 @@
 
 namespace tandem::ml {
 
-enum class LayerKind : std::uint32_t { linear = 1, relu = 2, sigmoid = 3, tanh = 4 };
+enum class LayerKind : std::uint32_t { linear = 1, relu = 2, sigmoid = 3, tanh = 4, gelu = 5 };
 enum class LossKind : std::uint32_t { softmax_cross_entropy = 1, mse = 2 };
 enum class OptimizerKind { sgd, adam };
 

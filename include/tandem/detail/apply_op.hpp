@@ -28,6 +28,8 @@ TANDEM_HOST_DEVICE inline T apply(BinaryOp op, T x, T y) {
       return sigmoid_grad(x, y);
     case BinaryOp::tanh_grad:
       return tanh_grad(x, y);
+    case BinaryOp::gelu_grad:
+      return gelu_grad(x, y);
   }
   return std::numeric_limits<T>::quiet_NaN();
 }
@@ -51,6 +53,8 @@ TANDEM_HOST_DEVICE inline T apply(UnaryOp op, T x) {
       return x * x;
     case UnaryOp::abs:
       return std::fabs(x);
+    case UnaryOp::gelu:
+      return gelu(x);
     case UnaryOp::neg:
       return -x;
   }

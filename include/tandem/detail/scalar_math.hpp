@@ -26,6 +26,13 @@ TANDEM_HOST_DEVICE inline T sigmoid(T x) {
   return T(1) / (T(1) + std::exp(-x));
 }
 
+// gelu(x) = x Phi(x) = x/2 erfc(-x/sqrt(2)), the exact (erf) form; erfc keeps the left tail
+// accurate where 1 + erf(x) would cancel.
+template <class T>
+TANDEM_HOST_DEVICE inline T gelu(T x) {
+  return T(0.5) * x * std::erfc(-x * T(0.70710678118654752440));
+}
+
 template <class T>
 TANDEM_HOST_DEVICE inline T square(T x) {
   return x * x;
@@ -45,6 +52,13 @@ TANDEM_HOST_DEVICE inline T sigmoid_grad(T y, T dy) {
 template <class T>
 TANDEM_HOST_DEVICE inline T tanh_grad(T y, T dy) {
   return dy * (T(1) - y * y);
+}
+// gelu'(x) = Phi(x) + x phi(x); takes the layer input x, like relu_grad.
+template <class T>
+TANDEM_HOST_DEVICE inline T gelu_grad(T x, T dy) {
+  const T cdf = T(0.5) * std::erfc(-x * T(0.70710678118654752440));
+  const T pdf = T(0.39894228040143267794) * std::exp(T(-0.5) * x * x);
+  return dy * (cdf + x * pdf);
 }
 
 // min/max that propagate NaN (as numpy does), so a NaN anywhere in a reduction shows in its result.
