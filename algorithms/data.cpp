@@ -22,6 +22,10 @@ namespace {
 [[noreturn]] void fail(const std::string& source, const std::string& what) { throw DataError(source + ": " + what); }
 
 #ifdef TANDEM_HAVE_ZLIB
+// More than this inflated is refused: a small corrupt or hostile file must not take the machine's
+// memory. Data sets beyond it can be read uncompressed.
+constexpr std::size_t kMaxInflated = std::size_t(4) << 30;
+
 std::vector<unsigned char> inflate_gzip(const std::vector<unsigned char>& in, const std::string& path) {
   std::vector<unsigned char> out;
   z_stream z{};
@@ -44,6 +48,10 @@ std::vector<unsigned char> inflate_gzip(const std::vector<unsigned char>& in, co
       z.avail_out = static_cast<uInt>(chunk.size());
       const int rc = inflate(&z, Z_NO_FLUSH);
       out.insert(out.end(), chunk.data(), chunk.data() + (chunk.size() - z.avail_out));
+      if (out.size() > kMaxInflated) {
+        fail(path, "inflates to more than 4 GiB (at byte offset " + std::to_string(offset()) +
+                       " of the compressed file); decompress it with gunzip and read the plain file");
+      }
       if (rc == Z_STREAM_END) {
         if (z.avail_in == 0 && fed < in.size()) feed();
         const std::size_t at = offset();
@@ -117,11 +125,12 @@ void split_fields(std::string_view line, char delimiter, std::vector<std::string
   }
 }
 
+// A finite decimal number ("1", "-2.5e3", "+.5"); not nan, inf or "+-1".
 bool parse_number(std::string_view field, double& value) {
+  if (field.size() > 1 && field.front() == '+' && field[1] != '-' && field[1] != '+') field.remove_prefix(1);
   if (field.empty()) return false;
-  if (field.front() == '+') field.remove_prefix(1);
   const auto [ptr, ec] = std::from_chars(field.data(), field.data() + field.size(), value);
-  return ec == std::errc() && ptr == field.data() + field.size();
+  return ec == std::errc() && ptr == field.data() + field.size() && std::isfinite(value);
 }
 
 std::string show(std::string_view field) {
@@ -152,9 +161,12 @@ std::vector<std::int32_t> Dataset::class_labels() const {
 }
 
 std::int32_t Dataset::class_count() const {
-  std::int32_t count = 0;
-  for (std::int32_t label : class_labels()) count = std::max(count, label + 1);
-  return count;
+  std::int64_t count = 0;
+  for (std::int32_t label : class_labels()) count = std::max<std::int64_t>(count, std::int64_t(label) + 1);
+  if (count > std::numeric_limits<std::int32_t>::max()) {
+    fail(source, "a class index of 2^31 - 1 leaves no room to count the classes; is the label column right?");
+  }
+  return static_cast<std::int32_t>(count);
 }
 
 Dataset Dataset::select(std::span<const std::size_t> indices) const {
@@ -201,28 +213,35 @@ std::optional<long> parse_label_column(const std::string& spec) {
 Dataset parse_csv(std::string_view text, const std::string& source, const CsvOptions& options) {
   Dataset d;
   d.source = source;
-  std::vector<std::string_view> lines;
-  for (std::size_t start = 0; start <= text.size();) {
-    std::size_t end = text.find('\n', start);
+  if (text.substr(0, 3) == "\xEF\xBB\xBF") text.remove_prefix(3);  // a UTF-8 byte order mark
+  // Lines one at a time (line numbers from 1), never all of them at once.
+  std::size_t pos = 0, line_no = 0;
+  auto next_line = [&](std::string_view& line) {
+    if (pos > text.size()) return false;
+    std::size_t end = text.find('\n', pos);
     if (end == std::string_view::npos) end = text.size();
-    lines.push_back(text.substr(start, end - start));
-    start = end + 1;
-  }
+    line = text.substr(pos, end - pos);
+    pos = end + 1;
+    ++line_no;
+    return true;
+  };
   // The first line with content fixes the delimiter and the field count.
-  std::size_t first = 0;
-  while (first < lines.size() && trim(lines[first]).empty()) ++first;
-  if (first == lines.size()) fail(source, "the file has no data (it is empty or blank)");
+  std::string_view first_line;
+  bool found = false;
+  while (!found && next_line(first_line)) found = !trim(first_line).empty();
+  if (!found) fail(source, "the file has no data (it is empty or blank)");
+  const std::size_t first = line_no - 1;  // 0-based, for messages as first + 1
 
   char delimiter = options.delimiter;
   if (delimiter == '\0') {
-    const std::string_view l = lines[first];
+    const std::string_view l = first_line;
     delimiter = l.find(',') != std::string_view::npos   ? ','
                 : l.find(';') != std::string_view::npos ? ';'
                 : l.find('\t') != std::string_view::npos ? '\t'
                                                          : ' ';
   }
   std::vector<std::string_view> fields;
-  split_fields(lines[first], delimiter, fields);
+  split_fields(first_line, delimiter, fields);
   const std::size_t field_count = fields.size();
 
   bool header = options.header == CsvOptions::Header::yes;
@@ -244,10 +263,11 @@ Dataset parse_csv(std::string_view text, const std::string& source, const CsvOpt
   d.cols = field_count - (label ? 1 : 0);
   if (d.cols == 0) fail(source, "no feature columns are left besides the label column");
 
-  for (std::size_t li = first + (header ? 1 : 0); li < lines.size(); ++li) {
-    if (trim(lines[li]).empty()) continue;
-    split_fields(lines[li], delimiter, fields);
-    const std::string where = "line " + std::to_string(li + 1);
+  std::string_view line = first_line;
+  for (bool have = !header || next_line(line); have; have = next_line(line)) {
+    if (trim(line).empty()) continue;
+    split_fields(line, delimiter, fields);
+    const std::string where = "line " + std::to_string(line_no);
     if (fields.size() != field_count) {
       fail(source, where + ": " + std::to_string(fields.size()) + " fields where line " + std::to_string(first + 1) +
                        " has " + std::to_string(field_count));
@@ -255,7 +275,7 @@ Dataset parse_csv(std::string_view text, const std::string& source, const CsvOpt
     for (std::size_t c = 0; c < field_count; ++c) {
       double v;
       if (!parse_number(fields[c], v)) {
-        fail(source, where + ", column " + std::to_string(c + 1) + ": " + show(fields[c]) + " is not a number");
+        fail(source, where + ", column " + std::to_string(c + 1) + ": " + show(fields[c]) + " is not a (finite) number");
       }
       if (label && c == *label) {
         d.targets.push_back(v);
@@ -302,7 +322,11 @@ IdxArray parse_idx(std::span<const unsigned char> bytes, const std::string& sour
     case 0x0B: elem = 2; break;
     case 0x0C: case 0x0D: elem = 4; break;
     case 0x0E: elem = 8; break;
-    default: fail(source, "byte offset 2: unknown IDX element type 0x" + std::to_string(type) + " (expected 0x08..0x0E)");
+    default: {
+      char hex[8];
+      std::snprintf(hex, sizeof hex, "0x%02X", type);
+      fail(source, std::string("byte offset 2: unknown IDX element type ") + hex + " (expected 0x08, 0x09, 0x0B..0x0E)");
+    }
   }
   const unsigned rank = bytes[3];
   if (rank == 0) fail(source, "byte offset 3: an IDX array of rank 0");
@@ -406,9 +430,16 @@ Standardizer Standardizer::fit(const Dataset& d) {
       s.scale[c] += dev * dev;
     }
   }
-  for (double& v : s.scale) {
+  // A constant feature (to rounding: its spread within a few ulps of its size) keeps scale 1, so it
+  // becomes ~0 instead of amplified rounding.
+  std::vector<double> largest(d.cols, 0.0);
+  for (std::size_t r = 0; r < d.rows; ++r) {
+    for (std::size_t c = 0; c < d.cols; ++c) largest[c] = std::max(largest[c], std::fabs(d.features[r * d.cols + c]));
+  }
+  for (std::size_t c = 0; c < d.cols; ++c) {
+    double& v = s.scale[c];
     v = std::sqrt(v / double(d.rows));
-    if (!(v > 0) || !std::isfinite(v)) v = 1;
+    if (!(v > 16 * 0x1p-53 * largest[c]) || !std::isfinite(v)) v = 1;
   }
   return s;
 }

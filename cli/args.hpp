@@ -23,12 +23,11 @@ class Args {
   }
   std::size_t count(std::size_t min = 1) {
     const std::string f = flag(), v = value();
-    char* end = nullptr;
-    const unsigned long long n = std::strtoull(v.c_str(), &end, 10);
-    if (v.empty() || *end != '\0' || v[0] == '-' || n < min) {
-      throw InvalidArgument(f + " '" + v + "' is not a whole number >= " + std::to_string(min));
+    const std::size_t n = whole(v);
+    if (n == kBad || n < min || n > kLargest) {
+      throw InvalidArgument(f + " '" + v + "' is not a whole number from " + std::to_string(min) + " to 2^53");
     }
-    return static_cast<std::size_t>(n);
+    return n;
   }
   double real(double min, double max) {
     const std::string f = flag(), v = value();
@@ -45,19 +44,28 @@ class Args {
     std::size_t start = 0;
     while (start <= v.size()) {
       const std::size_t comma = std::min(v.find(',', start), v.size());
-      const std::string item = v.substr(start, comma - start);
-      char* end = nullptr;
-      const unsigned long long n = std::strtoull(item.c_str(), &end, 10);
-      if (item.empty() || *end != '\0' || item[0] == '-' || n == 0) {
+      const std::size_t n = whole(v.substr(start, comma - start));
+      if (n == kBad || n == 0 || n > kLargest) {
         throw InvalidArgument(f + " '" + v + "' is not a comma-separated list of widths >= 1, e.g. 64,128,10");
       }
-      out.push_back(static_cast<std::size_t>(n));
+      out.push_back(n);
       start = comma + 1;
     }
     return out;
   }
 
  private:
+  static constexpr std::size_t kBad = static_cast<std::size_t>(-1), kLargest = std::size_t(1) << 53;
+  // Digits only (no sign, no blanks), without overflow; kBad otherwise.
+  static std::size_t whole(const std::string& v) {
+    if (v.empty() || v.size() > 19) return kBad;
+    std::size_t n = 0;
+    for (char c : v) {
+      if (c < '0' || c > '9') return kBad;
+      n = n * 10 + static_cast<std::size_t>(c - '0');
+    }
+    return n;
+  }
   static std::string trim(double x) {
     char buf[32];
     std::snprintf(buf, sizeof buf, "%g", x);

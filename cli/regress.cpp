@@ -31,7 +31,7 @@ int regress_main(const std::vector<std::string>& argv) {
       }
       o.solver = s == "closed-form" ? ml::Solver::closed_form : ml::Solver::gradient_descent;
     } else if (f == "--epochs") o.epochs = args.count();
-    else if (f == "--batch") o.batch_size = args.count();
+    else if (f == "--batch") o.batch_size = args.count(0);
     else if (f == "--lr") o.learning_rate = args.real(1e-12, 1e3);
     else if (f == "--tolerance") o.tolerance = args.real(0, 1);
     else if (f == "--no-standardize") o.standardize = false;

@@ -140,6 +140,11 @@ int train_main(const std::vector<std::string>& argv) {
   if (all.targets.empty()) throw InvalidArgument("the data has no label column; give --label-column");
   const std::int32_t classes = all.class_count();
   if (classes < 2) throw InvalidArgument(all.source + " has a single class; training a classifier needs two or more");
+  if (classes > 65536 || static_cast<std::size_t>(classes) > all.rows) {
+    throw InvalidArgument(all.source + ": the label column holds class indices up to " + std::to_string(classes - 1) +
+                          " for " + std::to_string(all.rows) +
+                          " samples, which looks like an ID or a value rather than a class; check --label-column");
+  }
   data::Split split;
   if (a.test_fraction > 0) {
     split = data::train_test_split(all, a.test_fraction, a.split_seed);
@@ -193,9 +198,10 @@ int train_main(const std::vector<std::string>& argv) {
                                                  100 * r.test_accuracy);
                                    }
                                    std::printf("  %.3f s (data %.3f s%s)\n", r.seconds, r.data_wait_seconds,
-                                               r.epoch == 1 ? (r.streamed ? ", streamed via pinned staging"
-                                                                          : ", kept on the device")
-                                                            : "");
+                                               r.epoch != 1       ? ""
+                                               : !r.streamed      ? ", kept on the device"
+                                               : r.pinned_staging ? ", streamed through pinned staging"
+                                                                  : ", streamed through host staging");
                                    std::fflush(stdout);
                                  });
   const double total = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();

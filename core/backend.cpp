@@ -55,7 +55,11 @@ void Backend::adam_step(Queue q, DType t, std::size_t n, const AdamParams& p, vo
     Queue q;
     void* ptr;
     ~Temp() {
-      be.synchronize(q);
+      try {
+        be.synchronize(q);
+      } catch (const Error&) {
+        // the queue's error surfaces again at its next use
+      }
       be.deallocate(ptr);
     }
   } tmp{*this, q, allocate(bytes)}, eps{*this, q, allocate(bytes)};
@@ -188,6 +192,20 @@ void Backend::shutdown_memory() noexcept {
   } catch (...) {
     // Shutting down must not throw; a failed report is not worth terminating for.
   }
+}
+
+void Backend::copy_to_device_async(Queue q, void* d_dst, const void* h_src, std::size_t bytes) {
+  copy_to_device(q, d_dst, h_src, bytes);
+}
+
+void Backend::copy_to_host_async(Queue q, void* h_dst, const void* d_src, std::size_t bytes) {
+  copy_to_host(q, h_dst, d_src, bytes);
+}
+
+Queue Backend::transfer_queue() {
+  std::lock_guard lock(transfer_mutex_);
+  if (transfer_queue_.id < 0) transfer_queue_ = create_queue();
+  return transfer_queue_;
 }
 
 void* Backend::host_allocate(std::size_t bytes, bool& pinned) {

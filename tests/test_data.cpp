@@ -122,6 +122,10 @@ TEST_SUITE("data") {
     CHECK(c.targets.empty());
     const data::Dataset d = data::parse_csv("  1   2 \n 3 4\n", "d.txt");
     CHECK(d.features == std::vector<double>{1, 2, 3, 4});
+    // A UTF-8 byte order mark does not turn the first data row into a header.
+    const data::Dataset bom = data::parse_csv("\xEF\xBB\xBF" "5,6\n7,8\n", "bom.csv");
+    CHECK(bom.rows == 2);
+    CHECK(bom.features.front() == 5);
     CHECK(data::parse_label_column("last") == -1);
     CHECK(data::parse_label_column("first") == 0);
     CHECK(data::parse_label_column("3") == 3);
@@ -130,13 +134,20 @@ TEST_SUITE("data") {
   }
 
   TEST_CASE("CSV: bad input names the file, line and column") {
-    expect_data_error([] { data::parse_csv("1,2\n3,x\n", "f.csv"); }, {"f.csv", "line 2, column 2", "'x' is not a number"});
+    expect_data_error([] { data::parse_csv("1,2\n3,x\n", "f.csv"); }, {"f.csv", "line 2, column 2", "'x' is not a (finite) number"});
     expect_data_error([] { data::parse_csv("1,2\n3,4,5\n", "f.csv"); }, {"f.csv", "line 2", "3 fields", "line 1 has 2"});
     expect_data_error([] { data::parse_csv("", "e.csv"); }, {"e.csv", "no data"});
     expect_data_error([] { data::parse_csv("a,b\n", "h.csv"); }, {"h.csv", "header but no data"});
     expect_data_error([] { data::parse_csv("1,2\n", "l.csv", {.label_column = 5}); }, {"l.csv", "label column 5"});
     expect_data_error([] { data::parse_csv("1\n2\n", "o.csv", {.label_column = 0}); }, {"no feature columns"});
-    expect_data_error([] { data::parse_csv("1,2\n3,\n", "m.csv"); }, {"line 2, column 2", "'' is not a number"});
+    expect_data_error([] { data::parse_csv("1,2\n3,\n", "m.csv"); }, {"line 2, column 2", "'' is not a (finite) number"});
+    for (const char* bad : {"nan", "inf", "-inf", "+-1", "++1", "1e999"}) {
+      CAPTURE(bad);
+      expect_data_error([&] { data::parse_csv(std::string("1,2\n3,") + bad + "\n", "f.csv"); },
+                        {"line 2, column 2", "is not a (finite) number"});
+    }
+    expect_data_error([] { data::parse_csv("1,2147483647\n", "big.csv", {.label_column = -1}).class_count(); },
+                      {"big.csv", "2^31 - 1"});
     expect_data_error([] { data::parse_csv("1,0.5\n", "c.csv", {.label_column = -1}).class_labels(); },
                       {"c.csv", "not a class index"});
     expect_data_error([] { data::read_csv("/nonexistent/tandem.csv"); }, {"/nonexistent/tandem.csv", "cannot open"});
@@ -256,6 +267,12 @@ TEST_SUITE("data") {
     for (double t : s.test.targets) total += t;
     CHECK(total == std::accumulate(d.targets.begin(), d.targets.end(), 0.0));
     CHECK_THROWS_AS(data::train_test_split(d, 1.0, 1), InvalidArgument);
+    // A feature that is constant but not exactly representable after centring keeps scale 1.
+    data::Dataset tenth = data::parse_csv("0.1,1\n0.1,2\n0.1,4\n", "c.csv");
+    const data::Standardizer sc = data::Standardizer::fit(tenth);
+    CHECK(sc.scale[0] == 1);
+    sc.apply(tenth);
+    CHECK(std::fabs(tenth.features[0]) < 1e-15);
 
     data::Dataset train = s.train;
     const data::Standardizer st = data::Standardizer::fit(train);

@@ -353,5 +353,7 @@ TEST_CASE("queues: one queue waits for another's event and the host waits for an
   be->synchronize_event(scaled);
   CHECK(b.to_vector<float>() == std::vector<float>(host_values.size(), 6.0f));
   CHECK_THROWS_AS(be->wait_event(Queue{}, Event{}), InvalidArgument);
+  // One transfer queue per backend, however many trainings stream (GPU runtimes have few queues).
+  CHECK(be->transfer_queue().id == be->transfer_queue().id);
   CHECK_THROWS_AS(be->synchronize_event(Event{}), InvalidArgument);
 }

@@ -16,6 +16,7 @@
 #include <cstring>
 #include <limits>
 #include <memory>
+#include <span>
 #include <string>
 
 #include "host_data.hpp"
@@ -164,6 +165,7 @@ void Mlp::allocate_activations(std::int64_t batch) {
   if (batch > batch_) {
     const DType dt = options_.dtype;
     const auto rows = static_cast<std::size_t>(batch);
+    batch_ = 0;  // until every store is allocated (an OutOfMemory below leaves none half-made)
     act_store_.clear();
     delta_store_.clear();
     // The first layer's input gradient is never needed: no store for index 0.
@@ -417,19 +419,29 @@ double since(Clock::time_point t0) { return std::chrono::duration<double>(Clock:
 Evaluation evaluate(Mlp& model, const data::Dataset& d, std::size_t batch_size) {
   if (d.rows == 0) throw InvalidArgument("evaluate: the data set is empty");
   if (batch_size == 0) throw InvalidArgument("evaluate: the batch size must be at least 1");
-  const DeviceData dd = upload(model, d);
+  if (d.cols != model.inputs()) {
+    throw ShapeMismatch("evaluate: the model takes " + std::to_string(model.inputs()) + " features, " + d.source +
+                        " has " + std::to_string(d.cols));
+  }
+  // Chunk by chunk from the host: the data set need not fit on the device.
+  Backend& be = model.backend();
+  const DType dt = model.options().dtype;
+  std::vector<std::int32_t> labels;
+  const std::vector<double> targets = target_rows(model, d, labels);
   const std::size_t out = model.outputs();
   const bool classify = model.options().loss == LossKind::softmax_cross_entropy;
-  const std::vector<std::int32_t> labels = dd.labels.buffer.to_vector<std::int32_t>();
   double loss = 0;
   std::size_t correct = 0;
   for (std::size_t start = 0; start < d.rows; start += batch_size) {
     const std::size_t rows = std::min(batch_size, d.rows - start);
     const auto r = static_cast<std::int64_t>(rows);
-    const Matrix xb = matrix(dd.x.buffer.slice(start * d.cols, rows * d.cols), r, static_cast<std::int64_t>(d.cols));
-    const Matrix tb = matrix(dd.t.buffer.slice(start * out, rows * out), r, static_cast<std::int64_t>(out));
+    const Matrix xb = matrix(to_device(be, std::span(d.features).subspan(start * d.cols, rows * d.cols), dt), r,
+                             static_cast<std::int64_t>(d.cols));
+    const Matrix tb =
+        matrix(to_device(be, std::span(targets).subspan(start * out, rows * out), dt), r, static_cast<std::int64_t>(out));
+    const Buffer lb = Buffer::from(be, std::span<const std::int32_t>(labels).subspan(start, rows));
     const Matrix& y = model.forward(xb);
-    const Buffer& batch_loss = model.backward(dd.labels.buffer.slice(start, rows), tb);
+    const Buffer& batch_loss = model.backward(lb, tb);
     loss += detail::to_scalar(batch_loss) * double(rows);
     if (classify) {
       const std::vector<double> logits = to_host(y.buffer);
@@ -483,7 +495,7 @@ HostRows host_rows(const Mlp& model, const data::Dataset& d) {
 class BatchStream {
  public:
   BatchStream(Backend& be, const HostRows& rows, DType dt, std::size_t batch, std::size_t cols, std::size_t out)
-      : be_(be), rows_(rows), copy_q_(be.create_queue()) {
+      : be_(be), rows_(rows), copy_q_(be.transfer_queue()) {
     for (int s = 0; s < 2; ++s) {
       hx_.emplace_back(be, dt, batch * cols);
       ht_.emplace_back(be, dt, batch * out);
@@ -494,16 +506,24 @@ class BatchStream {
     }
     copied_.resize(2);
     consumed_.resize(2);
+    // The slots may be blocks the default queue was still using when they went back to the
+    // allocator's cache: the copy queue starts after what is queued there now.
+    be_.wait_event(copy_q_, be_.record_event(Queue{}));
   }
   BatchStream(const BatchStream&) = delete;
   BatchStream& operator=(const BatchStream&) = delete;
+  // Neither queue may still use a slot when it goes back to the cache (also when training ends
+  // by an exception).
   ~BatchStream() {
-    try {
-      be_.synchronize(copy_q_);
-    } catch (const Error&) {
-      // the queue's error surfaces at its next use
+    for (Queue q : {copy_q_, Queue{}}) {
+      try {
+        be_.synchronize(q);
+      } catch (const Error&) {
+        // the queue's error surfaces again at its next use
+      }
     }
   }
+  bool pinned() const { return hx_[0].is_pinned(); }
 
   void stage(int s, const std::size_t* order, std::size_t count) {
     const auto t0 = std::chrono::steady_clock::now();
@@ -518,9 +538,9 @@ class BatchStream {
       hl[i] = rows_.labels[r];
     }
     if (consumed_[s].impl()) be_.wait_event(copy_q_, consumed_[s]);  // compute is done with the device slot
-    be_.copy_to_device(copy_q_, dx_[s].data(), hx, count * rows_.x_row);
-    be_.copy_to_device(copy_q_, dt_[s].data(), ht, count * rows_.t_row);
-    be_.copy_to_device(copy_q_, dl_[s].data(), hl, count * sizeof(std::int32_t));
+    be_.copy_to_device_async(copy_q_, dx_[s].data(), hx, count * rows_.x_row);
+    be_.copy_to_device_async(copy_q_, dt_[s].data(), ht, count * rows_.t_row);
+    be_.copy_to_device_async(copy_q_, dl_[s].data(), hl, count * sizeof(std::int32_t));
     copied_[s] = be_.record_event(copy_q_);
     wait_seconds += since(t0);
   }
@@ -586,6 +606,7 @@ std::vector<EpochReport> train(Mlp& model, const data::Dataset& train_set, const
     EpochReport rep;
     rep.epoch = epoch;
     rep.streamed = stream;
+    rep.pinned_staging = stream && staging->pinned();
     const std::vector<std::size_t> order = rng.permutation(n);
     if (!stream) {
       // Shuffle: the order goes up (n i32), the data stays; batches are gathered on the backend.

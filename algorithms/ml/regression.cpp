@@ -140,10 +140,18 @@ LinearModel closed_form(Backend& be, const data::Dataset& d, DType dt) {
   Matrix gram = matrix(Buffer(be, dt, pz * pz), p, p);
   matmul(x, x, gram, {.trans_a = Transpose::yes});
   Dense g = to_host(gram.buffer);
+  // A constant column leaves only rounding after centring (about sqrt(n) u max|x| in norm), which
+  // the unit scaling would blow up into a random direction: such a column is constant to working
+  // precision, and with an intercept its coefficient is not determined.
+  std::vector<double> largest(pz, 0.0);
+  for (std::size_t r = 0; r < d.rows; ++r) {
+    for (std::size_t j = 0; j < pz; ++j) largest[j] = std::max(largest[j], std::fabs(d.features[r * pz + j]));
+  }
+  const double u_data = dt == DType::f64 ? 0x1p-53 : 0x1p-24;
   std::vector<double> scale(pz);
   for (std::size_t j = 0; j < pz; ++j) {
     scale[j] = std::sqrt(g[j * pz + j]);
-    if (!(scale[j] > 0)) {
+    if (!(scale[j] > 16 * std::sqrt(double(d.rows)) * u_data * largest[j])) {
       throw InvalidArgument("linear regression: feature " + std::to_string(j) + " of " + d.source +
                             " is constant, so its coefficient and the intercept are not determined; drop it");
     }

@@ -42,6 +42,8 @@ inline error_t set_device(int d) { return hipSetDevice(d); }
 inline error_t properties(props_t* p, int d) { return hipGetDeviceProperties(p, d); }
 inline error_t malloc(void** p, std::size_t bytes) { return hipMalloc(p, bytes); }
 inline error_t free(void* p) { return hipFree(p); }
+inline error_t host_alloc(void** p, std::size_t bytes) { return hipHostMalloc(p, bytes, hipHostMallocDefault); }
+inline error_t host_free(void* p) { return hipHostFree(p); }
 inline error_t mem_info(std::size_t* free_bytes, std::size_t* total) { return hipMemGetInfo(free_bytes, total); }
 inline error_t copy(void* dst, const void* src, std::size_t bytes, stream_t s) {
   return hipMemcpyAsync(dst, src, bytes, hipMemcpyDefault, s);
@@ -75,6 +77,8 @@ inline error_t set_device(int d) { return cudaSetDevice(d); }
 inline error_t properties(props_t* p, int d) { return cudaGetDeviceProperties(p, d); }
 inline error_t malloc(void** p, std::size_t bytes) { return cudaMalloc(p, bytes); }
 inline error_t free(void* p) { return cudaFree(p); }
+inline error_t host_alloc(void** p, std::size_t bytes) { return cudaHostAlloc(p, bytes, cudaHostAllocDefault); }
+inline error_t host_free(void* p) { return cudaFreeHost(p); }
 inline error_t mem_info(std::size_t* free_bytes, std::size_t* total) { return cudaMemGetInfo(free_bytes, total); }
 inline error_t copy(void* dst, const void* src, std::size_t bytes, stream_t s) {
   return cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDefault, s);
@@ -146,6 +150,18 @@ class DeviceRuntime {
     (void)api::free(p);
   }
   void set_requested(void*, std::size_t) noexcept {}
+  // Page-locked host memory, so that copies from it run asynchronously at full link speed.
+  void* host_allocate(std::size_t bytes, bool& pinned) {
+    select();
+    void* p = nullptr;
+    if (api::host_alloc(&p, bytes) != api::success) {
+      (void)api::last_error();
+      return nullptr;
+    }
+    pinned = true;
+    return p;
+  }
+  void host_release(void* p) noexcept { (void)api::host_free(p); }
   std::size_t free_bytes() const {  // 0 when the runtime cannot say (it is called in error messages)
     (void)api::set_device(device_);
     std::size_t free_bytes = 0, total = 0;

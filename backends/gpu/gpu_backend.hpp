@@ -6,6 +6,7 @@
 // A Runtime provides:
 //   void* allocate(size_t) (nullptr when the device is full); void release(void*);
 //   void set_requested(void*, size_t) (guard what the caching allocator does not use);
+//   void* host_allocate(size_t, bool& pinned) (nullptr when it cannot); void host_release(void*) noexcept;
 //   size_t free_bytes() const; DeviceProperties properties() const;
 //   unsigned max_blocks() const (blocks worth launching for a grid-stride loop);
 //   int create_stream(); int streams() const (the default one included); void check_stream(int) const;
@@ -76,6 +77,23 @@ class GpuBackend : public Backend {
   void copy_on_device(Queue q, void* d_dst, const void* d_src, std::size_t bytes) override {
     if (bytes == 0) return;
     rt_.copy(stream(q), d_dst, d_src, bytes);
+  }
+  // The caller keeps the host memory unchanged until the queue has passed the copy.
+  void copy_to_device_async(Queue q, void* d_dst, const void* h_src, std::size_t bytes) override {
+    if (bytes == 0) return;
+    rt_.copy(stream(q), d_dst, h_src, bytes);
+  }
+  void copy_to_host_async(Queue q, void* h_dst, const void* d_src, std::size_t bytes) override {
+    if (bytes == 0) return;
+    rt_.copy(stream(q), h_dst, d_src, bytes);
+  }
+  void* host_allocate(std::size_t bytes, bool& pinned) override {
+    void* p = bytes == 0 ? nullptr : rt_.host_allocate(bytes, pinned);
+    if (p == nullptr && bytes != 0) throw OutOfMemory(bytes, 0, name_ + " (page-locked host memory)");
+    return p;
+  }
+  void host_free(void* ptr, std::size_t, bool) override {
+    if (ptr != nullptr) rt_.host_release(ptr);
   }
 
   Queue create_queue() override { return Queue{rt_.create_stream()}; }

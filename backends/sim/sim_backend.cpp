@@ -5,6 +5,7 @@
 #include <chrono>
 #include <cstdlib>
 #include <cstring>
+#include <new>
 #include <random>
 #include <string>
 
@@ -55,6 +56,12 @@ class SimRuntime {
     return engine_.allocate(bytes);
   }
   void release(void* ptr) { engine_.release(ptr); }
+  // The simulator's "device" is host memory: staging memory is plain host memory too.
+  void* host_allocate(std::size_t bytes, bool& pinned) {
+    pinned = false;
+    return ::operator new((bytes + 63) / 64 * 64, std::align_val_t(64), std::nothrow);
+  }
+  void host_release(void* p) noexcept { ::operator delete(p, std::align_val_t(64)); }
   void set_requested(void* ptr, std::size_t requested) noexcept { engine_.set_requested(ptr, requested); }
   std::size_t free_bytes() const { return host::available_memory_bytes(); }
 

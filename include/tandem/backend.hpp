@@ -108,12 +108,21 @@ class Backend : public std::enable_shared_from_this<Backend> {
   virtual void copy_to_device(Queue q, void* d_dst, const void* h_src, std::size_t bytes) = 0;
   virtual void copy_to_host(Queue q, void* h_dst, const void* d_src, std::size_t bytes) = 0;
   virtual void copy_on_device(Queue q, void* d_dst, const void* d_src, std::size_t bytes) = 0;
+  // Optional: copies that may return before they are done: the host memory must stay unchanged
+  // (to_device) or unread (to_host) until q has passed the copy (synchronize, or an event).
+  // Asynchronous on GPU runtimes; from page-locked memory they overlap compute on other queues.
+  // Default: the synchronous copies above.
+  virtual void copy_to_device_async(Queue q, void* d_dst, const void* h_src, std::size_t bytes);
+  virtual void copy_to_host_async(Queue q, void* h_dst, const void* d_src, std::size_t bytes);
   // Optional: page-locked host memory for fast transfers. Default: plain aligned host memory.
   virtual void* host_allocate(std::size_t bytes, bool& pinned);
   virtual void host_free(void* ptr, std::size_t bytes, bool pinned);
 
   // ---- queues and events (CPU backends run synchronously; the default queue is id 0) ----
   virtual Queue create_queue() { return Queue{}; }
+  // A second queue for transfers that overlap compute on the default queue, created on first use
+  // and kept for the backend's life (GPU runtimes have a bounded number of queues).
+  Queue transfer_queue();
   virtual void synchronize(Queue q) = 0;
   virtual Event record_event(Queue q);
   // Milliseconds between two recorded events (waits for both).
@@ -217,6 +226,8 @@ class Backend : public std::enable_shared_from_this<Backend> {
  private:
   friend class MemoryScope;
   mutable std::mutex memory_mutex_;
+  std::mutex transfer_mutex_;
+  Queue transfer_queue_{-1};
   std::multimap<std::size_t, void*> cache_;           // free blocks kept for reuse, by size
   std::unordered_map<void*, LiveAllocation> live_;  // every live block (where: when tracking)
   MemoryStats stats_;

@@ -155,7 +155,8 @@ struct EpochReport {
   // epoch) and shuffled index (device placement), or staging and waiting for a free staging slot
   // (stream placement).
   double data_wait_seconds = 0;
-  bool streamed = false;  // the placement chosen
+  bool streamed = false;        // the placement chosen
+  bool pinned_staging = false;  // streamed through page-locked memory (GPU runtimes)
 };
 
 // Trains on `train` (features already preprocessed; targets: class labels or values), evaluating
