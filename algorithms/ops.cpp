@@ -143,6 +143,42 @@ void add_row_vector(const Matrix& x, const Buffer& bias, Matrix& out, Queue q) {
                     out.buffer.data(), out.ld);
 }
 
+void bias_activation(const Matrix& x, const Buffer& bias, UnaryOp act, Matrix& out, Matrix* z, Queue q) {
+  matrix_fits(x, "bias_activation", "x");
+  matrix_fits(out, "bias_activation", "out");
+  Backend& be = x.buffer.backend();
+  same_backend(be, bias, "bias_activation", "bias");
+  same_backend(be, out.buffer, "bias_activation", "out");
+  dtype_in(x.buffer.dtype(), kFloat, "bias_activation", "x");
+  same_dtype(x.buffer.dtype(), bias, "bias_activation", "bias");
+  same_dtype(x.buffer.dtype(), out.buffer, "bias_activation", "out");
+  same_size(static_cast<std::size_t>(x.cols), bias, "bias_activation", "bias");
+  if (act != UnaryOp::relu && act != UnaryOp::sigmoid && act != UnaryOp::tanh && act != UnaryOp::gelu) {
+    throw InvalidArgument("bias_activation: " + std::string(name_of(act)) + " is not an activation (relu, sigmoid, tanh, gelu)");
+  }
+  auto same_shape = [&](const Matrix& m, const char* role) {
+    if (m.rows != x.rows || m.cols != x.cols) {
+      throw ShapeMismatch(std::string("bias_activation: ") + role + " is (" + std::to_string(m.rows) + ", " +
+                          std::to_string(m.cols) + "), x is (" + std::to_string(x.rows) + ", " + std::to_string(x.cols) + ")");
+    }
+  };
+  same_shape(out, "out");
+  if (z != nullptr) {
+    matrix_fits(*z, "bias_activation", "z");
+    same_backend(be, z->buffer, "bias_activation", "z");
+    same_dtype(x.buffer.dtype(), z->buffer, "bias_activation", "z");
+    same_shape(*z, "z");
+    if (z->buffer.data() != x.buffer.data() || z->ld != x.ld) checks::no_overlap(z->buffer, x.buffer, "bias_activation", "z", "x");
+    checks::no_overlap(out.buffer, z->buffer, "bias_activation", "out", "z");
+    checks::no_overlap(z->buffer, bias, "bias_activation", "z", "bias");
+  }
+  if (x.rows == 0 || x.cols == 0) return;
+  checks::no_overlap(out.buffer, x.buffer, "bias_activation", "out", "x");
+  checks::no_overlap(out.buffer, bias, "bias_activation", "out", "bias");
+  be.bias_activation(q, x.buffer.dtype(), x.rows, x.cols, x.buffer.data(), x.ld, bias.data(), act,
+                     z ? z->buffer.data() : nullptr, z ? z->ld : 0, out.buffer.data(), out.ld);
+}
+
 void gather_rows(const Matrix& x, const Buffer& index, Matrix& out, Queue q) {
   matrix_fits(x, "gather_rows", "x");
   matrix_fits(out, "gather_rows", "out");

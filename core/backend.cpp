@@ -44,6 +44,23 @@ Backend::~Backend() = default;
 
 std::vector<std::string> Backend::variants(std::string_view) const { return {}; }
 
+void Backend::bias_activation(Queue q, DType t, std::int64_t rows, std::int64_t cols, const void* x,
+                              std::int64_t ldx, const void* bias, UnaryOp act, void* z, std::int64_t ldz, void* out,
+                              std::int64_t ldo) {
+  // out = x + bias (kept in z too when asked), then act over out row by row (ld may exceed cols).
+  add_row_vector(q, t, rows, cols, x, ldx, bias, out, ldo);
+  if (z != nullptr) add_row_vector(q, t, rows, cols, x, ldx, bias, z, ldz);
+  const std::size_t elem = size_of(t);
+  if (ldo == cols) {
+    unary(q, act, t, static_cast<std::size_t>(rows * cols), out, out);
+    return;
+  }
+  for (std::int64_t r = 0; r < rows; ++r) {
+    void* row = static_cast<unsigned char*>(out) + static_cast<std::size_t>(r * ldo) * elem;
+    unary(q, act, t, static_cast<std::size_t>(cols), row, row);
+  }
+}
+
 void Backend::adam_step(Queue q, DType t, std::size_t n, const AdamParams& p, void* w, const void* g, void* m,
                         void* v) {
   if (n == 0) return;

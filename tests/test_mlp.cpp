@@ -151,7 +151,7 @@ TEST_CASE("mlp: one step equals the reference backend's within a bound") {
   }
 }
 
-TEST_CASE("mlp: the fused Adam step agrees with the composite default") {
+TEST_CASE("mlp: the fused Adam step and bias-activation epilogue agree with their composite defaults") {
   Backend* be = test::backend_or_skip();
   if (!be) return;
   data::Rng rng(test::seed() + 11);
@@ -179,6 +179,25 @@ TEST_CASE("mlp: the fused Adam step agrees with the composite default") {
   const auto ma = host(m1), mb = host(m2);
   for (std::size_t i = 0; i < n; ++i) worst = std::max(worst, std::fabs(ma[i] - mb[i]));
   CHECK(worst < 1e-5);
+
+  // The epilogue, with a leading dimension past the columns so that the composite goes row by row.
+  const std::int64_t rows = 50, cols = 70, ld = 77;
+  const Buffer x = upload(*be, std::vector<double>(g.begin(), g.begin() + rows * ld), DType::f32);
+  const Buffer bias = upload(*be, std::vector<double>(w.begin(), w.begin() + cols), DType::f32);
+  for (UnaryOp act : {UnaryOp::relu, UnaryOp::sigmoid, UnaryOp::tanh, UnaryOp::gelu}) {
+    CAPTURE(name_of(act));
+    Buffer o1(*be, DType::f32, rows * ld), o2(*be, DType::f32, rows * ld), z1(*be, DType::f32, rows * ld),
+        z2(*be, DType::f32, rows * ld);
+    for (Buffer* b : {&o1, &o2, &z1, &z2}) b->fill(0);
+    be->bias_activation(Queue{}, DType::f32, rows, cols, x.data(), ld, bias.data(), act, z1.data(), ld, o1.data(), ld);
+    be->Backend::bias_activation(Queue{}, DType::f32, rows, cols, x.data(), ld, bias.data(), act, z2.data(), ld,
+                                 o2.data(), ld);
+    CHECK(host(z1) == host(z2));
+    const auto a1 = host(o1), a2 = host(o2);
+    double diff = 0;
+    for (std::size_t i = 0; i < a1.size(); ++i) diff = std::max(diff, std::fabs(a1[i] - a2[i]));
+    CHECK(diff < 1e-6);
+  }
 }
 
 TEST_CASE("mlp: several epochs give the reference backend's loss curve" * doctest::skip(test::kNoZlib)) {

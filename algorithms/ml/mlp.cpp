@@ -1,10 +1,11 @@
 // The MLP: layers, losses, hand-written backward passes and optimizers, all composed from the
 // primitive ops (no backend-specific code). Batches are row-major (batch, features); activations
-// are kept contiguous (ld = width) in buffers sized for the largest batch seen.
+// are kept contiguous (ld = width) in buffers sized for the largest batch seen. A linear layer
+// followed by an activation adds its bias and applies the activation in one fused pass.
 //
 // Backward per layer, with dY the gradient w.r.t. the layer's output Y (batch, out):
 //   Linear  Y = X W + b:  dW = X^T dY (in, out), db = column sums of dY, dX = dY W^T
-//   ReLU    dX = dY where X > 0          Sigmoid  dX = dY * Y (1 - Y)     Tanh  dX = dY (1 - Y^2)
+//   ReLU    dX = dY where Y > 0          Sigmoid  dX = dY * Y (1 - Y)     Tanh  dX = dY (1 - Y^2)
 //   GELU    dX = dY (Phi(X) + X phi(X))
 // Losses, mean over the batch: softmax cross-entropy dZ = (softmax(Z) - onehot) / batch;
 // MSE over batch x out values dY = 2 (Y - T) / (batch * out).
@@ -52,6 +53,17 @@ void check_layers(const std::vector<LayerSpec>& layers) {
     has_linear = has_linear || l.kind == LayerKind::linear;
   }
   if (!has_linear) throw InvalidArgument("Mlp: a model needs at least one linear layer (it has no parameters otherwise)");
+}
+
+UnaryOp activation_op(LayerKind k) {
+  switch (k) {
+    case LayerKind::relu: return UnaryOp::relu;
+    case LayerKind::sigmoid: return UnaryOp::sigmoid;
+    case LayerKind::tanh: return UnaryOp::tanh;
+    case LayerKind::gelu: return UnaryOp::gelu;
+    case LayerKind::linear: break;
+  }
+  throw InvalidArgument("a linear layer is not an activation");
 }
 
 // A contiguous (rows, cols) view at the start of a buffer.
@@ -224,7 +236,15 @@ const Matrix& Mlp::forward(const Matrix& x) {
         } else {
           matmul(in, view(params_[p], static_cast<std::int64_t>(l.inputs), l.outputs), out);
         }
-        add_row_vector(out, params_[p + 1], out);
+        if (i + 1 < layers_.size() && layers_[i + 1].kind != LayerKind::linear) {
+          // Bias and the activation after it in one pass (the layer's epilogue). Only GELU's
+          // backward needs the pre-activation, kept in place; the others work from the output.
+          const bool keep_z = layers_[i + 1].kind == LayerKind::gelu;
+          bias_activation(out, params_[p + 1], activation_op(layers_[i + 1].kind), acts_[i + 2], keep_z ? &out : nullptr);
+          ++i;
+        } else {
+          add_row_vector(out, params_[p + 1], out);
+        }
         p += 2;
         break;
       case LayerKind::relu: relu(in.buffer, out.buffer); break;
@@ -283,8 +303,8 @@ const Buffer& Mlp::backward(const Buffer& labels, const Matrix& targets) {
         reduce_cols(ReduceOp::sum, dy, grads_[p + 1]);
         break;
       }
-      case LayerKind::relu:
-        if (need_dx) relu_grad(acts_[i].buffer, dy.buffer, dx.buffer);
+      case LayerKind::relu:  // from the output: relu(z) > 0 exactly where z > 0 (the input may be unbiased)
+        if (need_dx) relu_grad(acts_[i + 1].buffer, dy.buffer, dx.buffer);
         break;
       case LayerKind::sigmoid:
         if (need_dx) sigmoid_grad(acts_[i + 1].buffer, dy.buffer, dx.buffer);

@@ -233,6 +233,50 @@ void add_matrix_cases(std::vector<CheckCase>& out, const Backend&, const CheckOp
         return r;
       };
       out.push_back(std::move(bias));
+      // The fused epilogue: relu and gelu also write z in place over x, sigmoid and tanh do not.
+      for (UnaryOp act : {UnaryOp::relu, UnaryOp::sigmoid, UnaryOp::tanh, UnaryOp::gelu}) {
+        CheckCase ba{"matrix", "bias_" + std::string(name_of(act)), "-", dt, label, {}};
+        ba.run = [ba, t, s, ld, span, o, act](Backend& be, Backend& ref, std::uint64_t seed) {
+          auto rng = case_rng(seed, ba);
+          Host x = random_values(rng, t, span, -3, 3), b = random_values(rng, t, static_cast<std::size_t>(s.cols));
+          if (o.non_finite) plant_non_finite(rng, x);
+          const bool with_z = act == UnaryOp::relu || act == UnaryOp::gelu;
+          CaseResult r = result_for(ba, be);
+          Output got = make_output(be, t, span);
+          Matrix gm = matrix(got.inner, s.rows, s.cols, ld);
+          Matrix gx = matrix(upload(be, t, x), s.rows, s.cols, ld);
+          bias_activation(gx, upload(be, t, b), act, gm, with_z ? &gx : nullptr);
+          Buffer want(ref, DType::f64, span), want_z(ref, DType::f64, span);
+          ref.fill(Queue{}, DType::f64, span, std::nan(""), want.data());
+          Matrix wm = matrix(want, s.rows, s.cols, ld);
+          // The reference: z rounded to the tested type first, as every backend computes it.
+          Host z_rounded(span);
+          for (std::size_t i = 0; i < span; ++i) z_rounded[i] = round_to(t, x[i] + b[i % static_cast<std::size_t>(ld)]);
+          Matrix zm = matrix(upload(ref, DType::f64, z_rounded), s.rows, s.cols, ld);
+          Buffer zero(ref, DType::f64, static_cast<std::size_t>(s.cols));
+          zero.fill(0);
+          bias_activation(zm, zero, act, wm);
+          const Host e = download(want);
+          Host bound(span);
+          for (std::size_t i = 0; i < span; ++i) bound[i] = unary_factor(act) * u_of(t) * std::fabs(e[i]) + u64();
+          finish(r, got, e, bound);
+          // z: exactly x + bias rounded once, where it was asked for.
+          if (with_z && r.comparison.ok() && s.rows > 0) {
+            const Host zg = download(gx.buffer);
+            for (std::size_t i = 0; i < span; ++i) {
+              if (i % static_cast<std::size_t>(ld) >= static_cast<std::size_t>(s.cols)) continue;
+              const bool same = zg[i] == z_rounded[i] || (std::isnan(zg[i]) && std::isnan(z_rounded[i]));
+              if (!same) {
+                r.error = "z[" + std::to_string(i) + "] is " + std::to_string(zg[i]) + ", x + bias is " +
+                          std::to_string(z_rounded[i]);
+                break;
+              }
+            }
+          }
+          return r;
+        };
+        out.push_back(std::move(ba));
+      }
       CheckCase add{"matrix", "matrix_add", "-", dt, label, {}};
       add.run = [add, t, s, ld, span, o](Backend& be, Backend& ref, std::uint64_t seed) {
         auto rng = case_rng(seed, add);

@@ -10,17 +10,6 @@ namespace tandem::verify::detail {
 namespace {
 constexpr unsigned char kGuardByte = 0xA5;
 
-double round_to(DType t, double v) {
-  switch (t) {
-    case DType::f16: return float(half(float(v)));
-    case DType::bf16: return float(bfloat16(float(v)));
-    case DType::f32: return float(v);
-    case DType::f64: return v;
-    case DType::i32: return std::nearbyint(v);
-  }
-  return v;
-}
-
 // Host bytes of `values` in dtype t.
 std::vector<unsigned char> encode(DType t, const Host& values) {
   std::vector<unsigned char> bytes(values.size() * size_of(t));

@@ -38,6 +38,18 @@ std::string check_guards(const Output& out);
 // Fills the names of a result.
 CaseResult result_for(const CheckCase& c, const Backend& be);
 
+// v rounded to dtype t (to nearest even; integers to the nearest).
+inline double round_to(DType t, double v) {
+  switch (t) {
+    case DType::f16: return float(half(float(v)));
+    case DType::bf16: return float(bfloat16(float(v)));
+    case DType::f32: return float(v);
+    case DType::f64: return v;
+    case DType::i32: return std::nearbyint(v);
+  }
+  return v;
+}
+
 // Element-wise bound helpers.
 inline double u_of(DType t) { return unit_roundoff(t); }
 inline double u64() { return unit_roundoff(DType::f64); }

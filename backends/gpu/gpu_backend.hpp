@@ -176,6 +176,14 @@ class GpuBackend : public Backend {
              ldx, as<T>(bias), as<T>(out), ldo);
     });
   }
+  void bias_activation(Queue q, DType t, std::int64_t rows, std::int64_t cols, const void* x, std::int64_t ldx,
+                       const void* bias, UnaryOp act, void* z, std::int64_t ldz, void* out, std::int64_t ldo) override {
+    detail::dispatch_float(t, [&]<class T>() {
+      launch(q, "bias_activation", grid_2d(rows, cols, kernels::kRows2d, kernels::kCols2d),
+             Dim3{kernels::kCols2d, kernels::kRows2d, 1}, 0, kernels::bias_activation_kernel<T>, rows, cols, as<T>(x),
+             ldx, as<T>(bias), act, static_cast<T*>(z), ldz, as<T>(out), ldo);
+    });
+  }
   void matrix_add(Queue q, DType t, std::int64_t rows, std::int64_t cols, double alpha, const void* a, std::int64_t lda,
                   double beta, const void* b, std::int64_t ldb, void* c, std::int64_t ldc) override {
     detail::dispatch_float(t, [&]<class T>() {

@@ -121,6 +121,42 @@ void OpenMPBackend::add_row_vector(Queue q, DType t, std::int64_t rows, std::int
   });
 }
 
+void OpenMPBackend::bias_activation(Queue q, DType t, std::int64_t rows, std::int64_t cols, const void* x,
+                                    std::int64_t ldx, const void* bias, UnaryOp act, void* z, std::int64_t ldz,
+                                    void* out, std::int64_t ldo) {
+  check_queue(q);
+  dispatch_float(t, [&]<class T>() {
+    const T* xs = static_cast<const T*>(x);
+    const T* b = static_cast<const T*>(bias);
+    T* zs = static_cast<T*>(z);
+    T* o = static_cast<T*>(out);
+    // One pass: each row is read once and written once (twice with z).
+    auto run = [&](auto f) {
+#pragma omp parallel for schedule(static) if (static_cast<std::size_t>(rows * cols) >= kParallelThreshold)
+      for (std::int64_t r = 0; r < rows; ++r) {
+        if (zs != nullptr) {
+#pragma omp simd
+          for (std::int64_t c = 0; c < cols; ++c) {
+            const T v = xs[r * ldx + c] + b[c];
+            zs[r * ldz + c] = v;
+            o[r * ldo + c] = f(v);
+          }
+        } else {
+#pragma omp simd
+          for (std::int64_t c = 0; c < cols; ++c) o[r * ldo + c] = f(xs[r * ldx + c] + b[c]);
+        }
+      }
+    };
+    switch (act) {
+      case UnaryOp::relu: run([](T v) { return math::relu(v); }); break;
+      case UnaryOp::sigmoid: run([](T v) { return math::sigmoid(v); }); break;
+      case UnaryOp::tanh: run([](T v) { return std::tanh(v); }); break;
+      case UnaryOp::gelu: run([](T v) { return math::gelu(v); }); break;
+      default: throw Unsupported("bias_activation: " + std::string(name_of(act)) + " is not an activation");
+    }
+  });
+}
+
 void OpenMPBackend::matrix_add(Queue q, DType t, std::int64_t rows, std::int64_t cols, double alpha, const void* a,
                                std::int64_t lda, double beta, const void* b, std::int64_t ldb, void* c,
                                std::int64_t ldc) {

@@ -24,6 +24,8 @@ class OpenMPBackend final : public host::HostBackend {
   void fill(Queue q, DType t, std::size_t n, double value, void* out) override;
   void add_row_vector(Queue q, DType t, std::int64_t rows, std::int64_t cols, const void* x, std::int64_t ldx,
                       const void* bias, void* out, std::int64_t ldo) override;
+  void bias_activation(Queue q, DType t, std::int64_t rows, std::int64_t cols, const void* x, std::int64_t ldx,
+                       const void* bias, UnaryOp act, void* z, std::int64_t ldz, void* out, std::int64_t ldo) override;
   void matrix_add(Queue q, DType t, std::int64_t rows, std::int64_t cols, double alpha, const void* a,
                   std::int64_t lda, double beta, const void* b, std::int64_t ldb, void* c, std::int64_t ldc) override;
   void transpose(Queue q, DType t, std::int64_t rows, std::int64_t cols, const void* a, std::int64_t lda, void* out,

@@ -82,6 +82,21 @@ class ReferenceBackend final : public host::HostBackend {
     });
   }
 
+  void bias_activation(Queue q, DType t, std::int64_t rows, std::int64_t cols, const void* x, std::int64_t ldx,
+                       const void* bias, UnaryOp act, void* z, std::int64_t ldz, void* out, std::int64_t ldo) override {
+    check_queue(q);
+    dispatch_float(t, [&]<class T>() {
+      for (std::int64_t r = 0; r < rows; ++r) {
+        for (std::int64_t c = 0; c < cols; ++c) {
+          // z rounds to T before act, as the composite and every other backend do.
+          const T v = T(double(static_cast<const T*>(x)[r * ldx + c]) + double(static_cast<const T*>(bias)[c]));
+          if (z != nullptr) static_cast<T*>(z)[r * ldz + c] = v;
+          static_cast<T*>(out)[r * ldo + c] = T(apply<double>(act, double(v)));
+        }
+      }
+    });
+  }
+
   void matrix_add(Queue q, DType t, std::int64_t rows, std::int64_t cols, double alpha, const void* a,
                   std::int64_t lda, double beta, const void* b, std::int64_t ldb, void* c, std::int64_t ldc) override {
     check_queue(q);

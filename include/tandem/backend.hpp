@@ -147,6 +147,13 @@ class Backend : public std::enable_shared_from_this<Backend> {
   // out (rows, cols) = x (rows, cols) + bias (cols) broadcast over rows.
   virtual void add_row_vector(Queue q, DType t, std::int64_t rows, std::int64_t cols, const void* x,
                               std::int64_t ldx, const void* bias, void* out, std::int64_t ldo) = 0;
+  // Optional, fused for speed (a layer's epilogue): out = act(x + bias broadcast over rows), and
+  // z = x + bias as well when z is not null (backward passes that need the pre-activation).
+  // act is relu, sigmoid, tanh or gelu; f32 or f64. z may be x (in place); out may not overlap x.
+  // The default composes add_row_vector and unary.
+  virtual void bias_activation(Queue q, DType t, std::int64_t rows, std::int64_t cols, const void* x,
+                               std::int64_t ldx, const void* bias, UnaryOp act, void* z, std::int64_t ldz, void* out,
+                               std::int64_t ldo);
   // c = alpha * a + beta * b, all (rows, cols).
   virtual void matrix_add(Queue q, DType t, std::int64_t rows, std::int64_t cols, double alpha, const void* a,
                           std::int64_t lda, double beta, const void* b, std::int64_t ldb, void* c,

@@ -52,6 +52,9 @@ void copy(const Buffer& src, Buffer& dst, Queue q = {});
 // ---- matrix ----
 // out = x + bias broadcast over rows; bias has x.cols elements.
 void add_row_vector(const Matrix& x, const Buffer& bias, Matrix& out, Queue q = {});
+// A layer's epilogue in one pass: out = act(x + bias broadcast over rows), and the pre-activation
+// x + bias into *z when z is given (z may be x itself). act: relu, sigmoid, tanh or gelu.
+void bias_activation(const Matrix& x, const Buffer& bias, UnaryOp act, Matrix& out, Matrix* z = nullptr, Queue q = {});
 // c = alpha * a + beta * b
 void matrix_add(double alpha, const Matrix& a, double beta, const Matrix& b, Matrix& c, Queue q = {});
 // out = a^T; out is (a.cols, a.rows).

@@ -150,6 +150,18 @@ TANDEM_KERNEL TANDEM_LAUNCH_BOUNDS(256) void convert_kernel(std::size_t n, const
   for (std::size_t i = global_thread(); i < n; i += global_threads()) out[i] = math::convert_value<D>(x[i]);
 }
 
+// out = act(x + bias), and z = x + bias when z is not null: a layer's epilogue in one pass.
+template <class T>
+TANDEM_KERNEL TANDEM_LAUNCH_BOUNDS(256) void bias_activation_kernel(std::int64_t rows, std::int64_t cols, const T* x,
+                                                                    std::int64_t ldx, const T* bias, UnaryOp act,
+                                                                    T* z, std::int64_t ldz, T* out, std::int64_t ldo) {
+  grid_stride_2d(rows, cols, [&](std::int64_t r, std::int64_t c) {
+    const T v = x[r * ldx + c] + bias[c];
+    if (z != nullptr) z[r * ldz + c] = v;
+    out[r * ldo + c] = apply(act, v);
+  });
+}
+
 template <class T>
 TANDEM_KERNEL TANDEM_LAUNCH_BOUNDS(256) void matrix_add_kernel(std::int64_t rows, std::int64_t cols, T alpha,
                                                                const T* a, std::int64_t lda, T beta, const T* b,
