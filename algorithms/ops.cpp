@@ -4,10 +4,12 @@
 #include <algorithm>
 #include <cmath>
 #include <cstring>
+#include <initializer_list>
 #include <string>
 
 #include "checks.hpp"
 #include "tandem/errors.hpp"
+#include "tandem/profile.hpp"
 
 namespace tandem {
 
@@ -21,6 +23,28 @@ using checks::same_size;
 namespace {
 
 constexpr auto kFloat = {DType::f32, DType::f64};
+
+// Descriptions of operands for the profile (built only when profiling), by appending (GCC 12's
+// -Wrestrict misfires on chains of operator+ over temporaries).
+std::string cat(std::initializer_list<std::string_view> parts) {
+  std::string s;
+  for (std::string_view p : parts) s.append(p);
+  return s;
+}
+std::string vec(const Buffer& b) {
+  return cat({name_of(b.dtype()), "[", std::to_string(b.size()), "]"});
+}
+std::string mat(const Matrix& m) {
+  return cat({name_of(m.buffer.dtype()), "(", std::to_string(m.rows), ", ", std::to_string(m.cols), ")"});
+}
+std::size_t mat_bytes(const Matrix& m) {
+  return static_cast<std::size_t>(m.rows * m.cols) * size_of(m.buffer.dtype());
+}
+std::string gemm(const GemmArgs& g) {
+  return cat({std::to_string(g.m), "x", std::to_string(g.n), "x", std::to_string(g.k), " ", name_of(g.ab_type),
+              g.trans_a == Transpose::yes ? " A^T" : "", g.trans_b == Transpose::yes ? " B^T" : "", " ",
+              name_of(g.tier)});
+}
 constexpr auto kConvertible = {DType::f16, DType::bf16, DType::f32, DType::f64};
 
 std::string op_name(std::string_view prefix, std::string_view name) { return std::string(prefix) + std::string(name); }
@@ -64,6 +88,8 @@ void binary(BinaryOp op, const Buffer& x, const Buffer& y, Buffer& out, Queue q)
   checks::same_or_disjoint(out, x, name.c_str(), "out", "x");
   checks::same_or_disjoint(out, y, name.c_str(), "out", "y");
   if (x.size() == 0) return;
+  profile::OpTimer timer(be, q, "binary");
+  if (timer.on()) timer.set(cat({name_of(op), " ", vec(x)}), 3 * x.bytes());
   be.binary(q, op, x.dtype(), x.size(), x.data(), y.data(), out.data());
 }
 
@@ -76,6 +102,8 @@ void unary(UnaryOp op, const Buffer& x, Buffer& out, Queue q) {
   same_size(x.size(), out, name.c_str(), "out");
   checks::same_or_disjoint(out, x, name.c_str(), "out", "x");
   if (x.size() == 0) return;
+  profile::OpTimer timer(be, q, "unary");
+  if (timer.on()) timer.set(cat({name_of(op), " ", vec(x)}), 2 * x.bytes());
   be.unary(q, op, x.dtype(), x.size(), x.data(), out.data());
 }
 
@@ -87,6 +115,8 @@ void axpy(double alpha, const Buffer& x, Buffer& y, Queue q) {
   same_size(x.size(), y, "axpy", "y");
   checks::same_or_disjoint(y, x, "axpy", "y", "x");
   if (x.size() == 0) return;
+  profile::OpTimer timer(be, q, "axpy");
+  if (timer.on()) timer.set(vec(x), 3 * x.bytes());
   be.axpy(q, x.dtype(), x.size(), alpha, x.data(), y.data());
 }
 
@@ -98,6 +128,8 @@ void scale(double alpha, const Buffer& x, Buffer& out, Queue q) {
   same_size(x.size(), out, "scale", "out");
   checks::same_or_disjoint(out, x, "scale", "out", "x");
   if (x.size() == 0) return;
+  profile::OpTimer timer(be, q, "scale");
+  if (timer.on()) timer.set(vec(x), 2 * x.bytes());
   be.scale(q, x.dtype(), x.size(), alpha, x.data(), out.data());
 }
 
@@ -107,6 +139,8 @@ void fill(Buffer& out, double value, Queue q) {
     throw InvalidArgument("fill: " + std::to_string(value) + " does not fit an i32 buffer (finite, within +-2^31)");
   }
   if (out.size() == 0) return;
+  profile::OpTimer timer(be, q, "fill");
+  if (timer.on()) timer.set(vec(out), out.bytes());
   be.fill(q, out.dtype(), out.size(), value, out.data());
 }
 
@@ -116,6 +150,8 @@ void copy(const Buffer& src, Buffer& dst, Queue q) {
   same_dtype(src.dtype(), dst, "copy", "dst");
   same_size(src.size(), dst, "copy", "dst");
   if (src.size() == 0) return;
+  profile::OpTimer timer(be, q, "copy");
+  if (timer.on()) timer.set(vec(src), 2 * src.bytes());
   be.copy_on_device(q, dst.data(), src.data(), src.bytes());
 }
 
@@ -139,6 +175,8 @@ void add_row_vector(const Matrix& x, const Buffer& bias, Matrix& out, Queue q) {
   if (x.rows == 0 || x.cols == 0) return;
   if (x.buffer.data() != out.buffer.data() || x.ld != out.ld) checks::no_overlap(out.buffer, x.buffer, "add_row_vector", "out", "x");
   checks::no_overlap(out.buffer, bias, "add_row_vector", "out", "bias");
+  profile::OpTimer timer(be, q, "add_row_vector");
+  if (timer.on()) timer.set(mat(x), 2 * mat_bytes(x) + bias.bytes());
   be.add_row_vector(q, x.buffer.dtype(), x.rows, x.cols, x.buffer.data(), x.ld, bias.data(),
                     out.buffer.data(), out.ld);
 }
@@ -175,6 +213,8 @@ void bias_activation(const Matrix& x, const Buffer& bias, UnaryOp act, Matrix& o
   if (x.rows == 0 || x.cols == 0) return;
   checks::no_overlap(out.buffer, x.buffer, "bias_activation", "out", "x");
   checks::no_overlap(out.buffer, bias, "bias_activation", "out", "bias");
+  profile::OpTimer timer(be, q, "bias_activation");
+  if (timer.on()) timer.set(cat({name_of(act), " ", mat(x)}), (z ? 3 : 2) * mat_bytes(x) + bias.bytes());
   be.bias_activation(q, x.buffer.dtype(), x.rows, x.cols, x.buffer.data(), x.ld, bias.data(), act,
                      z ? z->buffer.data() : nullptr, z ? z->ld : 0, out.buffer.data(), out.ld);
 }
@@ -197,6 +237,8 @@ void gather_rows(const Matrix& x, const Buffer& index, Matrix& out, Queue q) {
   if (out.rows == 0 || out.cols == 0) return;
   checks::no_overlap(out.buffer, x.buffer, "gather_rows", "out", "x");
   checks::no_overlap(out.buffer, index, "gather_rows", "out", "index");
+  profile::OpTimer timer(be, q, "gather_rows");
+  if (timer.on()) timer.set(cat({mat(out), " from ", mat(x)}), 2 * mat_bytes(out) + index.bytes());
   be.gather_rows(q, x.buffer.dtype(), out.rows, out.cols, static_cast<const std::int32_t*>(index.data()), x.rows,
                  x.buffer.data(), x.ld, out.buffer.data(), out.ld);
 }
@@ -214,6 +256,8 @@ void convert(const Buffer& x, Buffer& out, Queue q) {
     return;
   }
   checks::no_overlap(out, x, "convert", "out", "x");
+  profile::OpTimer timer(be, q, "convert");
+  if (timer.on()) timer.set(cat({vec(x), " -> ", name_of(out.dtype())}), x.bytes() + out.bytes());
   be.convert(q, x.dtype(), out.dtype(), x.size(), x.data(), out.data());
 }
 
@@ -235,6 +279,8 @@ void matrix_add(double alpha, const Matrix& a, double beta, const Matrix& b, Mat
   if (a.rows == 0 || a.cols == 0) return;
   if (a.buffer.data() != c.buffer.data() || a.ld != c.ld) checks::no_overlap(c.buffer, a.buffer, "matrix_add", "c", "a");
   if (b.buffer.data() != c.buffer.data() || b.ld != c.ld) checks::no_overlap(c.buffer, b.buffer, "matrix_add", "c", "b");
+  profile::OpTimer timer(be, q, "matrix_add");
+  if (timer.on()) timer.set(mat(a), 3 * mat_bytes(a));
   be.matrix_add(q, a.buffer.dtype(), a.rows, a.cols, alpha, a.buffer.data(), a.ld, beta, b.buffer.data(), b.ld,
                 c.buffer.data(), c.ld);
 }
@@ -252,6 +298,8 @@ void transpose(const Matrix& a, Matrix& out, Queue q) {
   }
   checks::no_overlap(out.buffer, a.buffer, "transpose", "out", "a");
   if (a.rows == 0 || a.cols == 0) return;
+  profile::OpTimer timer(be, q, "transpose");
+  if (timer.on()) timer.set(mat(a), 2 * mat_bytes(a));
   be.transpose(q, a.buffer.dtype(), a.rows, a.cols, a.buffer.data(), a.ld, out.buffer.data(), out.ld);
 }
 
@@ -342,6 +390,8 @@ void matmul(const Matrix& a, const Matrix& b, Matrix& c, const MatmulOptions& op
     scale_matrix(be, q, c, g.beta);
     return;
   }
+  profile::OpTimer timer(be, q, "matmul");
+  if (timer.on()) timer.set(gemm(g), mat_bytes(a) + mat_bytes(b) + mat_bytes(c), 2.0 * double(g.m) * double(g.n) * double(g.k));
   be.matmul(q, g);
 }
 
@@ -368,6 +418,8 @@ void reduce(ReduceOp op, const Buffer& x, Buffer& result, Queue q, std::string_v
   if (op == ReduceOp::argmax && x.size() > static_cast<std::size_t>(INT32_MAX)) {
     throw InvalidArgument("argmax: x has more than 2^31 - 1 elements; the index would not fit the i32 result");
   }
+  profile::OpTimer timer(be, q, "reduce");
+  if (timer.on()) timer.set(cat({name_of(op), " ", vec(x), variant.empty() ? "" : " ", variant}), x.bytes());
   be.reduce(q, op, x.dtype(), x.size(), x.data(), result.data(), variant);
 }
 
@@ -386,6 +438,8 @@ void dot(const Buffer& x, const Buffer& y, Buffer& result, Queue q) {
     be.fill(q, result.dtype(), 1, 0.0, result.data());
     return;
   }
+  profile::OpTimer timer(be, q, "dot");
+  if (timer.on()) timer.set(vec(x), 2 * x.bytes());
   be.dot(q, x.dtype(), x.size(), x.data(), y.data(), result.data());
 }
 
@@ -438,6 +492,8 @@ void reduce_axis(bool per_row, ReduceOp op, const Matrix& x, Buffer& out, Queue 
     return;
   }
   checks::no_overlap(out, x.buffer, name, "out", "x");
+  profile::OpTimer timer(be, q, per_row ? "reduce_rows" : "reduce_cols");
+  if (timer.on()) timer.set(cat({name_of(op), " ", mat(x)}), mat_bytes(x) + out.bytes());
   if (per_row) {
     be.reduce_rows(q, op, x.buffer.dtype(), x.rows, x.cols, x.buffer.data(), x.ld, out.data());
   } else {
@@ -455,6 +511,8 @@ void scan(ScanKind kind, const Buffer& x, Buffer& out, Queue q, std::string_view
   checks::variant_in(be, "scan", variant);
   if (x.size() == 0) return;
   if (x.data() != out.data()) checks::no_overlap(out, x, name, "out", "x (partially: use the same view or none)");
+  profile::OpTimer timer(be, q, "scan");
+  if (timer.on()) timer.set(cat({vec(x), variant.empty() ? "" : " ", variant}), 2 * x.bytes());
   be.scan(q, kind, x.dtype(), x.size(), x.data(), out.data(), variant);
 }
 }  // namespace
@@ -492,6 +550,8 @@ void softmax_cross_entropy(const Matrix& logits, const Buffer& labels, Matrix& p
   checks::no_overlap(losses, logits.buffer, name, "losses", "logits");
   checks::no_overlap(probs.buffer, logits.buffer, name, "probs", "logits (the loss reads the logits after probs are written)");
   checks::no_overlap(losses, probs.buffer, name, "losses", "probs");
+  profile::OpTimer timer(be, q, "softmax_cross_entropy");
+  if (timer.on()) timer.set(mat(logits), 3 * mat_bytes(logits) + labels.bytes());
   be.softmax_cross_entropy(q, logits.buffer.dtype(), logits.rows, logits.cols, logits.buffer.data(), logits.ld,
                            static_cast<const std::int32_t*>(labels.data()), probs.buffer.data(), probs.ld,
                            losses.data());
@@ -509,6 +569,8 @@ void mse(const Buffer& a, const Buffer& b, Buffer& result, Queue q) {
   checks::no_overlap(result, a, "mse", "result", "a");
   checks::no_overlap(result, b, "mse", "result", "b");
   if (a.size() == 0) throw InvalidArgument("mse: a and b are empty; the mean of no elements is undefined");
+  profile::OpTimer timer(be, q, "mse");
+  if (timer.on()) timer.set(vec(a), 2 * a.bytes());
   be.mse(q, a.dtype(), a.size(), a.data(), b.data(), result.data());
 }
 

@@ -52,7 +52,8 @@ const char* kUsage =
     "environment: TANDEM_BACKEND=NAME (reference, openmp, cuda, cuda:1, hip, sim, sim64, auto),\n"
     "             TANDEM_TEST_SEED=N, TANDEM_DEBUG_MEMORY=1 (report buffers alive at exit),\n"
     "             TANDEM_CPU_ISA=generic|avx2|avx512 (cap the openmp micro-kernel),\n"
-    "             TANDEM_SIM_SEED=N (the simulator's thread order), TANDEM_SIM_THREADS=N.\n";
+    "             TANDEM_SIM_SEED=N (the simulator's thread order), TANDEM_SIM_THREADS=N,\n"
+    "             TANDEM_PROFILE=trace.json (every op, timed, as a Chrome/Perfetto trace at exit).\n";
 
 }  // namespace
 

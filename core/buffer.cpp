@@ -3,6 +3,8 @@
 #include <limits>
 #include <string>
 
+#include "tandem/profile.hpp"
+
 namespace tandem {
 
 namespace detail {
@@ -91,6 +93,8 @@ void Buffer::upload_bytes(const void* h_src, std::size_t bytes, Queue q) {
   }
   if (bytes == 0) return;
   if (h_src == nullptr) throw InvalidArgument("Buffer::upload_bytes: null host pointer");
+  profile::OpTimer timer(backend(), q, "upload");
+  if (timer.on()) timer.set(std::string(name_of(dtype_)) + "[" + std::to_string(size_) + "]", bytes);
   backend().copy_to_device(q, data(), h_src, bytes);
 }
 
@@ -101,6 +105,8 @@ void Buffer::download_bytes(void* h_dst, std::size_t bytes, Queue q) const {
   }
   if (bytes == 0) return;
   if (h_dst == nullptr) throw InvalidArgument("Buffer::download_bytes: null host pointer");
+  profile::OpTimer timer(backend(), q, "download");
+  if (timer.on()) timer.set(std::string(name_of(dtype_)) + "[" + std::to_string(size_) + "]", bytes);
   backend().copy_to_host(q, h_dst, data(), bytes);
   backend().synchronize(q);
 }

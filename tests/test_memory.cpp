@@ -1,12 +1,17 @@
-// Buffers, the caching allocator's statistics, scopes, OutOfMemory and the leak report.
+// Buffers, the caching allocator's statistics, scopes, OutOfMemory, the leak report and the op profile.
 #include <doctest/doctest.h>
 
 #include <cmath>
 #include <cstdint>
+#include <cstdio>
 #include <cstdlib>
+#include <fstream>
 #include <limits>
+#include <string>
 #include <vector>
 
+#include "support.hpp"
+#include "tandem/profile.hpp"
 #include "tandem/tandem.hpp"
 
 using namespace tandem;
@@ -115,4 +120,37 @@ TEST_CASE("with TANDEM_DEBUG_MEMORY=1 live buffers are listed with where they we
   CHECK(live[0].file.find("test_memory.cpp") != std::string::npos);
   CHECK(live[0].line > 0);
   CHECK(be->leak_report().find("test_memory.cpp") != std::string::npos);
+}
+
+TEST_CASE("the op profile records each op with its shape, bytes, flops and duration") {
+  Backend& be = get_backend("reference");
+  const auto path = std::string("tandem-profile-test-") + std::to_string(tandem::test::seed()) + ".json";
+  tandem::profile::start(path);
+  CHECK(tandem::profile::enabled());
+  Buffer a(be, DType::f32, 6 * 4), b(be, DType::f32, 4 * 5), c(be, DType::f32, 6 * 5);
+  fill(a, 1);
+  fill(b, 2);
+  Matrix cm = matrix(c, 6, 5);
+  matmul(matrix(a, 6, 4), matrix(b, 4, 5), cm);
+  const auto host = c.to_vector<float>();
+  CHECK(host[0] == 8);
+  const auto records = tandem::profile::records();
+  REQUIRE(records.size() == 4);  // fill, fill, matmul, download
+  CHECK(records[2].name == "matmul");
+  CHECK(records[2].detail == "6x5x4 f32 naive");
+  CHECK(records[2].flops == 2.0 * 6 * 5 * 4);
+  CHECK(records[2].bytes == (24 + 20 + 30) * 4);
+  CHECK(records[2].backend == "reference");
+  CHECK(records[2].duration_us >= 0);
+  CHECK(records[3].name == "download");
+  CHECK(records[1].start_us >= records[0].start_us);
+  CHECK(tandem::profile::stop() == 4);
+  CHECK(!tandem::profile::enabled());
+  fill(a, 3);
+  CHECK(tandem::profile::records().size() == 4);  // nothing recorded after stop
+  std::ifstream in(path);
+  const std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  CHECK(text.find("\"traceEvents\"") != std::string::npos);
+  CHECK(text.find("\"name\": \"matmul\"") != std::string::npos);
+  std::remove(path.c_str());
 }

@@ -22,6 +22,7 @@
 
 #include "host_data.hpp"
 #include "tandem/errors.hpp"
+#include "tandem/profile.hpp"
 
 namespace tandem::ml {
 namespace {
@@ -354,6 +355,8 @@ void Mlp::step() {
       a.epsilon = o.epsilon;
       a.weight_decay = o.weight_decay;
       a.t = steps_;
+      profile::OpTimer timer(*backend_, Queue{}, "adam_step");
+      if (timer.on()) timer.set(std::string(name_of(w.dtype())) + "[" + std::to_string(w.size()) + "]", 7 * w.bytes());
       backend_->adam_step(Queue{}, w.dtype(), w.size(), a, w.data(), g.data(), moment1_[i].data(),
                           moment2_[i].data());
     } else {
