@@ -11,5 +11,7 @@ int info_main(const std::vector<std::string>& args);
 int check_main(const std::vector<std::string>& args);
 int train_main(const std::vector<std::string>& args);
 int regress_main(const std::vector<std::string>& args);
+int bench_main(const std::vector<std::string>& args);
+int compare_main(const std::vector<std::string>& args);
 
 }  // namespace tandem::cli

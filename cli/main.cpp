@@ -46,6 +46,16 @@ const char* kUsage =
     "      --solver S         closed-form (default; CholeskyQR2) or gradient-descent\n"
     "      --epochs N  --batch N (0: full)  --lr X  --tolerance X  --no-standardize   (gradient descent)\n"
     "      --dtype f32|f64 (default f64)  --test-fraction F  --seed N  --backend NAME  --json\n"
+    "  compare [options]      how much faster each backend is than the CPU at each size, kernel only\n"
+    "                         and end to end (host data in and out), and the size from which it wins\n"
+    "  bench [options]        every algorithm x backend x tier/variant x size: kernel time (median,\n"
+    "                         min-max), GB/s or GFLOP/s as a share of the copy bandwidth or vendor BLAS\n"
+    "                         measured in the same run, end to end from pageable and pinned memory\n"
+    "      --full             the whole size range (default: a quick subset, under a minute)\n"
+    "      --backend NAME     measure this backend (repeatable; default: every available one but the\n"
+    "                         reference and the simulators)\n"
+    "      --algorithm A      add, axpy, sum, dot, scan or matmul (repeatable; default: all)\n"
+    "      --json FILE  --csv FILE   (- for stdout)   --plot DIR (PNGs, needs python3-matplotlib)\n"
     "  --version              print the version\n"
     "  --help                 this text\n"
     "\n"
@@ -74,6 +84,8 @@ int main(int argc, char** argv) {
     if (command == "check") return tandem::cli::check_main(args);
     if (command == "train") return tandem::cli::train_main(args);
     if (command == "regress") return tandem::cli::regress_main(args);
+    if (command == "bench") return tandem::cli::bench_main(args);
+    if (command == "compare") return tandem::cli::compare_main(args);
   } catch (const tandem::Error& e) {
     std::fprintf(stderr, "tandem %s: %s\n", command.c_str(), e.what());
     return 2;

@@ -251,7 +251,10 @@ void add_matrix_cases(std::vector<CheckCase>& out, const Backend&, const CheckOp
           Matrix wm = matrix(want, s.rows, s.cols, ld);
           // The reference: z rounded to the tested type first, as every backend computes it.
           Host z_rounded(span);
-          for (std::size_t i = 0; i < span; ++i) z_rounded[i] = round_to(t, x[i] + b[i % static_cast<std::size_t>(ld)]);
+          for (std::size_t i = 0; i < span; ++i) {
+            const std::size_t col = i % static_cast<std::size_t>(ld);  // past s.cols: padding, untouched
+            z_rounded[i] = col < static_cast<std::size_t>(s.cols) ? round_to(t, x[i] + b[col]) : x[i];
+          }
           Matrix zm = matrix(upload(ref, DType::f64, z_rounded), s.rows, s.cols, ld);
           Buffer zero(ref, DType::f64, static_cast<std::size_t>(s.cols));
           zero.fill(0);

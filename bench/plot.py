@@ -1,0 +1,156 @@
+#!/usr/bin/env python3
+"""Plots of a `tandem bench` or `tandem compare` run (results.json, as --plot writes it):
+
+  time_<algorithm>.png     kernel and end-to-end time vs size, one line per backend
+  speedup_<algorithm>.png  speed-up over the CPU baseline vs size, the end-to-end crossover marked
+  roofline.png             each kernel at its arithmetic intensity under each backend's measured
+                           roofs (copy bandwidth, best matmul rate)
+
+usage: python3 bench/plot.py results.json OUT_DIR   (needs matplotlib: apt install python3-matplotlib)
+"""
+import json
+import os
+import sys
+
+import matplotlib
+
+matplotlib.use("Agg")
+import matplotlib.pyplot as plt  # noqa: E402
+
+# Floating-point operations per element of the memory-bound ops (matmul carries its own count).
+FLOPS_PER_ELEMENT = {"add": 1, "axpy": 2, "sum": 1, "dot": 2, "scan": 1}
+
+
+def default_rows(results):
+    """One row per (algorithm, backend, size): the default variant, else the first measured."""
+    rows = {}
+    for r in results:
+        key = (r["algorithm"], r["backend"], r["size"])
+        if key not in rows or r["variant"] in ("default", "register_blocked"):
+            rows[key] = r
+    return rows
+
+
+def baseline_of(results, data):
+    if "baseline" in data:
+        return data["baseline"]
+    cpus = [r["backend"] for r in results if r["kind"] == "cpu"]
+    return "openmp" if "openmp" in cpus else (cpus[0] if cpus else None)
+
+
+def main():
+    if len(sys.argv) != 3:
+        print(__doc__, file=sys.stderr)
+        return 2
+    with open(sys.argv[1]) as f:
+        data = json.load(f)
+    out = sys.argv[2]
+    os.makedirs(out, exist_ok=True)
+    results = data["results"]
+    rows = default_rows(results)
+    backends = sorted({r["backend"] for r in results})
+    algorithms = [a for a in ["add", "axpy", "sum", "dot", "scan", "matmul"] if any(r["algorithm"] == a for r in results)]
+    base = baseline_of(results, data)
+    written = []
+    for algo in algorithms:
+        unit = "N (N x N x N)" if algo == "matmul" else "elements (f32)"
+        fig, ax = plt.subplots(figsize=(7, 4.5))
+        for b in backends:
+            pts = sorted((k[2], v) for k, v in rows.items() if k[0] == algo and k[1] == b)
+            if not pts:
+                continue
+            sizes = [p[0] for p in pts]
+            line = ax.plot(sizes, [p[1]["kernel_ms"] for p in pts], marker="o", label=f"{b} kernel")[0]
+            ax.plot(sizes, [min(p[1]["e2e_pageable_ms"], p[1]["e2e_pinned_ms"]) for p in pts], marker="x",
+                    linestyle="--", color=line.get_color(), label=f"{b} end to end")
+        ax.set_xscale("log", base=2)
+        ax.set_yscale("log")
+        ax.set_xlabel(unit)
+        ax.set_ylabel("time (ms)")
+        ax.set_title(f"{algo}: time vs size ({data.get('date', '')})")
+        ax.grid(True, which="both", alpha=0.3)
+        ax.legend(fontsize=8)
+        path = os.path.join(out, f"time_{algo}.png")
+        fig.tight_layout()
+        fig.savefig(path, dpi=110)
+        plt.close(fig)
+        written.append(path)
+
+        others = [b for b in backends if b != base]
+        if base is None or not others:
+            continue
+        fig, ax = plt.subplots(figsize=(7, 4.5))
+        for b in others:
+            pts = sorted((k[2], v) for k, v in rows.items() if k[0] == algo and k[1] == b and (algo, base, k[2]) in rows)
+            if not pts:
+                continue
+            sizes = [p[0] for p in pts]
+            ref = [rows[(algo, base, s)] for s in sizes]
+            kern = [r["kernel_ms"] / p[1]["kernel_ms"] for r, p in zip(ref, pts)]
+            e2e = [r["e2e_pageable_ms"] / min(p[1]["e2e_pageable_ms"], p[1]["e2e_pinned_ms"]) for r, p in zip(ref, pts)]
+            line = ax.plot(sizes, kern, marker="o", label=f"{b} kernel only")[0]
+            ax.plot(sizes, e2e, marker="x", linestyle="--", color=line.get_color(), label=f"{b} end to end")
+            cross = None
+            for s, v in zip(reversed(sizes), reversed(e2e)):
+                if v > 1:
+                    cross = s
+                else:
+                    break
+            if cross is not None:
+                ax.axvline(cross, color=line.get_color(), alpha=0.4)
+                ax.annotate(f"{b} wins from {cross}", (cross, 1), textcoords="offset points", xytext=(4, 8), fontsize=8)
+        ax.axhline(1, color="black", linewidth=0.8)
+        ax.set_xscale("log", base=2)
+        ax.set_yscale("log")
+        ax.set_xlabel(unit)
+        ax.set_ylabel(f"speed-up over {base}")
+        ax.set_title(f"{algo}: speed-up over {base}")
+        ax.grid(True, which="both", alpha=0.3)
+        ax.legend(fontsize=8)
+        path = os.path.join(out, f"speedup_{algo}.png")
+        fig.tight_layout()
+        fig.savefig(path, dpi=110)
+        plt.close(fig)
+        written.append(path)
+
+    # Roofline: per backend, the best copy bandwidth and the best matmul rate it reached, and each
+    # algorithm at its largest size placed by arithmetic intensity (flops per byte moved).
+    fig, ax = plt.subplots(figsize=(7, 4.5))
+    for b in backends:
+        mine = [r for r in results if r["backend"] == b]
+        bw = max((r["copy_gbps"] for r in mine), default=0)
+        peak = max([r["gflops"] for r in mine] + [r["vendor_gflops"] for r in mine] + [0])
+        if bw <= 0:
+            continue
+        xs = [2 ** (i / 4) for i in range(-24, 41)]
+        roof = [min(bw * x, peak) if peak > 0 else bw * x for x in xs]
+        line = ax.plot(xs, roof, label=f"{b} roof ({bw:.0f} GB/s, {peak:.0f} GFLOP/s)")[0]
+        for algo in algorithms:
+            pts = [v for k, v in rows.items() if k[0] == algo and k[1] == b]
+            if not pts:
+                continue
+            r = max(pts, key=lambda v: v["size"])
+            flops = r["flops"] if r["flops"] > 0 else FLOPS_PER_ELEMENT[algo] * r["size"]
+            ai = flops / r["bytes"]
+            rate = flops / (r["kernel_ms"] * 1e6)
+            ax.plot([ai], [rate], marker="o", color=line.get_color())
+            ax.annotate(algo, (ai, rate), textcoords="offset points", xytext=(4, -10), fontsize=8)
+    ax.set_xscale("log", base=2)
+    ax.set_yscale("log")
+    ax.set_xlabel("arithmetic intensity (flop / byte)")
+    ax.set_ylabel("GFLOP/s")
+    ax.set_title("roofline: measured roofs, each kernel at its largest size")
+    ax.grid(True, which="both", alpha=0.3)
+    ax.legend(fontsize=8)
+    path = os.path.join(out, "roofline.png")
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+    written.append(path)
+    for p in written:
+        print(p)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

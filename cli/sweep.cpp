@@ -1,0 +1,356 @@
+// The sweep behind `tandem bench` and `tandem compare` (see sweep.hpp).
+#include "sweep.hpp"
+
+#include <unistd.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <ctime>
+#include <filesystem>
+#include <fstream>
+#include <memory>
+#include <random>
+
+#include "args.hpp"
+#include "tandem/tandem.hpp"
+
+namespace tandem::cli::sweep {
+namespace {
+
+using Op = std::function<void()>;
+
+const char* kind_name(BackendKind k) {
+  switch (k) {
+    case BackendKind::cpu: return "cpu";
+    case BackendKind::gpu: return "gpu";
+    case BackendKind::simulator: return "simulator";
+  }
+  return "?";
+}
+
+// Kernel-only: events around each run on the default queue, after one untimed warm-up run;
+// repeated until min_seconds have passed (at least 3 runs, at most 100).
+Timing time_kernel(Backend& be, const Op& op, double min_seconds) {
+  op();
+  be.synchronize(Queue{});
+  std::vector<double> ms;
+  double total = 0;
+  while ((total < 1e3 * min_seconds || ms.size() < 3) && ms.size() < 100) {
+    const Event a = be.record_event(Queue{});
+    op();
+    const Event b = be.record_event(Queue{});
+    ms.push_back(be.elapsed_ms(a, b));
+    total += ms.back();
+  }
+  std::sort(ms.begin(), ms.end());
+  Timing t;
+  t.median_ms = ms[ms.size() / 2];
+  t.min_ms = ms.front();
+  t.max_ms = ms.back();
+  t.reps = static_cast<int>(ms.size());
+  return t;
+}
+
+// End to end on the host clock: the median of up to 5 runs (fewer past 0.2 s).
+double time_host(Backend& be, const Op& op) {
+  op();
+  be.synchronize(Queue{});
+  std::vector<double> ms;
+  double total = 0;
+  while (ms.size() < 5 && (total < 200 || ms.size() < 1)) {
+    const auto t0 = std::chrono::steady_clock::now();
+    op();
+    be.synchronize(Queue{});
+    ms.push_back(std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count());
+    total += ms.back();
+  }
+  std::sort(ms.begin(), ms.end());
+  return ms[ms.size() / 2];
+}
+
+std::vector<float> random_floats(std::size_t n, unsigned seed) {
+  std::mt19937 rng(seed);
+  std::uniform_real_distribution<float> dist(-1, 1);
+  std::vector<float> v(n);
+  for (float& x : v) x = dist(rng);
+  return v;
+}
+
+// Sizes per algorithm, capped for the slow backends (the reference and the simulators are
+// correctness tools: their small sizes show the shape of the curve, no more).
+std::vector<std::size_t> sizes(const std::string& algorithm, bool full, BackendKind kind, bool reference) {
+  const bool slow = kind == BackendKind::simulator || reference;
+  std::vector<std::size_t> s;
+  if (algorithm == "matmul") {
+    s = full ? std::vector<std::size_t>{32, 64, 128, 256, 512, 1024, 2048} : std::vector<std::size_t>{64, 256, 1024};
+    if (slow) std::erase_if(s, [](std::size_t n) { return n > 256; });
+  } else {
+    if (full) {
+      for (std::size_t n = std::size_t(1) << 10; n <= (std::size_t(1) << 26); n <<= 2) s.push_back(n);
+    } else {
+      s = {std::size_t(1) << 12, std::size_t(1) << 16, std::size_t(1) << 20, std::size_t(1) << 24};
+    }
+    if (slow) std::erase_if(s, [](std::size_t n) { return n > (std::size_t(1) << 20); });
+  }
+  return s;
+}
+
+struct Setup {
+  double bytes = 0, flops = 0;
+  Op kernel, e2e_pageable, e2e_pinned;
+  std::vector<Buffer> keep;
+  std::vector<HostBuffer> pinned;
+  std::vector<std::vector<float>> pageable;
+};
+
+// Host -> device from a pinned buffer (asynchronous where the runtime allows).
+void up(Backend& be, Buffer& d, HostBuffer& h) { be.copy_to_device_async(Queue{}, d.data(), h.data(), d.bytes()); }
+void down(Backend& be, HostBuffer& h, const Buffer& d) { be.copy_to_host_async(Queue{}, h.data(), d.data(), d.bytes()); }
+
+// On the heap: the ops refer to its members, which must not move.
+std::unique_ptr<Setup> setup(Backend& be, const std::string& algorithm, const std::string& variant, std::size_t n) {
+  auto owner = std::make_unique<Setup>();
+  Setup& s = *owner;
+  const bool mm = algorithm == "matmul";
+  const std::size_t elems = mm ? n * n : n;
+  s.pageable.push_back(random_floats(elems, 1));
+  s.pageable.push_back(random_floats(elems, 2));
+  const std::size_t out_elems = (algorithm == "sum" || algorithm == "dot") ? 1 : elems;
+  s.pageable.push_back(std::vector<float>(out_elems));
+  Buffer x = Buffer::from(be, s.pageable[0]), y = Buffer::from(be, s.pageable[1]), out(be, DType::f32, out_elems);
+  s.keep = {x, y, out};
+  for (int i = 0; i < 3; ++i) {
+    s.pinned.emplace_back(be, DType::f32, s.pageable[std::size_t(i)].size());
+    std::copy(s.pageable[std::size_t(i)].begin(), s.pageable[std::size_t(i)].end(), s.pinned.back().span<float>().begin());
+  }
+  Buffer& bx = s.keep[0];
+  Buffer& by = s.keep[1];
+  Buffer& bo = s.keep[2];
+  // The inputs each algorithm reads (uploaded end to end) and what it writes (downloaded).
+  bool uses_y = true;
+  if (algorithm == "add") {
+    s.kernel = [&bx, &by, &bo] { add(bx, by, bo); };
+    s.bytes = 3.0 * 4 * double(n);
+  } else if (algorithm == "axpy") {
+    s.kernel = [&bx, &by] { axpy(1e-3, bx, by); };
+    s.bytes = 3.0 * 4 * double(n);
+  } else if (algorithm == "sum") {
+    s.kernel = [&bx, &bo, variant] { tandem::reduce(ReduceOp::sum, bx, bo, Queue{}, std::string_view(variant)); };
+    s.bytes = 4.0 * double(n);
+    uses_y = false;
+  } else if (algorithm == "dot") {
+    s.kernel = [&bx, &by, &bo] { dot(bx, by, bo); };
+    s.bytes = 2.0 * 4 * double(n);
+  } else if (algorithm == "scan") {
+    s.kernel = [&bx, &bo, variant] { tandem::inclusive_scan(bx, bo, Queue{}, std::string_view(variant)); };
+    s.bytes = 2.0 * 4 * double(n);
+    uses_y = false;
+  } else {
+    const auto N = static_cast<std::int64_t>(n);
+    MatmulOptions o;
+    o.tier = variant.empty() ? MatmulTier::automatic : parse_matmul_tier(variant);
+    s.kernel = [&bx, &by, &bo, N, o] {
+      Matrix c = matrix(bo, N, N);
+      matmul(matrix(bx, N, N), matrix(by, N, N), c, o);
+    };
+    s.bytes = 3.0 * 4 * double(n) * double(n);
+    s.flops = 2.0 * double(n) * double(n) * double(n);
+  }
+  // axpy writes y: that is its result.
+  const bool result_is_y = algorithm == "axpy";
+  s.e2e_pageable = [&s, &bx, &by, &bo, uses_y, result_is_y] {
+    bx.upload(s.pageable[0]);
+    if (uses_y) by.upload(s.pageable[1]);
+    s.kernel();
+    if (result_is_y) {
+      by.download(std::span<float>(s.pageable[1]));
+    } else {
+      bo.download(std::span<float>(s.pageable[2]));
+    }
+  };
+  s.e2e_pinned = [&s, &be, &bx, &by, &bo, uses_y, result_is_y] {
+    up(be, bx, s.pinned[0]);
+    if (uses_y) up(be, by, s.pinned[1]);
+    s.kernel();
+    if (result_is_y) {
+      down(be, s.pinned[1], by);
+    } else {
+      down(be, s.pinned[2], bo);
+    }
+    be.synchronize(Queue{});
+  };
+  return owner;
+}
+
+std::vector<std::string> variants_of(Backend& be, const std::string& algorithm, bool all) {
+  if (!all) return {""};
+  std::vector<std::string> v;
+  if (algorithm == "sum") v = be.variants("reduce");
+  if (algorithm == "scan") v = be.variants("scan");
+  if (algorithm == "matmul") {
+    for (MatmulTier t : be.matmul_tiers(DType::f32)) v.emplace_back(name_of(t));
+  }
+  if (v.empty()) v.emplace_back("");
+  return v;
+}
+
+// The backend's device-to-device copy bandwidth for n floats (bytes read + written).
+double copy_gbps(Backend& be, std::size_t n, double min_seconds) {
+  Buffer a(be, DType::f32, n), b(be, DType::f32, n);
+  a.fill(1);
+  const Timing t = time_kernel(be, [&] { copy(a, b); }, min_seconds);
+  return 2.0 * 4 * double(n) / (t.median_ms * 1e6);
+}
+
+}  // namespace
+
+const std::vector<std::string>& algorithm_names() {
+  static const std::vector<std::string> names = {"add", "axpy", "sum", "dot", "scan", "matmul"};
+  return names;
+}
+
+std::vector<Result> run(const Options& o, const std::function<void(const Result&)>& progress) {
+  std::vector<std::string> names = o.backends;
+  if (names.empty()) {
+    for (const auto& info : backends()) {
+      if (!info.available || info.name == "reference") continue;
+      if (get_backend(info.name).properties().kind == BackendKind::simulator) continue;
+      names.push_back(info.name);
+    }
+  }
+  std::vector<std::string> algorithms = o.algorithms.empty() ? algorithm_names() : o.algorithms;
+  for (const std::string& a : algorithms) {
+    if (std::find(algorithm_names().begin(), algorithm_names().end(), a) == algorithm_names().end()) {
+      throw InvalidArgument("unknown algorithm '" + a + "': use add, axpy, sum, dot, scan or matmul");
+    }
+  }
+  std::vector<Result> results;
+  for (const std::string& name : names) {
+    Backend& be = get_backend(name);
+    const DeviceProperties props = be.properties();
+    const bool reference = name == "reference";
+    for (const std::string& algorithm : algorithms) {
+      for (std::size_t n : sizes(algorithm, o.full, props.kind, reference)) {
+        const bool mm = algorithm == "matmul";
+        const double limit = copy_gbps(be, mm ? n * n : n, o.min_seconds);
+        double vendor = 0;
+        if (mm) {
+          const auto tiers = be.matmul_tiers(DType::f32);
+          if (std::find(tiers.begin(), tiers.end(), MatmulTier::vendor) != tiers.end()) {
+            const auto v = setup(be, algorithm, "vendor", n);
+            vendor = v->flops / (time_kernel(be, v->kernel, o.min_seconds).median_ms * 1e6);
+          }
+        }
+        for (const std::string& variant : variants_of(be, algorithm, o.variants)) {
+          const auto owned = setup(be, algorithm, variant, n);
+          Setup& s = *owned;
+          Result r;
+          r.algorithm = algorithm;
+          r.backend = name;
+          r.kind = kind_name(props.kind);
+          r.variant = variant.empty() ? (mm ? name_of(resolve_matmul_tier(matrix(s.keep[0], std::int64_t(n), std::int64_t(n)),
+                                                                          matrix(s.keep[1], std::int64_t(n), std::int64_t(n)),
+                                                                          matrix(s.keep[2], std::int64_t(n), std::int64_t(n))))
+                                             : "default")
+                                      : variant;
+          r.size = n;
+          r.bytes = s.bytes;
+          r.flops = s.flops;
+          r.kernel = time_kernel(be, s.kernel, o.min_seconds);
+          r.e2e_pageable_ms = time_host(be, s.e2e_pageable);
+          r.e2e_pinned_ms = time_host(be, s.e2e_pinned);
+          r.limit_gbps = limit;
+          r.vendor_gflops = vendor;
+          results.push_back(r);
+          if (progress) progress(r);
+        }
+      }
+    }
+  }
+  return results;
+}
+
+std::string json(const std::vector<Result>& results, const std::string& command) {
+  std::time_t now = std::time(nullptr);
+  char date[32];
+  std::strftime(date, sizeof date, "%Y-%m-%d", std::localtime(&now));
+  std::string out = "{\n  \"command\": " + json_string(command) + ",\n  \"date\": \"" + date + "\",\n  \"backends\": {";
+  std::vector<std::string> seen;
+  for (const Result& r : results) {
+    if (std::find(seen.begin(), seen.end(), r.backend) != seen.end()) continue;
+    out += std::string(seen.empty() ? "" : ", ") + json_string(r.backend) + ": " +
+           json_string(get_backend(r.backend).properties().name);
+    seen.push_back(r.backend);
+  }
+  out += "},\n  \"results\": [\n";
+  for (std::size_t i = 0; i < results.size(); ++i) {
+    const Result& r = results[i];
+    out += "    {\"algorithm\": " + json_string(r.algorithm) + ", \"backend\": " + json_string(r.backend) +
+           ", \"kind\": " + json_string(r.kind) + ", \"variant\": " + json_string(r.variant) +
+           ", \"size\": " + std::to_string(r.size) + ", \"bytes\": " + json_number(r.bytes) +
+           ", \"flops\": " + json_number(r.flops) + ", \"kernel_ms\": " + json_number(r.kernel.median_ms) +
+           ", \"kernel_min_ms\": " + json_number(r.kernel.min_ms) + ", \"kernel_max_ms\": " + json_number(r.kernel.max_ms) +
+           ", \"reps\": " + std::to_string(r.kernel.reps) + ", \"e2e_pageable_ms\": " + json_number(r.e2e_pageable_ms) +
+           ", \"e2e_pinned_ms\": " + json_number(r.e2e_pinned_ms) + ", \"gbps\": " + json_number(r.gbps()) +
+           ", \"gflops\": " + json_number(r.flops > 0 ? r.gflops() : 0) + ", \"copy_gbps\": " + json_number(r.limit_gbps) +
+           ", \"vendor_gflops\": " + json_number(r.vendor_gflops) + "}" + (i + 1 < results.size() ? "," : "") + "\n";
+  }
+  out += "  ]\n}\n";
+  return out;
+}
+
+std::string csv(const std::vector<Result>& results) {
+  std::string out =
+      "algorithm,backend,kind,variant,size,bytes,flops,kernel_ms,kernel_min_ms,kernel_max_ms,e2e_pageable_ms,"
+      "e2e_pinned_ms,gbps,gflops,copy_gbps,vendor_gflops\n";
+  char line[512];
+  for (const Result& r : results) {
+    std::snprintf(line, sizeof line, "%s,%s,%s,%s,%zu,%.0f,%.0f,%.6g,%.6g,%.6g,%.6g,%.6g,%.6g,%.6g,%.6g,%.6g\n",
+                  r.algorithm.c_str(), r.backend.c_str(), r.kind.c_str(), r.variant.c_str(), r.size, r.bytes, r.flops,
+                  r.kernel.median_ms, r.kernel.min_ms, r.kernel.max_ms, r.e2e_pageable_ms, r.e2e_pinned_ms, r.gbps(),
+                  r.flops > 0 ? r.gflops() : 0.0, r.limit_gbps, r.vendor_gflops);
+    out += line;
+  }
+  return out;
+}
+
+void plot(const std::vector<Result>& results, const std::string& dir, const std::string& command) {
+  namespace fs = std::filesystem;
+  std::error_code ec;
+  fs::create_directories(dir, ec);
+  if (ec) throw InvalidArgument("--plot: cannot create " + dir + " (" + ec.message() + ")");
+  const fs::path data = fs::path(dir) / "results.json";
+  {
+    std::ofstream f(data);
+    f << json(results, command);
+    if (!f) throw InvalidArgument("--plot: cannot write " + data.string());
+  }
+  // The script: installed beside the CLI (share/tandem), else in the source tree it was built from.
+  char self[4096] = {};
+  const ssize_t len = readlink("/proc/self/exe", self, sizeof self - 1);
+  std::vector<fs::path> candidates;
+  if (len > 0) candidates.push_back(fs::path(std::string(self, std::size_t(len))).parent_path() / "../share/tandem/plot.py");
+  candidates.emplace_back(TANDEM_SOURCE_DIR "/bench/plot.py");
+  fs::path script;
+  for (const fs::path& c : candidates) {
+    if (fs::exists(c)) {
+      script = c;
+      break;
+    }
+  }
+  if (script.empty()) throw InvalidArgument("--plot: bench/plot.py is not installed with this tandem; the data is in " + data.string());
+  // Debian's matplotlib belongs to /usr/bin/python3; a python3 earlier on PATH may lack it.
+  for (const char* python : {"/usr/bin/python3", "python3"}) {
+    const std::string probe = std::string(python) + " -c 'import matplotlib' >/dev/null 2>&1";
+    if (std::system(probe.c_str()) != 0) continue;
+    const std::string cmd = std::string(python) + " '" + script.string() + "' '" + data.string() + "' '" + dir + "'";
+    if (std::system(cmd.c_str()) != 0) throw InvalidArgument("--plot: " + script.string() + " failed (see above)");
+    return;
+  }
+  throw InvalidArgument("--plot needs matplotlib: apt install python3-matplotlib (the data is in " + data.string() + ")");
+}
+
+}  // namespace tandem::cli::sweep
