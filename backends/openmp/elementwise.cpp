@@ -1,6 +1,9 @@
 // Elementwise and small matrix ops: one parallel, vectorisable loop each, at memory bandwidth.
+#include <omp.h>
+
 #include <algorithm>
 #include <cmath>
+#include <cstring>
 #include <type_traits>
 
 #include "openmp_backend.hpp"
@@ -28,6 +31,25 @@ template <class F> inline void for_each_index(std::size_t n, F&& f) {
   }
 }
 
+// memmove semantics: overlapping ranges (and small copies) go to one thread.
+void parallel_copy(void* dst, const void* src, std::size_t bytes) {
+  constexpr std::size_t kParallelBytes = std::size_t(1) << 20;
+  auto* d = static_cast<unsigned char*>(dst);
+  const auto* s = static_cast<const unsigned char*>(src);
+  if (bytes < kParallelBytes || (d < s + bytes && s < d + bytes)) {
+    std::memmove(dst, src, bytes);
+    return;
+  }
+#pragma omp parallel
+  {
+    const auto t = static_cast<std::size_t>(omp_get_thread_num());
+    const auto nt = static_cast<std::size_t>(omp_get_num_threads());
+    const std::size_t chunk = ((bytes + nt - 1) / nt + 63) / 64 * 64;
+    const std::size_t begin = t * chunk;
+    if (begin < bytes) std::memcpy(d + begin, s + begin, std::min(chunk, bytes - begin));
+  }
+}
+
 template <class T, class Op> void binary_loop(std::size_t n, const T* x, const T* y, T* out, Op op) {
   for_each_index(n, [=](std::int64_t i) { out[i] = op(x[i], y[i]); });
 }
@@ -37,6 +59,21 @@ template <class T, class Op> void unary_loop(std::size_t n, const T* x, T* out, 
 }
 
 }  // namespace
+
+void OpenMPBackend::copy_to_device(Queue q, void* d_dst, const void* h_src, std::size_t bytes) {
+  check_queue(q);
+  parallel_copy(d_dst, h_src, bytes);
+}
+
+void OpenMPBackend::copy_to_host(Queue q, void* h_dst, const void* d_src, std::size_t bytes) {
+  check_queue(q);
+  parallel_copy(h_dst, d_src, bytes);
+}
+
+void OpenMPBackend::copy_on_device(Queue q, void* d_dst, const void* d_src, std::size_t bytes) {
+  check_queue(q);
+  parallel_copy(d_dst, d_src, bytes);
+}
 
 void OpenMPBackend::binary(Queue q, BinaryOp op, DType t, std::size_t n, const void* x, const void* y, void* out) {
   check_queue(q);

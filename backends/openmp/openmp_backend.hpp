@@ -30,6 +30,10 @@ class OpenMPBackend final : public host::HostBackend {
                   std::int64_t lda, double beta, const void* b, std::int64_t ldb, void* c, std::int64_t ldc) override;
   void transpose(Queue q, DType t, std::int64_t rows, std::int64_t cols, const void* a, std::int64_t lda, void* out,
                  std::int64_t ldo) override;
+  // Copies split over the threads from 1 MiB up: one core does not reach the memory bandwidth.
+  void copy_to_device(Queue q, void* d_dst, const void* h_src, std::size_t bytes) override;
+  void copy_to_host(Queue q, void* h_dst, const void* d_src, std::size_t bytes) override;
+  void copy_on_device(Queue q, void* d_dst, const void* d_src, std::size_t bytes) override;
   void gather_rows(Queue q, DType t, std::int64_t rows, std::int64_t cols, const std::int32_t* index,
                    std::int64_t x_rows, const void* x, std::int64_t ldx, void* out, std::int64_t ldo) override;
   void convert(Queue q, DType from, DType to, std::size_t n, const void* x, void* out) override;
