@@ -5,6 +5,8 @@
   speedup_<algorithm>.png  speed-up over the CPU baseline vs size, the end-to-end crossover marked
   roofline.png             each kernel at its arithmetic intensity under each backend's measured
                            roofs (copy bandwidth, best matmul rate)
+and of `tandem bench bandwidth` (bandwidth.png: host <-> device GB/s by size, pageable vs pinned)
+and `tandem bench memory` (memory.png: read bandwidth by working set, the OS's cache sizes marked).
 
 usage: python3 bench/plot.py results.json OUT_DIR   (needs matplotlib: apt install python3-matplotlib)
 """
@@ -38,6 +40,63 @@ def baseline_of(results, data):
     return "openmp" if "openmp" in cpus else (cpus[0] if cpus else None)
 
 
+def human(b):
+    for unit, shift in (("GiB", 30), ("MiB", 20), ("KiB", 10)):
+        if b >= 1 << shift:
+            return f"{b / (1 << shift):g} {unit}"
+    return f"{b} B"
+
+
+def plot_bandwidth(data, out):
+    rows = data["bandwidth"]
+    sizes = [r["bytes"] for r in rows]
+    fig, ax = plt.subplots(figsize=(7, 4.5))
+    for key, label, style in (("to_device_pageable_gbps", "host to device, pageable", "--"),
+                              ("to_device_pinned_gbps", "host to device, pinned", "-"),
+                              ("to_host_pageable_gbps", "device to host, pageable", "--"),
+                              ("to_host_pinned_gbps", "device to host, pinned", "-")):
+        ax.plot(sizes, [r[key] for r in rows], linestyle=style, marker="o", label=label)
+    ax.set_xscale("log", base=2)
+    ax.set_xlabel("bytes per copy")
+    ax.set_ylabel("GB/s")
+    pinned = all(r["pinned"] for r in rows)
+    note = "" if pinned else " (no page-locked memory on this backend)"
+    ax.set_title(f"{data['backend']}: host-device copies{note}", fontsize=10)
+    ax.grid(True, which="both", alpha=0.3)
+    ax.legend(fontsize=8)
+    path = os.path.join(out, "bandwidth.png")
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+    return [path]
+
+
+def plot_memory(data, out):
+    rows = data["memory"]
+    fig, ax = plt.subplots(figsize=(7, 4.5))
+    ax.plot([r["bytes"] for r in rows], [r["read_gbps"] for r in rows], marker="o", label="read bandwidth")
+    seen = set()
+    for c in data.get("caches", []):
+        if c["level"] in seen:
+            continue
+        seen.add(c["level"])
+        ax.axvline(c["bytes"], color="gray", linestyle=":", alpha=0.8)
+        ax.annotate(f"{c['level']} {human(c['bytes'])}", (c["bytes"], 0), xycoords=("data", "axes fraction"),
+                    xytext=(3, 6), textcoords="offset points", fontsize=8, rotation=90)
+    ax.set_xscale("log", base=2)
+    ax.set_xlabel("working set (bytes)")
+    ax.set_ylabel("GB/s")
+    ax.set_ylim(bottom=0)
+    ax.set_title(f"memory hierarchy, measured: {data['threads']} threads ({data['date']})", fontsize=10)
+    ax.grid(True, which="both", alpha=0.3)
+    ax.legend(fontsize=8)
+    path = os.path.join(out, "memory.png")
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+    return [path]
+
+
 def main():
     if len(sys.argv) != 3:
         print(__doc__, file=sys.stderr)
@@ -46,6 +105,11 @@ def main():
         data = json.load(f)
     out = sys.argv[2]
     os.makedirs(out, exist_ok=True)
+    if "bandwidth" in data or "memory" in data:
+        written = plot_bandwidth(data, out) if "bandwidth" in data else plot_memory(data, out)
+        for p in written:
+            print(p)
+        return 0
     results = data["results"]
     rows = default_rows(results)
     backends = sorted({r["backend"] for r in results})

@@ -86,6 +86,10 @@ void print_missing() {
 }  // namespace
 
 int bench_main(const std::vector<std::string>& argv) {
+  if (!argv.empty() && (argv[0] == "bandwidth" || argv[0] == "memory")) {
+    const std::vector<std::string> rest(argv.begin() + 1, argv.end());
+    return argv[0] == "bandwidth" ? bench_bandwidth_main(rest) : bench_memory_main(rest);
+  }
   Common c;
   c.sweep.variants = true;
   if (!parse(argv, "bench", c)) return 2;

@@ -13,5 +13,7 @@ int train_main(const std::vector<std::string>& args);
 int regress_main(const std::vector<std::string>& args);
 int bench_main(const std::vector<std::string>& args);
 int compare_main(const std::vector<std::string>& args);
+int bench_bandwidth_main(const std::vector<std::string>& args);
+int bench_memory_main(const std::vector<std::string>& args);
 
 }  // namespace tandem::cli

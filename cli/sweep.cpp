@@ -207,6 +207,23 @@ double copy_gbps(Backend& be, std::size_t n, double min_seconds) {
 
 }  // namespace
 
+void warm_up(Backend& be) {
+  // A quarter second of adds (4 Mi floats; 64 Ki on the slow backends): thread pools, idle cores
+  // and GPU clocks wake before anything is measured. On the 2-vCPU development VM the first
+  // parallel regions of a process otherwise took ~8 ms each.
+  const DeviceProperties props = be.properties();
+  const bool slow = be.name() == "reference" || props.kind == BackendKind::simulator;
+  const std::size_t n = slow ? (std::size_t(1) << 16) : (std::size_t(1) << 22);
+  Buffer a(be, DType::f32, n), b(be, DType::f32, n), c(be, DType::f32, n);
+  a.fill(1);
+  b.fill(2);
+  const auto t0 = std::chrono::steady_clock::now();
+  while (std::chrono::steady_clock::now() - t0 < std::chrono::milliseconds(250)) {
+    add(a, b, c);
+    be.synchronize(Queue{});
+  }
+}
+
 const std::vector<std::string>& algorithm_names() {
   static const std::vector<std::string> names = {"add", "axpy", "sum", "dot", "scan", "matmul"};
   return names;
@@ -232,19 +249,7 @@ std::vector<Result> run(const Options& o, const std::function<void(const Result&
     Backend& be = get_backend(name);
     const DeviceProperties props = be.properties();
     const bool reference = name == "reference";
-    // Wake the backend first (thread pools, idle cores, GPU clocks): a quarter second of adds on
-    // 4 Mi floats, so that the first sizes measured do not pay for it.
-    {
-      const std::size_t n = (reference || props.kind == BackendKind::simulator) ? (std::size_t(1) << 16) : (std::size_t(1) << 22);
-      Buffer a(be, DType::f32, n), b(be, DType::f32, n), c(be, DType::f32, n);
-      a.fill(1);
-      b.fill(2);
-      const auto t0 = std::chrono::steady_clock::now();
-      while (std::chrono::steady_clock::now() - t0 < std::chrono::milliseconds(250)) {
-        add(a, b, c);
-        be.synchronize(Queue{});
-      }
-    }
+    warm_up(be);
     for (const std::string& algorithm : algorithms) {
       for (std::size_t n : sizes(algorithm, o.full, props.kind, reference)) {
         const bool mm = algorithm == "matmul";
@@ -339,14 +344,18 @@ std::string csv(const std::vector<Result>& results) {
 }
 
 void plot(const std::vector<Result>& results, const std::string& dir, const std::string& command) {
+  plot_json(json(results, command), dir, "results.json");
+}
+
+void plot_json(const std::string& text, const std::string& dir, const std::string& file) {
   namespace fs = std::filesystem;
   std::error_code ec;
   fs::create_directories(dir, ec);
   if (ec) throw InvalidArgument("--plot: cannot create " + dir + " (" + ec.message() + ")");
-  const fs::path data = fs::path(dir) / "results.json";
+  const fs::path data = fs::path(dir) / file;
   {
     std::ofstream f(data);
-    f << json(results, command);
+    f << text;
     if (!f) throw InvalidArgument("--plot: cannot write " + data.string());
   }
   // The script: installed beside the CLI (share/tandem), else in the source tree it was built from.

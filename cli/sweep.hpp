@@ -9,6 +9,10 @@
 #include <string>
 #include <vector>
 
+namespace tandem {
+class Backend;
+}
+
 namespace tandem::cli::sweep {
 
 struct Options {
@@ -37,6 +41,9 @@ struct Result {
   double gflops() const { return flops / (kernel.median_ms * 1e6); }
 };
 
+// Runs work on the backend for a quarter second before anything is measured.
+void warm_up(Backend& backend);
+
 // The algorithms swept: add, axpy, sum, dot, scan, matmul.
 const std::vector<std::string>& algorithm_names();
 // Runs the sweep; `progress` is told each result as it is measured.
@@ -48,5 +55,7 @@ std::string csv(const std::vector<Result>& results);
 // Writes results.json into dir and runs bench/plot.py on it (Debian's python3-matplotlib);
 // throws InvalidArgument saying what to install when it cannot.
 void plot(const std::vector<Result>& results, const std::string& dir, const std::string& command);
+// The same for any JSON plot.py knows (bench, compare, bench bandwidth, bench memory).
+void plot_json(const std::string& text, const std::string& dir, const std::string& file);
 
 }  // namespace tandem::cli::sweep

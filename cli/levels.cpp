@@ -1,0 +1,250 @@
+// tandem bench bandwidth: host <-> device copies from pageable and from pinned memory, 1 KB to
+// 1 GB, like CUDA's bandwidthTest. tandem bench memory: read bandwidth of the CPU's memory
+// hierarchy by working-set size, the levels (L1, L2, L3, RAM) measured instead of drawn, with the
+// cache sizes the OS reports and the host-device link beside them.
+#ifdef _OPENMP
+#include <omp.h>
+#else
+inline int omp_get_thread_num() { return 0; }
+inline int omp_get_num_threads() { return 1; }
+inline int omp_get_max_threads() { return 1; }
+#endif
+
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <cstring>
+#include <ctime>
+#include <fstream>
+#include <string>
+#include <vector>
+
+#include "args.hpp"
+#include "cli.hpp"
+#include "sweep.hpp"
+#include "tandem/tandem.hpp"
+
+namespace tandem::cli {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+double since_ms(Clock::time_point t0) { return std::chrono::duration<double, std::milli>(Clock::now() - t0).count(); }
+
+// Median of repeated timings (ms) of f, until ~50 ms have passed (3 to 50 runs), after a warm-up.
+template <class F> double median_ms(F&& f) {
+  f();
+  std::vector<double> ms;
+  double total = 0;
+  while ((total < 50 || ms.size() < 3) && ms.size() < 50) {
+    const auto t0 = Clock::now();
+    f();
+    ms.push_back(since_ms(t0));
+    total += ms.back();
+  }
+  std::sort(ms.begin(), ms.end());
+  return ms[ms.size() / 2];
+}
+
+std::string bytes_text(std::size_t b) {
+  char buf[32];
+  if (b >= (std::size_t(1) << 30)) {
+    std::snprintf(buf, sizeof buf, "%zu GiB", b >> 30);
+  } else if (b >= (std::size_t(1) << 20)) {
+    std::snprintf(buf, sizeof buf, "%zu MiB", b >> 20);
+  } else {
+    std::snprintf(buf, sizeof buf, "%zu KiB", b >> 10);
+  }
+  return buf;
+}
+
+std::string today() {
+  std::time_t now = std::time(nullptr);
+  char date[32];
+  std::strftime(date, sizeof date, "%Y-%m-%d", std::localtime(&now));
+  return date;
+}
+
+void write_json(const std::string& path, const std::string& text) {
+  if (path.empty()) return;
+  if (path == "-") {
+    std::fputs(text.c_str(), stdout);
+    return;
+  }
+  std::ofstream f(path);
+  f << text;
+  if (!f) throw InvalidArgument("cannot write " + path);
+}
+
+// Cache sizes the OS reports for CPU 0 (level and bytes), from sysfs; empty elsewhere.
+std::vector<std::pair<std::string, std::size_t>> cache_sizes() {
+  std::vector<std::pair<std::string, std::size_t>> out;
+  for (int i = 0; i < 8; ++i) {
+    const std::string dir = "/sys/devices/system/cpu/cpu0/cache/index" + std::to_string(i) + "/";
+    std::ifstream level(dir + "level"), type(dir + "type"), size(dir + "size");
+    if (!level || !type || !size) break;
+    std::string l, t, s;
+    level >> l;
+    type >> t;
+    size >> s;
+    if (t == "Instruction" || s.empty()) continue;
+    std::size_t bytes = std::strtoull(s.c_str(), nullptr, 10);
+    if (s.back() == 'K') bytes <<= 10;
+    if (s.back() == 'M') bytes <<= 20;
+    out.emplace_back("L" + l, bytes);
+  }
+  return out;
+}
+
+// Read bandwidth (GB/s) over a working set of `bytes`: every thread sums its share `passes`
+// times inside one parallel region (so that small sets measure the cache, not the fork).
+double read_gbps(const float* data, std::size_t bytes) {
+  const std::size_t n = bytes / sizeof(float);
+  const std::size_t passes = std::max<std::size_t>(1, (std::size_t(256) << 20) / bytes);
+  volatile float sink = 0;
+  const double ms = median_ms([&] {
+    float total = 0;
+#pragma omp parallel reduction(+ : total)
+    {
+      const auto t = static_cast<std::size_t>(omp_get_thread_num());
+      const auto nt = static_cast<std::size_t>(omp_get_num_threads());
+      const std::size_t begin = n * t / nt, end = n * (t + 1) / nt;
+      float acc[16] = {};
+      for (std::size_t p = 0; p < passes; ++p) {
+        std::size_t i = begin;
+        for (; i + 16 <= end; i += 16) {
+#pragma omp simd
+          for (int k = 0; k < 16; ++k) acc[k] += data[i + std::size_t(k)];
+        }
+        for (; i < end; ++i) acc[0] += data[i];
+      }
+      for (float a : acc) total += a;
+    }
+    sink = sink + total;
+  });
+  return double(bytes) * double(passes) / (ms * 1e6);
+}
+
+}  // namespace
+
+int bench_bandwidth_main(const std::vector<std::string>& argv) {
+  std::string backend_name, json_path, plot_dir;
+  bool full = false;
+  Args args(argv);
+  while (args.next()) {
+    const std::string& f = args.flag();
+    if (f == "--backend") backend_name = args.value();
+    else if (f == "--json") json_path = args.value();
+    else if (f == "--plot") plot_dir = args.value();
+    else if (f == "--full") full = true;
+    else {
+      std::fprintf(stderr, "tandem bench bandwidth: unknown option '%s' (see tandem --help)\n", f.c_str());
+      return 2;
+    }
+  }
+  Backend& be = backend_name.empty() ? default_backend() : get_backend(backend_name);
+  const DeviceProperties props = be.properties();
+  const bool quiet = json_path == "-";
+  const std::size_t largest = full ? (std::size_t(1) << 30) : (std::size_t(64) << 20);
+  sweep::warm_up(be);
+  std::string json = "{\n  \"command\": \"tandem bench bandwidth\",\n  \"date\": \"" + today() + "\",\n  \"backend\": " +
+                     json_string(be.name()) + ",\n  \"device\": " + json_string(props.name) + ",\n  \"bandwidth\": [\n";
+  if (!quiet) {
+    std::printf("host <-> %s (%s) copy bandwidth, GB/s%s\n", be.name().c_str(), props.name.c_str(),
+                props.kind == BackendKind::cpu ? " (a CPU backend's device memory is host memory: these are memcpy)" : "");
+    std::printf("%10s %16s %14s %16s %14s\n", "size", "to device page", "to device pin", "to host page", "to host pin");
+  }
+  bool first = true;
+  for (std::size_t bytes = 1024; bytes <= largest; bytes *= 4) {
+    const std::size_t n = bytes / 4;
+    std::vector<float> pageable(n, 1.0f);
+    HostBuffer pinned(be, DType::f32, n);
+    std::fill(pinned.span<float>().begin(), pinned.span<float>().end(), 1.0f);
+    Buffer d(be, DType::f32, n);
+    const double up_page = median_ms([&] { d.upload(pageable); });
+    const double up_pin = median_ms([&] {
+      be.copy_to_device_async(Queue{}, d.data(), pinned.data(), bytes);
+      be.synchronize(Queue{});
+    });
+    const double down_page = median_ms([&] { d.download(std::span<float>(pageable)); });
+    const double down_pin = median_ms([&] {
+      be.copy_to_host_async(Queue{}, pinned.data(), d.data(), bytes);
+      be.synchronize(Queue{});
+    });
+    const auto gbps = [&](double ms) { return double(bytes) / (ms * 1e6); };
+    if (!quiet) {
+      std::printf("%10s %16.2f %14.2f %16.2f %14.2f%s\n", bytes_text(bytes).c_str(), gbps(up_page), gbps(up_pin),
+                  gbps(down_page), gbps(down_pin), pinned.is_pinned() ? "" : "  (no page-locked memory here)");
+      std::fflush(stdout);
+    }
+    json += std::string(first ? "" : ",\n") + "    {\"bytes\": " + std::to_string(bytes) +
+            ", \"to_device_pageable_gbps\": " + json_number(gbps(up_page)) + ", \"to_device_pinned_gbps\": " +
+            json_number(gbps(up_pin)) + ", \"to_host_pageable_gbps\": " + json_number(gbps(down_page)) +
+            ", \"to_host_pinned_gbps\": " + json_number(gbps(down_pin)) + ", \"pinned\": " +
+            (pinned.is_pinned() ? "true" : "false") + "}";
+    first = false;
+  }
+  json += "\n  ]\n}\n";
+  write_json(json_path, json);
+  if (!plot_dir.empty()) sweep::plot_json(json, plot_dir, "bandwidth.json");
+  return 0;
+}
+
+int bench_memory_main(const std::vector<std::string>& argv) {
+  std::string json_path, plot_dir;
+  bool full = false;
+  Args args(argv);
+  while (args.next()) {
+    const std::string& f = args.flag();
+    if (f == "--json") json_path = args.value();
+    else if (f == "--plot") plot_dir = args.value();
+    else if (f == "--full") full = true;
+    else {
+      std::fprintf(stderr, "tandem bench memory: unknown option '%s' (see tandem --help)\n", f.c_str());
+      return 2;
+    }
+  }
+  const bool quiet = json_path == "-";
+  const std::size_t largest = full ? (std::size_t(4) << 30) : (std::size_t(256) << 20);
+  const auto caches = cache_sizes();
+  // One allocation, first-touched by the threads that read it.
+  const std::size_t n = largest / sizeof(float);
+  std::vector<float> data(n);
+#pragma omp parallel for schedule(static)
+  for (std::size_t i = 0; i < n; ++i) data[i] = 1.0f;
+  // A quarter second of reads first: every core awake before anything is measured.
+  for (const auto t0 = Clock::now(); since_ms(t0) < 250;) (void)read_gbps(data.data(), std::min(largest, std::size_t(4) << 20));
+  if (!quiet) {
+    std::printf("CPU read bandwidth by working set, %d threads (%s)\n", omp_get_max_threads(),
+                get_backend("reference").properties().name.c_str());
+    std::printf("caches the OS reports per core or shared:");
+    for (const auto& [level, bytes] : caches) std::printf(" %s %s", level.c_str(), bytes_text(bytes).c_str());
+    std::printf("\n%12s %10s\n", "working set", "GB/s");
+  }
+  std::string json = "{\n  \"command\": \"tandem bench memory\",\n  \"date\": \"" + today() + "\",\n  \"threads\": " +
+                     std::to_string(omp_get_max_threads()) + ",\n  \"caches\": [";
+  for (std::size_t i = 0; i < caches.size(); ++i) {
+    json += std::string(i ? ", " : "") + "{\"level\": \"" + caches[i].first + "\", \"bytes\": " +
+            std::to_string(caches[i].second) + "}";
+  }
+  json += "],\n  \"memory\": [\n";
+  double previous = 0;
+  bool first = true;
+  for (std::size_t bytes = 4096; bytes <= largest; bytes *= 2) {
+    const double gbps = read_gbps(data.data(), bytes);
+    if (!quiet) {
+      const bool drop = previous > 0 && gbps < 0.7 * previous;
+      std::printf("%12s %10.1f%s\n", bytes_text(bytes).c_str(), gbps, drop ? "   <- a level ends" : "");
+      std::fflush(stdout);
+    }
+    previous = gbps;
+    json += std::string(first ? "" : ",\n") + "    {\"bytes\": " + std::to_string(bytes) + ", \"read_gbps\": " +
+            json_number(gbps) + "}";
+    first = false;
+  }
+  json += "\n  ]\n}\n";
+  write_json(json_path, json);
+  if (!plot_dir.empty()) sweep::plot_json(json, plot_dir, "memory.json");
+  return 0;
+}
+
+}  // namespace tandem::cli
