@@ -18,7 +18,7 @@ namespace {
 
 struct Common {
   sweep::Options sweep;
-  std::string json_path, csv_path, plot_dir;
+  std::string json_path, csv_path, plot_dir, crossover_path;
 };
 
 // Parses the options both commands take; returns false (after printing) on an unknown one.
@@ -32,6 +32,7 @@ bool parse(const std::vector<std::string>& argv, const char* command, Common& c)
     else if (f == "--json") c.json_path = args.value();
     else if (f == "--csv") c.csv_path = args.value();
     else if (f == "--plot") c.plot_dir = args.value();
+    else if (f == "--crossover" && std::string(command) == "compare") c.crossover_path = args.value();
     else if (f == "--min-time") c.sweep.min_seconds = args.real(1e-4, 10);
     else {
       std::fprintf(stderr, "tandem %s: unknown option '%s' (see tandem --help)\n", command, f.c_str());
@@ -222,6 +223,19 @@ int compare_main(const std::vector<std::string>& argv) {
       std::printf("no GPU backend ran here:\n");
       print_missing();
     }
+  }
+  if (!c.crossover_path.empty()) {
+    // For backend_for() (TANDEM_CROSSOVER): the first backend that wins, per algorithm.
+    std::string lines = "# tandem crossover, written by tandem compare: algorithm backend size-from-which-it-wins\n";
+    std::vector<std::string> done;
+    for (const Crossover& x : crossovers) {
+      if (x.size == 0 || std::find(done.begin(), done.end(), x.algorithm) != done.end()) continue;
+      lines += x.algorithm + " " + x.backend + " " + std::to_string(x.size) + "\n";
+      done.push_back(x.algorithm);
+    }
+    write_file(c.crossover_path, lines);
+    if (!quiet) std::printf("crossover written to %s (use it with TANDEM_CROSSOVER=%s)\n", c.crossover_path.c_str(),
+                            c.crossover_path.c_str());
   }
   std::string text = sweep::json(results, "tandem compare");
   std::string xs = ",\n  \"baseline\": " + json_string(baseline) + ",\n  \"crossover\": [";

@@ -56,6 +56,7 @@ const char* kUsage =
     "                         reference and the simulators)\n"
     "      --algorithm A      add, axpy, sum, dot, scan or matmul (repeatable; default: all)\n"
     "      --json FILE  --csv FILE   (- for stdout)   --plot DIR (PNGs, needs python3-matplotlib)\n"
+    "      --crossover FILE   (compare) the sizes from which each backend wins, for TANDEM_CROSSOVER\n"
     "  bench bandwidth [--backend NAME] [--full] [--json FILE] [--plot DIR]\n"
     "                         host <-> device copies from pageable and pinned memory, 1 KiB to 64 MiB\n"
     "                         (--full: 1 GiB)\n"
@@ -69,7 +70,8 @@ const char* kUsage =
     "             TANDEM_TEST_SEED=N, TANDEM_DEBUG_MEMORY=1 (report buffers alive at exit),\n"
     "             TANDEM_CPU_ISA=generic|avx2|avx512 (cap the openmp micro-kernel),\n"
     "             TANDEM_SIM_SEED=N (the simulator's thread order), TANDEM_SIM_THREADS=N,\n"
-    "             TANDEM_PROFILE=trace.json (every op, timed, as a Chrome/Perfetto trace at exit).\n";
+    "             TANDEM_PROFILE=trace.json (every op, timed, as a Chrome/Perfetto trace at exit),\n"
+    "             TANDEM_CROSSOVER=FILE (tandem::backend_for: CPU or GPU by measured crossover).\n";
 
 }  // namespace
 

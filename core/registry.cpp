@@ -5,9 +5,11 @@
 #include <charconv>
 #include <cstdio>
 #include <cstdlib>
+#include <fstream>
 #include <functional>
 #include <map>
 #include <mutex>
+#include <sstream>
 
 #include "factories.hpp"
 #include "tandem/errors.hpp"
@@ -183,6 +185,42 @@ Backend& default_backend() {
 std::shared_ptr<Backend> create_backend(std::string_view requested) {
   auto [name, device] = resolve(requested);
   return find_entry(name).make(device);
+}
+
+Crossover crossover_for(std::string_view algorithm) {
+  const char* path = std::getenv("TANDEM_CROSSOVER");
+  if (path == nullptr || path[0] == '\0') return {};
+  std::ifstream in(path);
+  if (!in) throw DataError(std::string(path) + ": cannot open the crossover file (TANDEM_CROSSOVER)");
+  std::string line;
+  for (int number = 1; std::getline(in, line); ++number) {
+    const auto hash = line.find('#');
+    if (hash != std::string::npos) line.resize(hash);
+    std::istringstream fields(line);
+    std::string algo, backend, size, extra;
+    if (!(fields >> algo)) continue;  // blank or comment
+    if (!(fields >> backend >> size) || (fields >> extra) ||
+        size.find_first_not_of("0123456789") != std::string::npos) {
+      throw DataError(std::string(path) + ": line " + std::to_string(number) +
+                      ": expected 'algorithm backend size' (e.g. 'matmul cuda 256'), got '" + line + "'");
+    }
+    if (algo == algorithm) return {backend, static_cast<std::size_t>(std::stoull(size))};
+  }
+  return {};
+}
+
+Backend& backend_for(std::string_view algorithm, std::size_t size) {
+  const Crossover x = crossover_for(algorithm);
+  if (!x.backend.empty() && size >= x.from) {
+    const std::string base = x.backend.substr(0, x.backend.find(':'));
+    for (const auto& info : backends()) {
+      if (info.name == base && info.available) return get_backend(x.backend);
+    }
+  }
+  for (const auto& info : backends()) {
+    if (info.name == "openmp" && info.available) return get_backend("openmp");
+  }
+  return get_backend("reference");
 }
 
 }  // namespace tandem

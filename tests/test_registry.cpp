@@ -1,9 +1,12 @@
 // Backend selection, device properties, queues and events.
 #include <doctest/doctest.h>
 
+#include <cstdio>
 #include <cstdlib>
+#include <fstream>
 #include <string>
 
+#include "support.hpp"
 #include "tandem/tandem.hpp"
 
 using namespace tandem;
@@ -128,4 +131,34 @@ TEST_CASE("queues and events on a CPU backend") {
   CHECK_THROWS_AS(be.elapsed_ms(a, Event{}), InvalidArgument);
   CHECK_THROWS_AS(fill(x, 2.0, Queue{7}), InvalidArgument);
   be.synchronize(be.create_queue());
+}
+
+TEST_CASE("backend_for picks the CPU below the measured crossover and the named backend from it") {
+  const std::string path = "tandem-crossover-" + std::to_string(tandem::test::seed()) + ".txt";
+#ifdef TANDEM_TEST_HAVE_OPENMP
+  const std::string cpu = "openmp";
+#else
+  const std::string cpu = "reference";
+#endif
+  {
+    std::ofstream f(path);
+    f << "# measured on this machine\nadd reference 5000\n\nmatmul nosuch 1   # a backend tandem does not have\n";
+  }
+  setenv("TANDEM_CROSSOVER", path.c_str(), 1);
+  CHECK(crossover_for("add").backend == "reference");
+  CHECK(crossover_for("add").from == 5000);
+  CHECK(crossover_for("scan").backend.empty());
+  CHECK(backend_for("add", 4999).name() == cpu);  // below the crossover: the CPU backend
+  CHECK(backend_for("add", 5000).name() == "reference");
+  CHECK(backend_for("matmul", 4096).name() == cpu);  // the named backend cannot run here
+  {
+    std::ofstream f(path);
+    f << "add reference\n";
+  }
+  CHECK_THROWS_WITH_AS(crossover_for("add"), doctest::Contains("line 1: expected 'algorithm backend size'"), DataError);
+  setenv("TANDEM_CROSSOVER", "/nonexistent/crossover.txt", 1);
+  CHECK_THROWS_AS(backend_for("add", 1), DataError);
+  unsetenv("TANDEM_CROSSOVER");
+  CHECK(backend_for("add", 1 << 30).name() == cpu);  // no file: always the CPU
+  std::remove(path.c_str());
 }

@@ -32,4 +32,20 @@ std::shared_ptr<Backend> create_backend(std::string_view name);
 // What "auto" resolves to here.
 std::string auto_backend_name();
 
+// Transfer-aware choice for an op on host data of `size` (elements, or N for matmul): the backend
+// a crossover file names for that algorithm when size is at least its crossover and it can run
+// here, else the best CPU backend (openmp, else reference). Without a file, always the CPU: on
+// host data a GPU only pays once the work outweighs the transfers, and only a measurement on
+// this machine says where that is. The file is TANDEM_CROSSOVER, written by
+// `tandem compare --crossover FILE`: lines "algorithm backend size" ('#' starts a comment).
+// A malformed file raises DataError naming the line.
+Backend& backend_for(std::string_view algorithm, std::size_t size);
+// The crossover the file gives an algorithm: the backend and the size it wins from; empty
+// backend when the file has none (or there is no file).
+struct Crossover {
+  std::string backend;
+  std::size_t from = 0;
+};
+Crossover crossover_for(std::string_view algorithm);
+
 }  // namespace tandem
