@@ -13,7 +13,7 @@
 #include <string>
 #include <vector>
 
-#include "support.hpp"
+#include "ml_support.hpp"
 #include "tandem/data.hpp"
 #include "tandem/errors.hpp"
 
@@ -22,13 +22,9 @@ namespace {
 using namespace tandem;
 namespace fs = std::filesystem;
 
-#ifdef TANDEM_TEST_HAVE_ZLIB
-constexpr bool kNoZlib = false;
-#else
-constexpr bool kNoZlib = true;  // the shipped data sets are gzip-compressed
-#endif
-
-std::string data_file(const char* name) { return std::string(TANDEM_DATA_DIR) + "/" + name; }
+using test::data_file;
+// The compressed file itself (the gzip tests read its bytes).
+std::string gz_file(const char* name) { return std::string(TANDEM_DATA_DIR) + "/" + name; }
 
 // A scratch file, removed at the end of the test.
 struct TempFile {
@@ -83,7 +79,8 @@ std::vector<unsigned char> idx_u8(std::vector<std::uint32_t> dims, const std::ve
 }  // namespace
 
 TEST_SUITE("data") {
-  TEST_CASE("the shipped digits: 1797 images of 64 pixels, classes 0..9" * doctest::skip(kNoZlib)) {
+  TEST_CASE("the shipped digits: 1797 images of 64 pixels, classes 0..9") {
+    if (!test::shipped_data_or_skip()) return;
     const data::Dataset d = data::read_csv(data_file("digits.csv.gz"), {.label_column = -1});
     CHECK(d.rows == 1797);
     CHECK(d.cols == 64);
@@ -95,7 +92,8 @@ TEST_SUITE("data") {
     CHECK(*std::max_element(d.features.begin(), d.features.end()) == 16);
   }
 
-  TEST_CASE("the shipped diabetes data: blank-separated features and a separate target file" * doctest::skip(kNoZlib)) {
+  TEST_CASE("the shipped diabetes data: blank-separated features and a separate target file") {
+    if (!test::shipped_data_or_skip()) return;
     data::Dataset d = data::read_csv(data_file("diabetes_data_raw.csv.gz"));
     CHECK(d.rows == 442);
     CHECK(d.cols == 10);
@@ -105,7 +103,7 @@ TEST_SUITE("data") {
     CHECK(d.targets[0] == 151);
     CHECK(d.targets[1] == 75);
     expect_data_error([&] { data::attach_targets(d, data::read_csv(data_file("digits.csv.gz"))); },
-                      {"digits.csv.gz", "one column"});
+                      {"digits.csv", "one column"});
   }
 
   TEST_CASE("CSV: header, delimiters and the label column") {
@@ -156,8 +154,9 @@ TEST_SUITE("data") {
     expect_data_error([&] { data::read_csv(bin.str()); }, {"byte offset 4", "not a text"});
   }
 
-  TEST_CASE("gzip: corrupt, truncated and trailing bytes are DataErrors with the byte offset" * doctest::skip(kNoZlib)) {
-    const std::vector<unsigned char> gz = raw_bytes(data_file("digits.csv.gz"));
+  TEST_CASE("gzip: corrupt, truncated and trailing bytes are DataErrors with the byte offset") {
+    if (!test::zlib_or_skip()) return;
+    const std::vector<unsigned char> gz = raw_bytes(gz_file("digits.csv.gz"));
     REQUIRE(gz.size() > 1000);
     TempFile f("digits.csv.gz");
     std::vector<unsigned char> truncated(gz.begin(), gz.begin() + static_cast<long>(gz.size() / 2));
@@ -202,7 +201,8 @@ TEST_SUITE("data") {
     expect_data_error([&] { data::parse_idx(bytes, "big.idx"); }, {"2^40"});
   }
 
-  TEST_CASE("thousands of random and truncated inputs: a result or a DataError, never a crash" * doctest::skip(kNoZlib)) {
+  TEST_CASE("thousands of random and truncated inputs: a result or a DataError, never a crash") {
+    if (!test::zlib_or_skip()) return;
     data::Rng rng(test::seed());
     const std::string csv = "a,b,c\n1,2,3\n4.5,-6,7e2\n8,9,10\n";
     const std::vector<unsigned char> idx = idx_u8({2, 3}, {1, 2, 3, 4, 5, 6});
@@ -241,7 +241,7 @@ TEST_SUITE("data") {
     CHECK(errors > 0);
     CHECK(parsed > 0);
     // Truncated gzip files, through the file reader.
-    const std::vector<unsigned char> gz = raw_bytes(data_file("diabetes_target.csv.gz"));
+    const std::vector<unsigned char> gz = raw_bytes(gz_file("diabetes_target.csv.gz"));
     TempFile f("fuzz.gz");
     for (int trial = 0; trial < 200; ++trial) {
       std::vector<unsigned char> b(gz.begin(), gz.begin() + static_cast<long>(rng.below(gz.size())));
@@ -254,7 +254,8 @@ TEST_SUITE("data") {
     }
   }
 
-  TEST_CASE("the split is seeded, disjoint and complete, and standardisation gives mean 0 and variance 1" * doctest::skip(kNoZlib)) {
+  TEST_CASE("the split is seeded, disjoint and complete, and standardisation gives mean 0 and variance 1") {
+    if (!test::shipped_data_or_skip()) return;
     const data::Dataset d = data::read_csv(data_file("digits.csv.gz"), {.label_column = -1});
     const data::Split s = data::train_test_split(d, 0.2, 42);
     CHECK(s.test.rows == 359);

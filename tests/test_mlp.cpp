@@ -200,9 +200,10 @@ TEST_CASE("mlp: the fused Adam step and bias-activation epilogue agree with thei
   }
 }
 
-TEST_CASE("mlp: several epochs give the reference backend's loss curve" * doctest::skip(test::kNoZlib)) {
+TEST_CASE("mlp: several epochs give the reference backend's loss curve") {
   Backend* be = test::backend_or_skip();
   if (!be) return;
+  if (!test::shipped_data_or_skip()) return;
   data::Dataset d = digits();
   std::vector<std::size_t> idx(400);
   for (std::size_t i = 0; i < idx.size(); ++i) idx[i] = i;
@@ -224,9 +225,10 @@ TEST_CASE("mlp: several epochs give the reference backend's loss curve" * doctes
   CHECK(a.back().train_loss < 0.75 * a.front().train_loss);
 }
 
-TEST_CASE("mlp: digits reach >= 95% held-out accuracy" * doctest::skip(test::kNoZlib)) {
+TEST_CASE("mlp: digits reach >= 95% held-out accuracy") {
   Backend* be = test::backend_or_skip();
   if (!be) return;
+  if (!test::shipped_data_or_skip()) return;
   // The simulators run every kernel on fibers: the full run belongs to the CPU and GPU backends.
   if (be->name().rfind("sim", 0) == 0) {
     std::printf("SKIPPED: the full digits run is for openmp, reference and GPUs; the simulator runs the curve test\n");
@@ -273,10 +275,10 @@ TEST_CASE("mlp: save then load is bitwise identical") {
   CHECK(loss_of(back, b, 9) == loss_of(model, b, 9));
 }
 
-TEST_CASE("mlp: mixed precision (bf16 matmuls, f32 master weights) follows the f32 loss curve" *
-          doctest::skip(test::kNoZlib)) {
+TEST_CASE("mlp: mixed precision (bf16 matmuls, f32 master weights) follows the f32 loss curve") {
   Backend* be = test::backend_or_skip();
   if (!be) return;
+  if (!test::shipped_data_or_skip()) return;
   data::Dataset d = digits();
   std::vector<std::size_t> idx(400);
   for (std::size_t i = 0; i < idx.size(); ++i) idx[i] = i;
@@ -329,10 +331,10 @@ TEST_CASE("mlp: dynamic loss scaling skips overflowing steps and lowers the scal
   CHECK_THROWS_AS(ml::Mlp(*be, ml::layers_from_widths({2, 2}), f64), InvalidArgument);
 }
 
-TEST_CASE("mlp: batches streamed through pinned staging give the device-resident loss curve" *
-          doctest::skip(test::kNoZlib)) {
+TEST_CASE("mlp: batches streamed through pinned staging give the device-resident loss curve") {
   Backend* be = test::backend_or_skip();
   if (!be) return;
+  if (!test::shipped_data_or_skip()) return;
   data::Dataset d = digits();
   std::vector<std::size_t> idx(300);
   for (std::size_t i = 0; i < idx.size(); ++i) idx[i] = i;

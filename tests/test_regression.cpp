@@ -68,10 +68,10 @@ data::Dataset diabetes() {
 
 }  // namespace
 
-TEST_CASE("regression: closed form on the diabetes data matches a float64 Householder solve to 1e-6" *
-          doctest::skip(test::kNoZlib)) {
+TEST_CASE("regression: closed form on the diabetes data matches a float64 Householder solve to 1e-6") {
   Backend* be = test::backend_or_skip();
   if (!be) return;
+  if (!test::shipped_data_or_skip()) return;
   const data::Dataset d = diabetes();
   const std::vector<double> want = householder_least_squares(d);
   const ml::LinearModel m = ml::fit_linear_regression(*be, d);
