@@ -220,7 +220,7 @@ class GpuBackend : public Backend {
       case DType::f16: return run(std::uint16_t{0x7e00});  // quiet NaN
       case DType::bf16: return run(std::uint16_t{0x7fc0});
       case DType::f32: return run(std::bit_cast<std::uint32_t>(std::numeric_limits<float>::quiet_NaN()));
-      case DType::i32: return run(std::uint32_t{0xffffffffu});  // -1
+      case DType::i32: return run(std::bit_cast<std::uint32_t>(std::int32_t{-1}));
       case DType::f64: return run(std::bit_cast<std::uint64_t>(std::numeric_limits<double>::quiet_NaN()));
     }
   }
