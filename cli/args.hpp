@@ -4,9 +4,11 @@
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
+#include <fstream>
 #include <string>
 #include <vector>
 
+#include "tandem/device.hpp"
 #include "tandem/errors.hpp"
 
 namespace tandem::cli {
@@ -90,6 +92,26 @@ inline std::string json_string(const std::string& s) {
     }
   }
   return out + "\"";
+}
+
+// Writes text to path ("-": standard output); InvalidArgument when it cannot.
+inline void write_text(const std::string& path, const std::string& text) {
+  if (path == "-") {
+    std::fputs(text.c_str(), stdout);
+    return;
+  }
+  std::ofstream f(path);
+  f << text;
+  if (!f) throw InvalidArgument("cannot write " + path);
+}
+
+inline const char* kind_name(BackendKind k) {
+  switch (k) {
+    case BackendKind::cpu: return "cpu";
+    case BackendKind::gpu: return "gpu";
+    case BackendKind::simulator: return "simulator";
+  }
+  return "?";
 }
 
 // A number as JSON (NaN and Inf, which JSON lacks, become null).

@@ -42,16 +42,6 @@ bool parse(const std::vector<std::string>& argv, const char* command, Common& c)
   return true;
 }
 
-void write_file(const std::string& path, const std::string& text) {
-  if (path == "-") {
-    std::fputs(text.c_str(), stdout);
-    return;
-  }
-  std::ofstream f(path);
-  f << text;
-  if (!f) throw InvalidArgument("cannot write " + path);
-}
-
 std::string size_text(const sweep::Result& r) {
   if (r.algorithm == "matmul") return std::to_string(r.size) + "^3";
   char buf[32];
@@ -67,8 +57,8 @@ std::string size_text(const sweep::Result& r) {
 
 void outputs(const Common& c, const std::vector<sweep::Result>& results, const std::string& command,
              const std::string& json_text) {
-  if (!c.json_path.empty()) write_file(c.json_path, json_text);
-  if (!c.csv_path.empty()) write_file(c.csv_path, sweep::csv(results));
+  if (!c.json_path.empty()) write_text(c.json_path, json_text);
+  if (!c.csv_path.empty()) write_text(c.csv_path, sweep::csv(results));
   if (!c.plot_dir.empty()) {
     sweep::plot(results, c.plot_dir, command);
     std::printf("plots written to %s\n", c.plot_dir.c_str());
@@ -233,7 +223,7 @@ int compare_main(const std::vector<std::string>& argv) {
       lines += x.algorithm + " " + x.backend + " " + std::to_string(x.size) + "\n";
       done.push_back(x.algorithm);
     }
-    write_file(c.crossover_path, lines);
+    write_text(c.crossover_path, lines);
     if (!quiet) std::printf("crossover written to %s (use it with TANDEM_CROSSOVER=%s)\n", c.crossover_path.c_str(),
                             c.crossover_path.c_str());
   }

@@ -11,15 +11,6 @@ namespace tandem::cli {
 
 namespace {
 
-const char* kind_name(BackendKind k) {
-  switch (k) {
-    case BackendKind::cpu: return "cpu";
-    case BackendKind::gpu: return "gpu";
-    case BackendKind::simulator: return "simulator";
-  }
-  return "?";
-}
-
 std::string properties_json(const DeviceProperties& p) {
   std::ostringstream o;
   o << "{\"name\": " << json_string(p.name) << ", \"kind\": \"" << kind_name(p.kind) << "\", \"memory_bytes\": "

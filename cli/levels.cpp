@@ -65,14 +65,7 @@ std::string today() {
 }
 
 void write_json(const std::string& path, const std::string& text) {
-  if (path.empty()) return;
-  if (path == "-") {
-    std::fputs(text.c_str(), stdout);
-    return;
-  }
-  std::ofstream f(path);
-  f << text;
-  if (!f) throw InvalidArgument("cannot write " + path);
+  if (!path.empty()) write_text(path, text);
 }
 
 // Cache sizes the OS reports for CPU 0 (level and bytes), from sysfs; empty elsewhere.

@@ -22,15 +22,6 @@ namespace {
 
 using Op = std::function<void()>;
 
-const char* kind_name(BackendKind k) {
-  switch (k) {
-    case BackendKind::cpu: return "cpu";
-    case BackendKind::gpu: return "gpu";
-    case BackendKind::simulator: return "simulator";
-  }
-  return "?";
-}
-
 // Kernel-only: events around each run on the default queue, after one untimed warm-up run;
 // repeated until min_seconds have passed (at least 3 runs, at most 100).
 Timing time_kernel(Backend& be, const Op& op, double min_seconds) {

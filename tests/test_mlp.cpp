@@ -67,6 +67,16 @@ std::vector<LayerSpec> every_kind(std::size_t out) {
 
 data::Dataset digits() { return data::read_csv(test::data_file("digits.csv.gz"), {.label_column = -1}); }
 
+// The first n digits, standardised: a small, real training set.
+data::Dataset digits_head(std::size_t n) {
+  data::Dataset d = digits();
+  std::vector<std::size_t> idx(n);
+  for (std::size_t i = 0; i < n; ++i) idx[i] = i;
+  d = d.select(idx);
+  data::Standardizer::fit(d).apply(d);
+  return d;
+}
+
 }  // namespace
 
 TEST_CASE("mlp: the gradient of every layer and loss matches central differences (float64)") {
@@ -204,11 +214,7 @@ TEST_CASE("mlp: several epochs give the reference backend's loss curve") {
   Backend* be = test::backend_or_skip();
   if (!be) return;
   if (!test::shipped_data_or_skip()) return;
-  data::Dataset d = digits();
-  std::vector<std::size_t> idx(400);
-  for (std::size_t i = 0; i < idx.size(); ++i) idx[i] = i;
-  d = d.select(idx);
-  data::Standardizer::fit(d).apply(d);
+  const data::Dataset d = digits_head(400);
   ml::MlpOptions o;
   o.seed = 5;
   ml::TrainOptions t;
@@ -279,11 +285,7 @@ TEST_CASE("mlp: mixed precision (bf16 matmuls, f32 master weights) follows the f
   Backend* be = test::backend_or_skip();
   if (!be) return;
   if (!test::shipped_data_or_skip()) return;
-  data::Dataset d = digits();
-  std::vector<std::size_t> idx(400);
-  for (std::size_t i = 0; i < idx.size(); ++i) idx[i] = i;
-  d = d.select(idx);
-  data::Standardizer::fit(d).apply(d);
+  const data::Dataset d = digits_head(400);
   ml::TrainOptions t;
   t.epochs = 4;
   t.batch_size = 32;
@@ -335,11 +337,7 @@ TEST_CASE("mlp: batches streamed through pinned staging give the device-resident
   Backend* be = test::backend_or_skip();
   if (!be) return;
   if (!test::shipped_data_or_skip()) return;
-  data::Dataset d = digits();
-  std::vector<std::size_t> idx(300);
-  for (std::size_t i = 0; i < idx.size(); ++i) idx[i] = i;
-  d = d.select(idx);
-  data::Standardizer::fit(d).apply(d);
+  const data::Dataset d = digits_head(300);
   ml::TrainOptions t;
   t.epochs = 3;
   t.batch_size = 40;  // 300 = 7 full batches and a partial one
