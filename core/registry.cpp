@@ -39,14 +39,15 @@ const std::vector<Entry>& entries() {
 #ifdef TANDEM_HAVE_HIP
       {"hip", true, "", detail::hip_device_count, detail::make_hip_backend},
 #else
-      {"hip", false, "not built into this library: configure with -DTANDEM_ENABLE_HIP=ON (needs ROCm: hipcc, libamdhip64-dev)",
+      {"hip", false,
+       "not built into this library: configure with -DTANDEM_ENABLE_HIP=ON (needs ROCm: hipcc, libamdhip64-dev)",
        nullptr, nullptr},
 #endif
 #ifdef TANDEM_HAVE_OPENMP
       {"openmp", true, "", detail::openmp_device_count, detail::make_openmp_backend},
 #else
-      {"openmp", false, "not built into this library: configure with -DTANDEM_ENABLE_OPENMP=ON (needs OpenMP)",
-       nullptr, nullptr},
+      {"openmp", false, "not built into this library: configure with -DTANDEM_ENABLE_OPENMP=ON (needs OpenMP)", nullptr,
+       nullptr},
 #endif
       {"kokkos", false, "not built into this library: the Kokkos backend is not implemented yet", nullptr, nullptr},
 #ifdef TANDEM_HAVE_SIM
@@ -55,8 +56,9 @@ const std::vector<Entry>& entries() {
 #else
       {"sim", false, "not built into this library: configure with -DTANDEM_ENABLE_SIM=ON (needs libboost-context-dev)",
        nullptr, nullptr},
-      {"sim64", false, "not built into this library: configure with -DTANDEM_ENABLE_SIM=ON (needs libboost-context-dev)",
-       nullptr, nullptr},
+      {"sim64", false,
+       "not built into this library: configure with -DTANDEM_ENABLE_SIM=ON (needs libboost-context-dev)", nullptr,
+       nullptr},
 #endif
       {"reference", true, "", detail::reference_device_count, detail::make_reference_backend},
   };
@@ -167,9 +169,10 @@ Backend& get_backend(std::string_view requested) {
   const std::string key = name + ":" + std::to_string(device);
   auto& shared = shared_backends();
   std::lock_guard lock(shared.mutex);
-  auto& slot = shared.by_name[key];
-  if (!slot) slot = find_entry(name).make(device);
-  return *slot;
+  auto at = shared.by_name.find(key);
+  // Made before it is stored: a backend whose construction throws leaves no empty slot behind.
+  if (at == shared.by_name.end()) at = shared.by_name.emplace(key, find_entry(name).make(device)).first;
+  return *at->second;
 }
 
 Backend& default_backend() {

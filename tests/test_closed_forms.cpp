@@ -75,6 +75,24 @@ TEST_CASE("sums, extremes, argmax ties and norms of known vectors") {
   }
 }
 
+TEST_CASE("f32 norm2 of values whose squares overflow or underflow f32") {
+  // sqrt(n) * v for n copies of v: 3e20^2 overflows f32, 2e-25^2 underflows it; both must come out
+  // right (the fast f32 pass falls back to double), at a size past the parallel and stream splits.
+  for (const auto& name : cpu_backends()) {
+    Backend& be = get_backend(name);
+    for (std::size_t n : {std::size_t(7), std::size_t(300007)}) {
+      for (float v : {3e20f, 2e-25f, -1.5f}) {
+        CAPTURE(name);
+        CAPTURE(n);
+        CAPTURE(v);
+        const Buffer x = Buffer::from(be, std::vector<float>(n, v));
+        const double want = std::sqrt(double(n)) * std::fabs(double(v));
+        CHECK(std::fabs(norm2(x) - want) <= 1e-6 * want);
+      }
+    }
+  }
+}
+
 TEST_CASE("matmul of small known matrices, with transposes and leading dimensions") {
   for (const auto& name : cpu_backends()) {
     Backend& be = get_backend(name);

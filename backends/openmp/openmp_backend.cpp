@@ -1,9 +1,13 @@
 #include "openmp_backend.hpp"
 
-#include <algorithm>
-#include <new>
-
 #include <omp.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <charconv>
+#include <cstdlib>
+#include <new>
+#include <string_view>
 
 #include "../../core/factories.hpp"
 #include "../host/cpu_info.hpp"
@@ -11,7 +15,33 @@
 
 namespace tandem::openmp {
 
-OpenMPBackend::OpenMPBackend() : threads_(omp_get_max_threads()) {}
+namespace {
+
+// Streaming stores pay once an output cannot stay in the last-level cache anyway (32 MiB where
+// the OS does not say its size). TANDEM_OPENMP_STREAM_FROM=BYTES moves the threshold (the tests
+// use it to run the streaming paths at small sizes); "off" never streams.
+std::size_t stream_from_bytes_setting() {
+  if (const char* env = std::getenv("TANDEM_OPENMP_STREAM_FROM")) {
+    const std::string_view text(env);
+    if (text == "off") return SIZE_MAX;
+    std::size_t bytes = 0;
+    const auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), bytes);
+    if (ec != std::errc() || end != text.data() + text.size()) {
+      throw InvalidArgument("TANDEM_OPENMP_STREAM_FROM='" + std::string(text) +
+                            "': give the output size in bytes from which stores stream (e.g. 134217728), or off");
+    }
+    return bytes;
+  }
+  for (int level : {_SC_LEVEL3_CACHE_SIZE, _SC_LEVEL2_CACHE_SIZE}) {
+    const long b = sysconf(level);
+    if (b > 0) return static_cast<std::size_t>(b);
+  }
+  return std::size_t(32) << 20;
+}
+
+}  // namespace
+
+OpenMPBackend::OpenMPBackend() : threads_(omp_get_max_threads()), stream_from_bytes_(stream_from_bytes_setting()) {}
 
 DeviceProperties OpenMPBackend::properties() const {
   DeviceProperties p = host::cpu_properties(threads_);
@@ -35,11 +65,20 @@ void OpenMPBackend::matmul(Queue q, const GemmArgs& g) {
   check_queue(q);
   try {
     switch (g.tier) {
-      case MatmulTier::naive: matmul_naive(g); break;
-      case MatmulTier::tiled: matmul_tiled(g); break;
-      case MatmulTier::register_blocked: matmul_register_blocked(g); break;
-      case MatmulTier::vendor: matmul_vendor(g); break;
-      default: throw Unsupported("openmp: matmul tier '" + std::string(name_of(g.tier)) + "' is not offered");
+      case MatmulTier::naive:
+        matmul_naive(g);
+        break;
+      case MatmulTier::tiled:
+        matmul_tiled(g);
+        break;
+      case MatmulTier::register_blocked:
+        matmul_register_blocked(g);
+        break;
+      case MatmulTier::vendor:
+        matmul_vendor(g);
+        break;
+      default:
+        throw Unsupported("openmp: matmul tier '" + std::string(name_of(g.tier)) + "' is not offered");
     }
   } catch (const std::bad_alloc&) {  // packing buffers: report it as the typed error
     throw OutOfMemory(static_cast<std::size_t>((g.m + g.n) * std::min<std::int64_t>(g.k, 512)) * size_of(g.c_type),

@@ -26,8 +26,8 @@ class OpenMPBackend final : public host::HostBackend {
                       const void* bias, void* out, std::int64_t ldo) override;
   void bias_activation(Queue q, DType t, std::int64_t rows, std::int64_t cols, const void* x, std::int64_t ldx,
                        const void* bias, UnaryOp act, void* z, std::int64_t ldz, void* out, std::int64_t ldo) override;
-  void matrix_add(Queue q, DType t, std::int64_t rows, std::int64_t cols, double alpha, const void* a,
-                  std::int64_t lda, double beta, const void* b, std::int64_t ldb, void* c, std::int64_t ldc) override;
+  void matrix_add(Queue q, DType t, std::int64_t rows, std::int64_t cols, double alpha, const void* a, std::int64_t lda,
+                  double beta, const void* b, std::int64_t ldb, void* c, std::int64_t ldc) override;
   void transpose(Queue q, DType t, std::int64_t rows, std::int64_t cols, const void* a, std::int64_t lda, void* out,
                  std::int64_t ldo) override;
   // Copies split over the threads from 1 MiB up: one core does not reach the memory bandwidth.
@@ -44,18 +44,22 @@ class OpenMPBackend final : public host::HostBackend {
   void matmul(Queue q, const GemmArgs& args) override;
   void reduce(Queue q, ReduceOp op, DType t, std::size_t n, const void* x, void* result, std::string_view) override;
   void dot(Queue q, DType t, std::size_t n, const void* x, const void* y, void* result) override;
-  void reduce_rows(Queue q, ReduceOp op, DType t, std::int64_t rows, std::int64_t cols, const void* x,
-                   std::int64_t ldx, void* out) override;
-  void reduce_cols(Queue q, ReduceOp op, DType t, std::int64_t rows, std::int64_t cols, const void* x,
-                   std::int64_t ldx, void* out) override;
+  void reduce_rows(Queue q, ReduceOp op, DType t, std::int64_t rows, std::int64_t cols, const void* x, std::int64_t ldx,
+                   void* out) override;
+  void reduce_cols(Queue q, ReduceOp op, DType t, std::int64_t rows, std::int64_t cols, const void* x, std::int64_t ldx,
+                   void* out) override;
   void scan(Queue q, ScanKind kind, DType t, std::size_t n, const void* x, void* out, std::string_view) override;
   void softmax_cross_entropy(Queue q, DType t, std::int64_t rows, std::int64_t cols, const void* logits,
                              std::int64_t ld_logits, const std::int32_t* labels, void* probs, std::int64_t ld_probs,
                              void* losses) override;
   void mse(Queue q, DType t, std::size_t n, const void* a, const void* b, void* result) override;
+  // Outputs of at least this many bytes that overlap no input are written with streaming
+  // (non-temporal) stores: the last-level cache's size, or TANDEM_OPENMP_STREAM_FROM.
+  std::size_t stream_from_bytes() const { return stream_from_bytes_; }
 
  private:
   int threads_;
+  std::size_t stream_from_bytes_;
 };
 
 // Matmul tiers (matmul.cpp, gemm_packed.cpp, vendor.cpp).

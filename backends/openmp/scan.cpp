@@ -1,12 +1,22 @@
 // Parallel, cache-blocked scan. The input is walked in super-blocks of threads x kPiece elements;
-// each thread sums its piece (which stays in its L2), the threads agree on offsets, and each scans
-// its still-cached piece: two passes over cache, one over memory. Inside a piece, kChains
-// interleaved sub-chunks keep several additions in flight (a single running sum would be
-// latency-bound at one element per add latency).
-#include <algorithm>
-#include <vector>
-
+// each thread sums its piece (read from memory as kStreams concurrent sub-streams, which keeps
+// more requests in flight than one stream), the threads agree on offsets, and each scans its
+// still-cached piece: one pass over memory for the reads, one for the writes, like a copy.
+//   vector scan (x86, SSE2): each 16-byte vector is scanned in registers (log2(width) shifted
+//     adds), the totals of four vectors are combined as a tree, and only one addition per four
+//     vectors waits on the running total; large outputs that are not the input are written with
+//     streaming stores (no read of the lines first, as in a copy).
+//   chained scan (elsewhere): kChains interleaved sub-chunks keep several additions in flight
+//     (a single running sum is latency-bound at one element per add latency).
 #include <omp.h>
+
+#include <algorithm>
+#include <cstdint>
+#include <type_traits>
+#include <vector>
+#if defined(__SSE2__)
+#include <emmintrin.h>
+#endif
 
 #include "openmp_backend.hpp"
 #include "tandem/detail/scalar_math.hpp"
@@ -16,26 +26,160 @@ namespace tandem::openmp {
 namespace {
 
 constexpr std::int64_t kPiece = 1 << 15;  // elements per thread per super-block (128 KiB of f32)
-constexpr int kChains = 8;
+constexpr int kStreams = 4;               // concurrent sub-streams in the memory pass
 
-template <class T> struct ScanAcc { using type = T; };
-template <> struct ScanAcc<std::int32_t> { using type = std::uint32_t; };  // wraps, no UB
+template <class T>
+struct ScanAcc {
+  using type = T;
+};
+template <>
+struct ScanAcc<std::int32_t> {
+  using type = std::uint32_t;
+};  // wraps, no UB
 
-template <class Acc, class T> Acc piece_sum(const T* x, std::int64_t n) {
-  Acc lanes[kChains * 4] = {};
-  std::int64_t i = 0;
-  for (; i + kChains * 4 <= n; i += kChains * 4) {
+template <class Acc, class T>
+Acc stream_sum(const T* x, std::int64_t n) {
+  constexpr int kWidth = 8;
+  Acc lanes[kStreams][kWidth] = {};
+  const std::int64_t part = n / kStreams / kWidth * kWidth;
+  for (std::int64_t j = 0; j < part; j += kWidth) {
+#pragma GCC unroll 4
+    for (int s = 0; s < kStreams; ++s) {
 #pragma omp simd
-    for (int l = 0; l < kChains * 4; ++l) lanes[l] += Acc(x[i + l]);
+      for (int l = 0; l < kWidth; ++l) lanes[s][l] += Acc(x[s * part + j + l]);
+    }
   }
   Acc total = 0;
-  for (; i < n; ++i) total += Acc(x[i]);
-  for (Acc l : lanes) total += l;
+  for (std::int64_t i = kStreams * part; i < n; ++i) total += Acc(x[i]);
+  for (const auto& stream : lanes) {
+    for (Acc l : stream) total += l;
+  }
   return total;
 }
 
-// Scans x[0, n) into out with `offset` added; out may alias x.
-template <bool inclusive, class Acc, class T> void piece_scan(const T* x, T* out, std::int64_t n, Acc offset) {
+// Scans x[0, n) into out with `offset` added, one element at a time; out may alias x.
+template <bool inclusive, class Acc, class T>
+Acc scalar_scan(const T* x, T* out, std::int64_t n, Acc running) {
+  for (std::int64_t i = 0; i < n; ++i) {
+    const Acc v = Acc(x[i]);
+    if constexpr (!inclusive) out[i] = static_cast<T>(running);
+    running += v;
+    if constexpr (inclusive) out[i] = static_cast<T>(running);
+  }
+  return running;
+}
+
+#if defined(__SSE2__)
+
+// One 16-byte vector of Acc: its width, load/store, addition, a shift by whole lanes towards the
+// high end (zeros in), the last lane broadcast, and the in-register scan.
+template <class Acc>
+struct Vec;
+template <>
+struct Vec<float> {
+  using V = __m128;
+  static constexpr int width = 4;
+  static V load(const float* p) { return _mm_loadu_ps(p); }
+  static void store(float* p, V v) { _mm_storeu_ps(p, v); }
+  static void stream(float* p, V v) { _mm_stream_ps(p, v); }
+  static V add(V a, V b) { return _mm_add_ps(a, b); }
+  static V splat(float a) { return _mm_set1_ps(a); }
+  static float first(V v) { return _mm_cvtss_f32(v); }
+  template <int k>
+  static V shift(V v) {
+    return _mm_castsi128_ps(_mm_slli_si128(_mm_castps_si128(v), 4 * k));
+  }
+  static V last(V v) { return _mm_shuffle_ps(v, v, 0xFF); }
+  static V scan(V v) {
+    const V a = add(v, shift<1>(v));
+    return add(a, shift<2>(a));
+  }
+};
+template <>
+struct Vec<double> {
+  using V = __m128d;
+  static constexpr int width = 2;
+  static V load(const double* p) { return _mm_loadu_pd(p); }
+  static void store(double* p, V v) { _mm_storeu_pd(p, v); }
+  static void stream(double* p, V v) { _mm_stream_pd(p, v); }
+  static V add(V a, V b) { return _mm_add_pd(a, b); }
+  static V splat(double a) { return _mm_set1_pd(a); }
+  static double first(V v) { return _mm_cvtsd_f64(v); }
+  template <int k>
+  static V shift(V v) {
+    return _mm_castsi128_pd(_mm_slli_si128(_mm_castpd_si128(v), 8 * k));
+  }
+  static V last(V v) { return _mm_unpackhi_pd(v, v); }
+  static V scan(V v) { return add(v, shift<1>(v)); }
+};
+template <>
+struct Vec<std::uint32_t> {  // i32 data, wrapping arithmetic
+  using V = __m128i;
+  static constexpr int width = 4;
+  static V load(const std::int32_t* p) { return _mm_loadu_si128(reinterpret_cast<const V*>(p)); }
+  static void store(std::int32_t* p, V v) { _mm_storeu_si128(reinterpret_cast<V*>(p), v); }
+  static void stream(std::int32_t* p, V v) { _mm_stream_si128(reinterpret_cast<V*>(p), v); }
+  static V add(V a, V b) { return _mm_add_epi32(a, b); }
+  static V splat(std::uint32_t a) { return _mm_set1_epi32(static_cast<int>(a)); }
+  static std::uint32_t first(V v) { return static_cast<std::uint32_t>(_mm_cvtsi128_si32(v)); }
+  template <int k>
+  static V shift(V v) {
+    return _mm_slli_si128(v, 4 * k);
+  }
+  static V last(V v) { return _mm_shuffle_epi32(v, 0xFF); }
+  static V scan(V v) {
+    const V a = add(v, shift<1>(v));
+    return add(a, shift<2>(a));
+  }
+};
+
+// Vectorised piece scan (see the file comment); `streamed` writes with streaming stores, which
+// need out 16-byte aligned: the elements before that go through the scalar loop.
+template <bool inclusive, class Acc, class T>
+void piece_scan(const T* x, T* out, std::int64_t n, Acc offset, bool streamed) {
+  using W = Vec<Acc>;
+  using V = typename W::V;
+  constexpr std::int64_t kBlock = 4 * W::width;  // four vectors per step
+  std::int64_t head = 0;
+  if (streamed) {
+    const auto misalign = static_cast<std::int64_t>(reinterpret_cast<std::uintptr_t>(out) % 16);
+    head = std::min<std::int64_t>(n, misalign == 0 ? 0 : (16 - misalign) / static_cast<std::int64_t>(sizeof(T)));
+  }
+  Acc running = scalar_scan<inclusive>(x, out, head, offset);
+  V carry = W::splat(running);
+  std::int64_t i = head;
+  for (; i + kBlock <= n; i += kBlock) {
+    // Each vector scanned on its own; their totals t combined as a tree, so that only one
+    // addition per step waits on the running total (carry).
+    V s[4], t[4];
+    for (int u = 0; u < 4; ++u) {
+      s[u] = W::scan(W::load(x + i + u * W::width));
+      t[u] = W::last(s[u]);
+    }
+    const V t01 = W::add(t[0], t[1]);
+    const V before2 = W::add(carry, t01);
+    const V before[4] = {carry, W::add(carry, t[0]), before2, W::add(before2, t[2])};
+    carry = W::add(carry, W::add(t01, W::add(t[2], t[3])));
+    for (int u = 0; u < 4; ++u) {
+      // Exclusive: the inclusive prefixes shifted up one lane (0 enters lane 0).
+      const V value = W::add(before[u], inclusive ? s[u] : W::template shift<1>(s[u]));
+      if (streamed) {
+        W::stream(out + i + u * W::width, value);
+      } else {
+        W::store(out + i + u * W::width, value);
+      }
+    }
+  }
+  running = W::first(carry);
+  scalar_scan<inclusive>(x + i, out + i, n - i, running);
+}
+
+#else
+
+constexpr int kChains = 8;
+
+template <bool inclusive, class Acc, class T>
+void piece_scan(const T* x, T* out, std::int64_t n, Acc offset, bool) {
   // Chains start len elements apart. A len whose byte stride is a multiple of 4 KiB would put
   // all 16 streams (8 read, 8 written) in the same L1 sets; shortening it by one cache line
   // spreads them out (the remainder goes to the sequential tail).
@@ -45,7 +189,7 @@ template <bool inclusive, class Acc, class T> void piece_scan(const T* x, T* out
   Acc running = offset;
   for (int c = 0; c < kChains; ++c) {  // offsets of the sub-chunks
     start[c] = running;
-    running += piece_sum<Acc>(x + c * len, len);
+    for (std::int64_t j = 0; j < len; ++j) running += Acc(x[c * len + j]);
   }
   for (std::int64_t j = 0; j < len; ++j) {
 #pragma GCC unroll 8
@@ -56,19 +200,18 @@ template <bool inclusive, class Acc, class T> void piece_scan(const T* x, T* out
       if constexpr (inclusive) out[c * len + j] = static_cast<T>(start[c]);
     }
   }
-  Acc acc = running;  // the tail after kChains * len
-  for (std::int64_t i = kChains * len; i < n; ++i) {
-    const Acc v = Acc(x[i]);
-    if constexpr (!inclusive) out[i] = static_cast<T>(acc);
-    acc += v;
-    if constexpr (inclusive) out[i] = static_cast<T>(acc);
-  }
+  scalar_scan<inclusive>(x + kChains * len, out + kChains * len, n - kChains * len, running);
 }
 
-template <bool inclusive, class T> void scan_impl(const T* x, T* out, std::int64_t n) {
+#endif
+
+template <bool inclusive, class T>
+void scan_impl(const T* x, T* out, std::int64_t n, std::size_t stream_from) {
   using Acc = typename ScanAcc<T>::type;
+  // An output that is not the input, and too large to stay cached, goes around the caches.
+  const bool streamed = (out + n <= x || x + n <= out) && static_cast<std::size_t>(n) * sizeof(T) >= stream_from;
   if (n < static_cast<std::int64_t>(kParallelThreshold)) {
-    piece_scan<inclusive, Acc>(x, out, n, Acc(0));
+    piece_scan<inclusive, Acc>(x, out, n, Acc(0), false);
     return;
   }
   const int max_threads = omp_get_max_threads();
@@ -82,15 +225,18 @@ template <bool inclusive, class T> void scan_impl(const T* x, T* out, std::int64
     for (std::int64_t base = 0; base < n; base += threads * kPiece, parity ^= 1) {
       const std::int64_t begin = std::min(n, base + t * kPiece), end = std::min(n, begin + kPiece);
       Acc* slot = partial.data() + parity * max_threads;
-      slot[t] = piece_sum<Acc>(x + begin, end - begin);
+      slot[t] = stream_sum<Acc>(x + begin, end - begin);
 #pragma omp barrier
       Acc offset = carry;
       for (int u = 0; u < t; ++u) offset += slot[u];
       Acc block_total = offset;
       for (int u = t; u < threads; ++u) block_total += slot[u];
-      piece_scan<inclusive, Acc>(x + begin, out + begin, end - begin, offset);
+      piece_scan<inclusive, Acc>(x + begin, out + begin, end - begin, offset, streamed);
       carry = block_total;
     }
+#if defined(__SSE2__)
+    if (streamed) _mm_sfence();  // streaming stores are weakly ordered
+#endif
   }
 }
 
@@ -102,7 +248,8 @@ void OpenMPBackend::scan(Queue q, ScanKind kind, DType t, std::size_t n, const v
     const auto* in = static_cast<const T*>(x);
     auto* o = static_cast<T*>(out);
     const auto count = static_cast<std::int64_t>(n);
-    kind == ScanKind::inclusive ? scan_impl<true>(in, o, count) : scan_impl<false>(in, o, count);
+    kind == ScanKind::inclusive ? scan_impl<true>(in, o, count, stream_from_bytes_)
+                                : scan_impl<false>(in, o, count, stream_from_bytes_);
   });
 }
 
