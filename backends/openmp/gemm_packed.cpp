@@ -44,22 +44,16 @@ template <class T> struct AlignedArray {
 
 template <class T> const MicroKernel<T>& pick() {
   static const MicroKernel<T> chosen = [] {
-    const char* cap_env = std::getenv("TANDEM_CPU_ISA");
-    const std::string_view cap = cap_env ? cap_env : "";
-    const bool allow512 = cap.empty() || cap == "avx512";
-    const bool allow2 = allow512 || cap == "avx2";
-    (void)allow512;
-    (void)allow2;
     if constexpr (std::is_same_v<T, float>) {
 #ifdef TANDEM_X86_KERNELS
-      if (allow512 && host::cpu_has_avx512f()) return microkernel_f32_avx512();
-      if (allow2 && host::cpu_has_avx2_fma()) return microkernel_f32_avx2();
+      if (isa_allowed("avx512")) return microkernel_f32_avx512();
+      if (isa_allowed("avx2")) return microkernel_f32_avx2();
 #endif
       return microkernel_f32_generic();
     } else {
 #ifdef TANDEM_X86_KERNELS
-      if (allow512 && host::cpu_has_avx512f()) return microkernel_f64_avx512();
-      if (allow2 && host::cpu_has_avx2_fma()) return microkernel_f64_avx2();
+      if (isa_allowed("avx512")) return microkernel_f64_avx512();
+      if (isa_allowed("avx2")) return microkernel_f64_avx2();
 #endif
       return microkernel_f64_generic();
     }

@@ -41,6 +41,16 @@ std::size_t stream_from_bytes_setting() {
 
 }  // namespace
 
+bool isa_allowed(std::string_view isa) {
+  static const std::string cap = [] {
+    const char* env = std::getenv("TANDEM_CPU_ISA");
+    return std::string(env != nullptr && *env != 0 ? env : "avx512");
+  }();
+  if (isa == "avx512") return cap == "avx512" && host::cpu_has_avx512f();
+  if (isa == "avx2") return (cap == "avx512" || cap == "avx2") && host::cpu_has_avx2_fma();
+  return isa == "generic";
+}
+
 OpenMPBackend::OpenMPBackend() : threads_(omp_get_max_threads()), stream_from_bytes_(stream_from_bytes_setting()) {}
 
 DeviceProperties OpenMPBackend::properties() const {

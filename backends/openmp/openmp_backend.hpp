@@ -62,6 +62,10 @@ class OpenMPBackend final : public host::HostBackend {
   std::size_t stream_from_bytes_;
 };
 
+// Whether kernels for `isa` ("avx512", "avx2") may run: the CPU has it and TANDEM_CPU_ISA
+// (generic < avx2 < avx512) does not cap below it.
+bool isa_allowed(std::string_view isa);
+
 // Matmul tiers (matmul.cpp, gemm_packed.cpp, vendor.cpp).
 void matmul_naive(const GemmArgs& g);
 void matmul_tiled(const GemmArgs& g);

@@ -19,6 +19,7 @@
 #endif
 
 #include "openmp_backend.hpp"
+#include "scan_isa.hpp"
 #include "tandem/detail/scalar_math.hpp"
 
 namespace tandem::openmp {
@@ -133,21 +134,28 @@ struct Vec<std::uint32_t> {  // i32 data, wrapping arithmetic
   }
 };
 
-// Vectorised piece scan (see the file comment); `streamed` writes with streaming stores, which
-// need out 16-byte aligned: the elements before that go through the scalar loop.
+// Vectorised piece scan (see the file comment): the AVX-512 pass where allowed, then SSE2 for
+// what it left. `streamed` writes with streaming stores, which need out aligned (16 bytes, 64
+// for AVX-512): the elements before that go through the scalar loop.
 template <bool inclusive, class Acc, class T>
-void piece_scan(const T* x, T* out, std::int64_t n, Acc offset, bool streamed) {
+void piece_scan(const T* x, T* out, std::int64_t n, Acc offset, bool streamed, bool avx512) {
   using W = Vec<Acc>;
   using V = typename W::V;
   constexpr std::int64_t kBlock = 4 * W::width;  // four vectors per step
   std::int64_t head = 0;
   if (streamed) {
-    const auto misalign = static_cast<std::int64_t>(reinterpret_cast<std::uintptr_t>(out) % 16);
-    head = std::min<std::int64_t>(n, misalign == 0 ? 0 : (16 - misalign) / static_cast<std::int64_t>(sizeof(T)));
+    const std::int64_t align = avx512 ? 64 : 16;
+    const auto misalign = static_cast<std::int64_t>(reinterpret_cast<std::uintptr_t>(out) % align);
+    head = std::min<std::int64_t>(n, misalign == 0 ? 0 : (align - misalign) / static_cast<std::int64_t>(sizeof(T)));
   }
   Acc running = scalar_scan<inclusive>(x, out, head, offset);
-  V carry = W::splat(running);
   std::int64_t i = head;
+#if defined(TANDEM_X86_KERNELS)
+  if (avx512) i += scan_blocks_avx512(inclusive, x + i, out + i, n - i, running, streamed);
+#else
+  (void)avx512;
+#endif
+  V carry = W::splat(running);
   for (; i + kBlock <= n; i += kBlock) {
     // Each vector scanned on its own; their totals t combined as a tree, so that only one
     // addition per step waits on the running total (carry).
@@ -210,8 +218,9 @@ void scan_impl(const T* x, T* out, std::int64_t n, std::size_t stream_from) {
   using Acc = typename ScanAcc<T>::type;
   // An output that is not the input, and too large to stay cached, goes around the caches.
   const bool streamed = (out + n <= x || x + n <= out) && static_cast<std::size_t>(n) * sizeof(T) >= stream_from;
+  static const bool avx512 = isa_allowed("avx512");
   if (n < static_cast<std::int64_t>(kParallelThreshold)) {
-    piece_scan<inclusive, Acc>(x, out, n, Acc(0), false);
+    piece_scan<inclusive, Acc>(x, out, n, Acc(0), false, avx512);
     return;
   }
   const int max_threads = omp_get_max_threads();
@@ -231,7 +240,7 @@ void scan_impl(const T* x, T* out, std::int64_t n, std::size_t stream_from) {
       for (int u = 0; u < t; ++u) offset += slot[u];
       Acc block_total = offset;
       for (int u = t; u < threads; ++u) block_total += slot[u];
-      piece_scan<inclusive, Acc>(x + begin, out + begin, end - begin, offset, streamed);
+      piece_scan<inclusive, Acc>(x + begin, out + begin, end - begin, offset, streamed, avx512);
       carry = block_total;
     }
 #if defined(__SSE2__)
