@@ -134,14 +134,13 @@ struct Vec<std::uint32_t> {  // i32 data, wrapping arithmetic
   }
 };
 
+#include "scan_blocks.inl"
+
 // Vectorised piece scan (see the file comment): the AVX-512 pass where allowed, then SSE2 for
 // what it left. `streamed` writes with streaming stores, which need out aligned (16 bytes, 64
 // for AVX-512): the elements before that go through the scalar loop.
 template <bool inclusive, class Acc, class T>
 void piece_scan(const T* x, T* out, std::int64_t n, Acc offset, bool streamed, bool avx512) {
-  using W = Vec<Acc>;
-  using V = typename W::V;
-  constexpr std::int64_t kBlock = 4 * W::width;  // four vectors per step
   std::int64_t head = 0;
   if (streamed) {
     const std::int64_t align = avx512 ? 64 : 16;
@@ -155,30 +154,7 @@ void piece_scan(const T* x, T* out, std::int64_t n, Acc offset, bool streamed, b
 #else
   (void)avx512;
 #endif
-  V carry = W::splat(running);
-  for (; i + kBlock <= n; i += kBlock) {
-    // Each vector scanned on its own; their totals t combined as a tree, so that only one
-    // addition per step waits on the running total (carry).
-    V s[4], t[4];
-    for (int u = 0; u < 4; ++u) {
-      s[u] = W::scan(W::load(x + i + u * W::width));
-      t[u] = W::last(s[u]);
-    }
-    const V t01 = W::add(t[0], t[1]);
-    const V before2 = W::add(carry, t01);
-    const V before[4] = {carry, W::add(carry, t[0]), before2, W::add(before2, t[2])};
-    carry = W::add(carry, W::add(t01, W::add(t[2], t[3])));
-    for (int u = 0; u < 4; ++u) {
-      // Exclusive: the inclusive prefixes shifted up one lane (0 enters lane 0).
-      const V value = W::add(before[u], inclusive ? s[u] : W::template shift<1>(s[u]));
-      if (streamed) {
-        W::stream(out + i + u * W::width, value);
-      } else {
-        W::store(out + i + u * W::width, value);
-      }
-    }
-  }
-  running = W::first(carry);
+  i += scan_blocks<Vec<Acc>>(inclusive, x + i, out + i, n - i, running, streamed);
   scalar_scan<inclusive>(x + i, out + i, n - i, running);
 }
 
@@ -187,7 +163,7 @@ void piece_scan(const T* x, T* out, std::int64_t n, Acc offset, bool streamed, b
 constexpr int kChains = 8;
 
 template <bool inclusive, class Acc, class T>
-void piece_scan(const T* x, T* out, std::int64_t n, Acc offset, bool) {
+void piece_scan(const T* x, T* out, std::int64_t n, Acc offset, bool, bool) {
   // Chains start len elements apart. A len whose byte stride is a multiple of 4 KiB would put
   // all 16 streams (8 read, 8 written) in the same L1 sets; shortening it by one cache line
   // spreads them out (the remainder goes to the sequential tail).

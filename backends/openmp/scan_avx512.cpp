@@ -1,11 +1,11 @@
 // The scan's in-cache pass with AVX-512F (compiled with -mavx512f, called only where the CPU has
-// it): the SSE2 loop of scan.cpp with 16 lanes instead of 4. Each 64-byte vector is scanned in
-// registers with 4 lane shifts (valignd against zero), four vectors' totals are combined as a
-// tree, and one addition per four vectors waits on the running total. With SSE2 the shuffles
-// (2 per 4 elements, all on one port) bound the pass at well under the memory's speed; here it
-// is 1 per 4 elements, so a scan from RAM is bound by RAM.
-// Self-contained on purpose: nothing here is an inline function another file also instantiates
-// (the linker could keep this file's AVX-512 copy for a CPU without it).
+// it): the block loop of scan_blocks.inl, as in scan.cpp, with 16 lanes instead of 4. Each
+// 64-byte vector is scanned in registers with 4 lane shifts (valignd against zero). With SSE2 the
+// shuffles (2 per 4 elements, all on one port) bound the pass at well under the memory's speed;
+// here it is 1 per 4 elements, so a scan from RAM is bound by RAM.
+// Self-contained on purpose: everything here, the included block loop too, is in an anonymous
+// namespace, so no inline function is shared with another file (the linker could otherwise keep
+// this file's AVX-512 copy for a CPU without it).
 #include <immintrin.h>
 
 #include <cstdint>
@@ -85,49 +85,21 @@ struct Vec512<std::uint32_t> {  // i32 data, wrapping arithmetic
   }
 };
 
-template <class Acc, class T>
-std::int64_t blocks(bool inclusive, const T* x, T* out, std::int64_t n, Acc& running, bool streamed) {
-  using W = Vec512<Acc>;
-  using V = typename W::V;
-  constexpr std::int64_t kBlock = 4 * W::width;
-  V carry = W::splat(running);
-  std::int64_t i = 0;
-  for (; i + kBlock <= n; i += kBlock) {
-    V s[4], t[4];
-    for (int u = 0; u < 4; ++u) {
-      s[u] = W::scan(W::load(x + i + u * W::width));
-      t[u] = W::last(s[u]);
-    }
-    const V t01 = W::add(t[0], t[1]);
-    const V before2 = W::add(carry, t01);
-    const V before[4] = {carry, W::add(carry, t[0]), before2, W::add(before2, t[2])};
-    carry = W::add(carry, W::add(t01, W::add(t[2], t[3])));
-    for (int u = 0; u < 4; ++u) {
-      const V value = W::add(before[u], inclusive ? s[u] : W::template shift<1>(s[u]));
-      if (streamed) {
-        W::stream(out + i + u * W::width, value);
-      } else {
-        W::store(out + i + u * W::width, value);
-      }
-    }
-  }
-  running = W::first(carry);
-  return i;
-}
+#include "scan_blocks.inl"
 
 }  // namespace
 
 std::int64_t scan_blocks_avx512(bool inclusive, const float* x, float* out, std::int64_t n, float& running,
                                 bool streamed) {
-  return blocks<float>(inclusive, x, out, n, running, streamed);
+  return scan_blocks<Vec512<float>>(inclusive, x, out, n, running, streamed);
 }
 std::int64_t scan_blocks_avx512(bool inclusive, const double* x, double* out, std::int64_t n, double& running,
                                 bool streamed) {
-  return blocks<double>(inclusive, x, out, n, running, streamed);
+  return scan_blocks<Vec512<double>>(inclusive, x, out, n, running, streamed);
 }
 std::int64_t scan_blocks_avx512(bool inclusive, const std::int32_t* x, std::int32_t* out, std::int64_t n,
                                 std::uint32_t& running, bool streamed) {
-  return blocks<std::uint32_t>(inclusive, x, out, n, running, streamed);
+  return scan_blocks<Vec512<std::uint32_t>>(inclusive, x, out, n, running, streamed);
 }
 
 }  // namespace tandem::openmp
