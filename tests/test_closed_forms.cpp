@@ -75,6 +75,35 @@ TEST_CASE("sums, extremes, argmax ties and norms of known vectors") {
   }
 }
 
+TEST_CASE("extremes and NaN found in every part of a long vector") {
+  // Past the per-thread stream split (4 sub-chunks per thread at >= 65536 elements each): the
+  // extreme or NaN sits in each sub-chunk of each thread in turn, and in the tails.
+  const std::size_t n = 1200013;
+  std::vector<std::size_t> at = {0, n - 1, n / 2, n / 2 - 1};
+  for (std::size_t k = 1; k < 16; ++k) at.push_back(n * k / 16 + k);
+  for (const auto& name : cpu_backends()) {
+    Backend& be = get_backend(name);
+    std::vector<float> h(n);
+    for (std::size_t i = 0; i < n; ++i) h[i] = float(i % 1000) * 0.5f;
+    for (std::size_t p : at) {
+      CAPTURE(name);
+      CAPTURE(p);
+      std::vector<float> v = h;
+      v[p] = 1e6f;
+      v[(p + n / 3) % n] = -1e6f;
+      Buffer x = Buffer::from(be, v);
+      CHECK(max(x) == 1e6f);
+      CHECK(min(x) == -1e6f);
+      CHECK(argmax(x) == std::int64_t(p));
+      v[p] = NAN;
+      Buffer y = Buffer::from(be, v);
+      CHECK(std::isnan(max(y)));
+      CHECK(std::isnan(min(y)));
+      CHECK(argmax(y) == std::int64_t(p));
+    }
+  }
+}
+
 TEST_CASE("f32 norm2 of values whose squares overflow or underflow f32") {
   // sqrt(n) * v for n copies of v: 3e20^2 overflows f32, 2e-25^2 underflows it; both must come out
   // right (the fast f32 pass falls back to double), at a size past the parallel and stream splits.

@@ -62,12 +62,14 @@ void parallel_copy(void* dst, const void* src, std::size_t bytes) {
 inline void stream16(float* d, const float* s) { _mm_stream_ps(d, _mm_load_ps(s)); }
 inline void stream16(double* d, const double* s) { _mm_stream_pd(d, _mm_load_pd(s)); }
 
-// out[i] = g(i) with streaming stores. Each thread walks its part as kStreams runs at once, one
+// out[i] = g(i) over lines of memory: each thread walks its part as kStreams runs at once, one
 // cache line from each in turn (several read streams per core keep more memory requests in
-// flight than one; interleaving whole kilobytes instead measured ~20% slower on the dev VM):
-// the line's values are computed by the vectorised loop, then streamed out in 16-byte stores.
-template <class T, class G>
-void map_streaming(std::size_t n, T* out, G g) {
+// flight than one; interleaving whole kilobytes instead measured ~20% slower on the dev VM).
+// With kStream, the line's values are computed by the vectorised loop, then streamed out in
+// 16-byte stores; without, they are stored in place (an output that is also an input, as axpy's y:
+// its lines are read anyway, so there is no write-allocate to save).
+template <bool kStream, class T, class G>
+void map_lines(std::size_t n, T* out, G g) {
   constexpr std::int64_t kLine = 64 / sizeof(T);
   constexpr std::int64_t kPerStore = 16 / sizeof(T);
   constexpr std::int64_t kStreams = 4;
@@ -86,30 +88,41 @@ void map_streaming(std::size_t n, T* out, G g) {
     const std::int64_t run = (last - first) / kStreams;
     auto do_line = [&](std::int64_t l) {
       const std::int64_t at = head + l * kLine;
-      alignas(64) T line[kLine];
+      if constexpr (kStream) {
+        alignas(64) T line[kLine];
 #pragma omp simd
-      for (std::int64_t k = 0; k < kLine; ++k) line[k] = g(at + k);
-      for (std::int64_t k = 0; k < kLine; k += kPerStore) stream16(out + at + k, line + k);
+        for (std::int64_t k = 0; k < kLine; ++k) line[k] = g(at + k);
+        for (std::int64_t k = 0; k < kLine; k += kPerStore) stream16(out + at + k, line + k);
+      } else {
+#pragma omp simd
+        for (std::int64_t k = 0; k < kLine; ++k) out[at + k] = g(at + k);
+      }
     };
     for (std::int64_t j = 0; j < run; ++j) {
       for (std::int64_t s = 0; s < kStreams; ++s) do_line(first + s * run + j);
     }
     for (std::int64_t l = first + kStreams * run; l < last; ++l) do_line(l);
-    _mm_sfence();  // streaming stores are weakly ordered: make them visible before the op returns
+    if constexpr (kStream)
+      _mm_sfence();  // streaming stores are weakly ordered: make them visible before the op returns
   }
   for (std::int64_t i = head + lines * kLine; i < count; ++i) out[i] = g(i);
 }
 #endif
 
-// out[i] = g(i) over [0, n). `fresh` says out overlaps no input: only then may outputs of at
-// least stream_from bytes stream (an output that is also an input is in cache line by line as it
-// is read).
+// out[i] = g(i) over [0, n). Outputs of at least stream_from bytes (larger than the last-level
+// cache) go by lines in interleaved runs; `fresh` says out overlaps no input: only then are they
+// streamed (an output that is also an input is in cache line by line as it is read). g(i) may read
+// out[i] (in place) but no other element of out.
 template <class T, class G>
 void map_into(std::size_t n, T* out, bool fresh, std::size_t stream_from, G g) {
 #if defined(__SSE2__)
   if constexpr (std::is_same_v<T, float> || std::is_same_v<T, double>) {
-    if (fresh && n >= kParallelThreshold && n * sizeof(T) >= stream_from) {
-      map_streaming(n, out, g);
+    if (n >= kParallelThreshold && n * sizeof(T) >= stream_from) {
+      if (fresh) {
+        map_lines<true>(n, out, g);
+      } else {
+        map_lines<false>(n, out, g);
+      }
       return;
     }
   }
@@ -235,7 +248,7 @@ void OpenMPBackend::axpy(Queue q, DType t, std::size_t n, double alpha, const vo
     const T a = T(alpha);
     const T* xs = static_cast<const T*>(x);
     T* ys = static_cast<T*>(y);
-    for_each_index(n, [=](std::int64_t i) { ys[i] = a * xs[i] + ys[i]; });
+    map_into(n, ys, false, stream_from_bytes_, [=](std::int64_t i) { return a * xs[i] + ys[i]; });
   });
 }
 
