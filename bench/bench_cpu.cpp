@@ -23,6 +23,7 @@
 #include <ctime>
 #include <functional>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "bench_util.hpp"
@@ -42,13 +43,18 @@ struct Row {
 
 using Clock = std::chrono::steady_clock;
 
-// Medians (seconds) of op and peer timed alternately, after one warm-up call of each.
+// Medians (seconds) of op and peer timed alternately, after one warm-up call of each. Each call
+// starts after a pause of kSettle: OpenMP's idle threads spin for milliseconds after a parallel
+// region, and on 2 vCPUs they took the cores from OpenBLAS's own threads when it ran right after
+// an openmp op (OpenBLAS sgemm at N = 1024 measured 111 GFLOP/s without the pause, 145 with it).
+constexpr auto kSettle = std::chrono::milliseconds(20);
 std::pair<double, double> paired_seconds(int reps, const std::function<void()>& op, const std::function<void()>& peer) {
   op();
   peer();
   std::vector<double> a, b;
   for (int r = 0; r < reps; ++r) {
     for (int which = 0; which < 2; ++which) {
+      std::this_thread::sleep_for(kSettle);
       const auto t0 = Clock::now();
       (which == 0 ? op : peer)();
       (which == 0 ? a : b).push_back(std::chrono::duration<double>(Clock::now() - t0).count());

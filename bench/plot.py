@@ -5,6 +5,8 @@
   speedup_<algorithm>.png  speed-up over the CPU baseline vs size, the end-to-end crossover marked
   roofline.png             each kernel at its arithmetic intensity under each backend's measured
                            roofs (copy bandwidth, best matmul rate)
+  transfers_<algorithm>.png  end-to-end time per way of moving the data (pageable, pinned,
+                           overlapped on two queues, managed), one panel per backend
 and of `tandem bench bandwidth` (bandwidth.png: host <-> device GB/s by size, pageable vs pinned)
 and `tandem bench memory` (memory.png: read bandwidth by working set, the OS's cache sizes marked).
 
@@ -31,6 +33,16 @@ def default_rows(results):
         if key not in rows or r["variant"] in ("default", "register_blocked"):
             rows[key] = r
     return rows
+
+
+# The ways of moving data end to end, as the JSON names them, and how they are drawn.
+WAYS = (("e2e_pageable_ms", "pageable", "--"), ("e2e_pinned_ms", "pinned", "-"),
+        ("e2e_overlap_ms", "pinned, overlapped on two queues", "-."), ("e2e_managed_ms", "managed memory", ":"))
+
+
+def best_e2e(r):
+    """The fastest end-to-end way measured (0 means not measured)."""
+    return min(r[k] for k, _, _ in WAYS if r.get(k, 0) > 0)
 
 
 def baseline_of(results, data):
@@ -125,7 +137,7 @@ def main():
                 continue
             sizes = [p[0] for p in pts]
             line = ax.plot(sizes, [p[1]["kernel_ms"] for p in pts], marker="o", label=f"{b} kernel")[0]
-            ax.plot(sizes, [min(p[1]["e2e_pageable_ms"], p[1]["e2e_pinned_ms"]) for p in pts], marker="x",
+            ax.plot(sizes, [best_e2e(p[1]) for p in pts], marker="x",
                     linestyle="--", color=line.get_color(), label=f"{b} end to end")
         ax.set_xscale("log", base=2)
         ax.set_yscale("log")
@@ -151,7 +163,7 @@ def main():
             sizes = [p[0] for p in pts]
             ref = [rows[(algo, base, s)] for s in sizes]
             kern = [r["kernel_ms"] / p[1]["kernel_ms"] for r, p in zip(ref, pts)]
-            e2e = [r["e2e_pageable_ms"] / min(p[1]["e2e_pageable_ms"], p[1]["e2e_pinned_ms"]) for r, p in zip(ref, pts)]
+            e2e = [r["e2e_pageable_ms"] / best_e2e(p[1]) for r, p in zip(ref, pts)]
             line = ax.plot(sizes, kern, marker="o", label=f"{b} kernel only")[0]
             ax.plot(sizes, e2e, marker="x", linestyle="--", color=line.get_color(), label=f"{b} end to end")
             cross = None
@@ -172,6 +184,36 @@ def main():
         ax.grid(True, which="both", alpha=0.3)
         ax.legend(fontsize=8)
         path = os.path.join(out, f"speedup_{algo}.png")
+        fig.tight_layout()
+        fig.savefig(path, dpi=110)
+        plt.close(fig)
+        written.append(path)
+
+    # Transfers: each way of moving the data end to end, per backend, for the algorithms that have
+    # more than two ways measured (overlap and managed memory).
+    for algo in algorithms:
+        have = [b for b in backends
+                if any(k[0] == algo and k[1] == b and (v.get("e2e_overlap_ms", 0) > 0 or v.get("e2e_managed_ms", 0) > 0)
+                       for k, v in rows.items())]
+        if not have:
+            continue
+        fig, axes = plt.subplots(1, len(have), figsize=(5.5 * len(have), 4.5), squeeze=False)
+        for ax, b in zip(axes[0], have):
+            pts = sorted((k[2], v) for k, v in rows.items() if k[0] == algo and k[1] == b)
+            for key, label, style in WAYS:
+                got = [(s, v[key]) for s, v in pts if v.get(key, 0) > 0]
+                if got:
+                    ax.plot([g[0] for g in got], [g[1] for g in got], linestyle=style, marker="o", label=label)
+            ax.plot([p[0] for p in pts], [p[1]["kernel_ms"] for p in pts], color="black", alpha=0.5, marker=".",
+                    label="kernel only")
+            ax.set_xscale("log", base=2)
+            ax.set_yscale("log")
+            ax.set_xlabel("elements (f32)")
+            ax.set_ylabel("time (ms)")
+            ax.set_title(f"{algo} on {b}: end to end, by transfer", fontsize=10)
+            ax.grid(True, which="both", alpha=0.3)
+            ax.legend(fontsize=8)
+        path = os.path.join(out, f"transfers_{algo}.png")
         fig.tight_layout()
         fig.savefig(path, dpi=110)
         plt.close(fig)

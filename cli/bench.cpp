@@ -26,14 +26,24 @@ bool parse(const std::vector<std::string>& argv, const char* command, Common& c)
   Args args(argv);
   while (args.next()) {
     const std::string& f = args.flag();
-    if (f == "--full") c.sweep.full = true;
-    else if (f == "--backend") c.sweep.backends.push_back(args.value());
-    else if (f == "--algorithm") c.sweep.algorithms.push_back(args.value());
-    else if (f == "--json") c.json_path = args.value();
-    else if (f == "--csv") c.csv_path = args.value();
-    else if (f == "--plot") c.plot_dir = args.value();
-    else if (f == "--crossover" && std::string(command) == "compare") c.crossover_path = args.value();
-    else if (f == "--min-time") c.sweep.min_seconds = args.real(1e-4, 10);
+    if (f == "--full")
+      c.sweep.full = true;
+    else if (f == "--backend")
+      c.sweep.backends.push_back(args.value());
+    else if (f == "--algorithm")
+      c.sweep.algorithms.push_back(args.value());
+    else if (f == "--json")
+      c.json_path = args.value();
+    else if (f == "--csv")
+      c.csv_path = args.value();
+    else if (f == "--plot")
+      c.plot_dir = args.value();
+    else if (f == "--crossover" && std::string(command) == "compare")
+      c.crossover_path = args.value();
+    else if (f == "--min-time")
+      c.sweep.min_seconds = args.real(1e-4, 10);
+    else if (f == "--warm")
+      c.sweep.flush = false;
     else {
       std::fprintf(stderr, "tandem %s: unknown option '%s' (see tandem --help)\n", command, f.c_str());
       return false;
@@ -86,11 +96,12 @@ int bench_main(const std::vector<std::string>& argv) {
   if (!parse(argv, "bench", c)) return 2;
   const bool quiet = c.json_path == "-" || c.csv_path == "-";
   if (!quiet) {
-    std::printf("tandem bench%s: kernel time is the median of repeats after a warm-up (events on GPUs); end to "
-                "end is host data in, host result out\n",
-                c.sweep.full ? " --full" : "");
-    std::printf("%-7s %-9s %-17s %7s %11s %21s %11s %7s %11s %11s\n", "algo", "backend", "variant", "size", "kernel ms",
-                "min-max ms", "rate", "share", "e2e pageable", "e2e pinned");
+    std::printf(
+        "tandem bench%s: kernel time is the median of repeats after a warm-up (events on GPUs); end to "
+        "end is host data in, host result out\n",
+        c.sweep.full ? " --full" : "");
+    std::printf("%-7s %-9s %-17s %7s %11s %21s %11s %7s %11s %11s %11s %11s\n", "algo", "backend", "variant", "size",
+                "kernel ms", "min-max ms", "rate", "share", "e2e pageable", "e2e pinned", "e2e overlap", "e2e managed");
   }
   const auto results = sweep::run(c.sweep, [&](const sweep::Result& r) {
     if (quiet) return;
@@ -106,15 +117,22 @@ int bench_main(const std::vector<std::string>& argv) {
       std::snprintf(rate, sizeof rate, "%.1f GB/s", r.gbps());
       std::snprintf(share, sizeof share, "%.0f%%c", 100 * r.gbps() / r.limit_gbps);
     }
-    std::snprintf(spread, sizeof spread, "%.4g-%.4g", r.kernel.min_ms, r.kernel.max_ms);
-    std::printf("%-7s %-9s %-17s %7s %11.4g %21s %11s %7s %11.4g %11.4g\n", r.algorithm.c_str(), r.backend.c_str(),
-                r.variant.c_str(), size_text(r).c_str(), r.kernel.median_ms, spread, rate, share, r.e2e_pageable_ms,
-                r.e2e_pinned_ms);
+    std::snprintf(spread, sizeof spread, "%.4g-%.4g%s", r.kernel.min_ms, r.kernel.max_ms, r.flushed ? "" : " w");
+    char overlap[24] = "-", managed[24] = "-";
+    if (r.e2e_overlap_ms > 0) std::snprintf(overlap, sizeof overlap, "%.4g", r.e2e_overlap_ms);
+    if (r.e2e_managed_ms > 0) std::snprintf(managed, sizeof managed, "%.4g", r.e2e_managed_ms);
+    std::printf("%-7s %-9s %-17s %7s %11.4g %21s %11s %7s %11.4g %11.4g %11s %11s\n", r.algorithm.c_str(),
+                r.backend.c_str(), r.variant.c_str(), size_text(r).c_str(), r.kernel.median_ms, spread, rate, share,
+                r.e2e_pageable_ms, r.e2e_pinned_ms, overlap, managed);
     std::fflush(stdout);
   });
   if (!quiet) {
-    std::printf("share: %%c of the backend's own copy bandwidth at that size (bytes read + written), %%v of its "
-                "vendor BLAS (OpenBLAS, cuBLAS) at that size\n");
+    std::printf(
+        "share: %%c of the backend's own copy bandwidth at that size (bytes read + written), %%v of its "
+        "vendor BLAS (OpenBLAS, cuBLAS) at that size\n"
+        "kernel times start with the caches evicted where the data fits in them; w: warm (data larger than the "
+        "caches, or --warm)\ne2e overlap: pinned, in chunks on two queues (add, axpy, sum, dot from 64K); e2e "
+        "managed: through managed memory where the runtime has it; -: not measured\n");
   }
   outputs(c, results, "tandem bench", sweep::json(results, "tandem bench"));
   return 0;
@@ -143,9 +161,11 @@ int compare_main(const std::vector<std::string>& argv) {
   std::vector<Crossover> crossovers;
   const bool quiet = c.json_path == "-" || c.csv_path == "-";
   if (!quiet) {
-    std::printf("tandem compare: speed-up over %s (x > 1: faster); kernel only / end to end (host data in and out; "
-                "pinned staging where the runtime has it)\n",
-                baseline.c_str());
+    std::printf(
+        "tandem compare: speed-up over %s (x > 1: faster); kernel only / end to end (host data in and out; "
+        "the fastest of pageable, pinned, overlapped on two queues and managed memory where the runtime has "
+        "them)\n",
+        baseline.c_str());
   }
   for (const std::string& algorithm : sweep::algorithm_names()) {
     std::vector<const sweep::Result*> base;
@@ -171,7 +191,7 @@ int compare_main(const std::vector<std::string>& argv) {
         }
         const sweep::Result& r = *it->second;
         const double kernel = br->kernel.median_ms / r.kernel.median_ms;
-        const double e2e = br->e2e_pageable_ms / std::min(r.e2e_pinned_ms, r.e2e_pageable_ms);
+        const double e2e = br->e2e_pageable_ms / r.best_e2e_ms();
         char cell[48];
         std::snprintf(cell, sizeof cell, "%.3gx / %.3gx", kernel, e2e);
         if (!quiet) std::printf(" %22s", cell);
@@ -187,7 +207,7 @@ int compare_main(const std::vector<std::string>& argv) {
         if (other == at.end()) continue;
         x.measured = true;
         const sweep::Result& r = *other->second;
-        if (std::min(r.e2e_pinned_ms, r.e2e_pageable_ms) < (*it)->e2e_pageable_ms) {
+        if (r.best_e2e_ms() < (*it)->e2e_pageable_ms) {
           x.size = (*it)->size;
         } else {
           break;
@@ -224,15 +244,17 @@ int compare_main(const std::vector<std::string>& argv) {
       done.push_back(x.algorithm);
     }
     write_text(c.crossover_path, lines);
-    if (!quiet) std::printf("crossover written to %s (use it with TANDEM_CROSSOVER=%s)\n", c.crossover_path.c_str(),
-                            c.crossover_path.c_str());
+    if (!quiet)
+      std::printf("crossover written to %s (use it with TANDEM_CROSSOVER=%s)\n", c.crossover_path.c_str(),
+                  c.crossover_path.c_str());
   }
   std::string text = sweep::json(results, "tandem compare");
   std::string xs = ",\n  \"baseline\": " + json_string(baseline) + ",\n  \"crossover\": [";
   for (std::size_t i = 0; i < crossovers.size(); ++i) {
     const Crossover& x = crossovers[i];
-    xs += std::string(i ? ", " : "") + "{\"algorithm\": " + json_string(x.algorithm) + ", \"backend\": " +
-          json_string(x.backend) + ", \"end_to_end_from\": " + (x.size ? std::to_string(x.size) : "null") + "}";
+    xs += std::string(i ? ", " : "") + "{\"algorithm\": " + json_string(x.algorithm) +
+          ", \"backend\": " + json_string(x.backend) +
+          ", \"end_to_end_from\": " + (x.size ? std::to_string(x.size) : "null") + "}";
   }
   xs += "]\n}\n";
   text.replace(text.rfind("\n}\n"), 3, xs);

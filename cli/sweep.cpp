@@ -8,6 +8,7 @@
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <ctime>
 #include <filesystem>
 #include <fstream>
@@ -23,13 +24,25 @@ namespace {
 using Op = std::function<void()>;
 
 // Kernel-only: events around each run on the default queue, after one untimed warm-up run;
-// repeated until min_seconds have passed (at least 3 runs, at most 100).
-Timing time_kernel(Backend& be, const Op& op, double min_seconds) {
+// repeated until min_seconds have passed (at least 3 runs, at most 100). With `flush`, the buffer
+// is overwritten before each run, outside the events: the run starts with its data evicted from
+// the caches instead of left there by the run before (at most 30 runs then: each flush costs).
+// With `on_host`, the calling thread writes the buffer itself (a CPU backend's memory is host
+// memory): for kernels on another thread pool than the backend's (OpenBLAS), whose cores
+// OpenMP's threads would still be spinning on after a parallel flush (OpenBLAS sgemm at 256^3
+// measured at 1.5 ms instead of 0.3 on 2 vCPUs; a pause instead let its own threads fall asleep).
+Timing time_kernel(Backend& be, const Op& op, double min_seconds, Buffer* flush = nullptr, bool on_host = false) {
   op();
   be.synchronize(Queue{});
   std::vector<double> ms;
   double total = 0;
-  while ((total < 1e3 * min_seconds || ms.size() < 3) && ms.size() < 100) {
+  const std::size_t most = flush != nullptr ? 30 : 100;
+  while ((total < 1e3 * min_seconds || ms.size() < 3) && ms.size() < most) {
+    if (flush != nullptr && on_host) {
+      std::memset(flush->data(), int(ms.size() % 7), flush->bytes());
+    } else if (flush != nullptr) {
+      flush->fill(double(ms.size() % 7));
+    }
     const Event a = be.record_event(Queue{});
     op();
     const Event b = be.record_event(Queue{});
@@ -89,17 +102,59 @@ std::vector<std::size_t> sizes(const std::string& algorithm, bool full, BackendK
   return s;
 }
 
+// Chunks of the overlapped end-to-end run, from this many elements (below, the chunks are too
+// small for their launches and copies to pay).
+constexpr std::size_t kOverlapChunks = 8;
+constexpr std::size_t kOverlapFrom = std::size_t(1) << 16;
+
 struct Setup {
   double bytes = 0, flops = 0;
-  Op kernel, e2e_pageable, e2e_pinned;
-  std::vector<Buffer> keep;
+  // End to end, each from host data to a host result (empty: not available here):
+  //   pageable: upload, kernel, download from ordinary host memory;
+  //   pinned: the same from page-locked memory (asynchronous copies);
+  //   overlap: pinned, in kOverlapChunks chunks on two queues, so one chunk's copies run while
+  //     another computes (add, axpy, sum, dot: the algorithms whose chunks are independent);
+  //   managed: the host writes the inputs into managed memory, the kernel runs on it, the host
+  //     reads the result (the runtime migrates pages on demand).
+  Op kernel, e2e_pageable, e2e_pinned, e2e_overlap, e2e_managed;
+  std::vector<Buffer> keep, managed;
   std::vector<HostBuffer> pinned;
   std::vector<std::vector<float>> pageable;
+  std::vector<float> managed_out;
+  Buffer partials;  // overlap: one partial result per chunk (sum, dot)
+  std::size_t out_elems = 0;
 };
+
+// The kernel of `algorithm` on x, y and out (n elements, or N x N matrices for matmul) on queue q.
+Op kernel_of(const std::string& algorithm, const std::string& variant, std::size_t n, Buffer& x, Buffer& y, Buffer& o,
+             Queue q = {}) {
+  if (algorithm == "add") return [&x, &y, &o, q] { add(x, y, o, q); };
+  if (algorithm == "axpy") return [&x, &y, q] { axpy(1e-3, x, y, q); };
+  if (algorithm == "sum") {
+    return [&x, &o, q, variant] { tandem::reduce(ReduceOp::sum, x, o, q, std::string_view(variant)); };
+  }
+  if (algorithm == "dot") return [&x, &y, &o, q] { dot(x, y, o, q); };
+  if (algorithm == "scan") return [&x, &o, q, variant] { tandem::inclusive_scan(x, o, q, std::string_view(variant)); };
+  const auto N = static_cast<std::int64_t>(n);
+  MatmulOptions opt;
+  opt.tier = variant.empty() ? MatmulTier::automatic : parse_matmul_tier(variant);
+  return [&x, &y, &o, N, opt] {
+    Matrix c = matrix(o, N, N);
+    matmul(matrix(x, N, N), matrix(y, N, N), c, opt);
+  };
+}
 
 // Host -> device from a pinned buffer (asynchronous where the runtime allows).
 void up(Backend& be, Buffer& d, HostBuffer& h) { be.copy_to_device_async(Queue{}, d.data(), h.data(), d.bytes()); }
-void down(Backend& be, HostBuffer& h, const Buffer& d) { be.copy_to_host_async(Queue{}, h.data(), d.data(), d.bytes()); }
+void down(Backend& be, HostBuffer& h, const Buffer& d) {
+  be.copy_to_host_async(Queue{}, h.data(), d.data(), d.bytes());
+}
+
+// Managed memory for the inputs and the result only where the device has room for them twice
+// over: managed memory beyond the device's free memory would measure paging, not transfers.
+bool managed_fits(Backend& be, double bytes) {
+  return be.has_managed_memory() && 2 * bytes < double(be.device_free_bytes());
+}
 
 // On the heap: the ops refer to its members, which must not move.
 std::unique_ptr<Setup> setup(Backend& be, const std::string& algorithm, const std::string& variant, std::size_t n) {
@@ -109,71 +164,128 @@ std::unique_ptr<Setup> setup(Backend& be, const std::string& algorithm, const st
   const std::size_t elems = mm ? n * n : n;
   s.pageable.push_back(random_floats(elems, 1));
   s.pageable.push_back(random_floats(elems, 2));
-  const std::size_t out_elems = (algorithm == "sum" || algorithm == "dot") ? 1 : elems;
-  s.pageable.push_back(std::vector<float>(out_elems));
-  Buffer x = Buffer::from(be, s.pageable[0]), y = Buffer::from(be, s.pageable[1]), out(be, DType::f32, out_elems);
+  const bool scalar = algorithm == "sum" || algorithm == "dot";
+  s.out_elems = scalar ? 1 : elems;
+  s.pageable.push_back(std::vector<float>(s.out_elems));
+  Buffer x = Buffer::from(be, s.pageable[0]), y = Buffer::from(be, s.pageable[1]), out(be, DType::f32, s.out_elems);
   s.keep = {x, y, out};
   for (int i = 0; i < 3; ++i) {
     s.pinned.emplace_back(be, DType::f32, s.pageable[std::size_t(i)].size());
-    std::copy(s.pageable[std::size_t(i)].begin(), s.pageable[std::size_t(i)].end(), s.pinned.back().span<float>().begin());
+    std::copy(s.pageable[std::size_t(i)].begin(), s.pageable[std::size_t(i)].end(),
+              s.pinned.back().span<float>().begin());
   }
   Buffer& bx = s.keep[0];
   Buffer& by = s.keep[1];
   Buffer& bo = s.keep[2];
+  s.kernel = kernel_of(algorithm, variant, n, bx, by, bo);
   // The inputs each algorithm reads (uploaded end to end) and what it writes (downloaded).
-  bool uses_y = true;
-  if (algorithm == "add") {
-    s.kernel = [&bx, &by, &bo] { add(bx, by, bo); };
-    s.bytes = 3.0 * 4 * double(n);
-  } else if (algorithm == "axpy") {
-    s.kernel = [&bx, &by] { axpy(1e-3, bx, by); };
-    s.bytes = 3.0 * 4 * double(n);
-  } else if (algorithm == "sum") {
-    s.kernel = [&bx, &bo, variant] { tandem::reduce(ReduceOp::sum, bx, bo, Queue{}, std::string_view(variant)); };
-    s.bytes = 4.0 * double(n);
-    uses_y = false;
-  } else if (algorithm == "dot") {
-    s.kernel = [&bx, &by, &bo] { dot(bx, by, bo); };
-    s.bytes = 2.0 * 4 * double(n);
-  } else if (algorithm == "scan") {
-    s.kernel = [&bx, &bo, variant] { tandem::inclusive_scan(bx, bo, Queue{}, std::string_view(variant)); };
-    s.bytes = 2.0 * 4 * double(n);
-    uses_y = false;
-  } else {
-    const auto N = static_cast<std::int64_t>(n);
-    MatmulOptions o;
-    o.tier = variant.empty() ? MatmulTier::automatic : parse_matmul_tier(variant);
-    s.kernel = [&bx, &by, &bo, N, o] {
-      Matrix c = matrix(bo, N, N);
-      matmul(matrix(bx, N, N), matrix(by, N, N), c, o);
-    };
+  const bool uses_y = algorithm != "sum" && algorithm != "scan";
+  if (algorithm == "add" || algorithm == "axpy") s.bytes = 3.0 * 4 * double(n);
+  if (algorithm == "sum") s.bytes = 4.0 * double(n);
+  if (algorithm == "dot" || algorithm == "scan") s.bytes = 2.0 * 4 * double(n);
+  if (mm) {
     s.bytes = 3.0 * 4 * double(n) * double(n);
     s.flops = 2.0 * double(n) * double(n) * double(n);
   }
-  // axpy writes y: that is its result.
+  // axpy writes y: that is its result. Every way downloads into its own host result (index 2).
   const bool result_is_y = algorithm == "axpy";
-  s.e2e_pageable = [&s, &bx, &by, &bo, uses_y, result_is_y] {
+  Buffer& result = result_is_y ? by : bo;
+  s.e2e_pageable = [&s, &bx, &by, &result, uses_y] {
     bx.upload(s.pageable[0]);
     if (uses_y) by.upload(s.pageable[1]);
     s.kernel();
-    if (result_is_y) {
-      by.download(std::span<float>(s.pageable[1]));
-    } else {
-      bo.download(std::span<float>(s.pageable[2]));
-    }
+    result.download(std::span<float>(s.pageable[2]));
   };
-  s.e2e_pinned = [&s, &be, &bx, &by, &bo, uses_y, result_is_y] {
+  s.e2e_pinned = [&s, &be, &bx, &by, &result, uses_y] {
     up(be, bx, s.pinned[0]);
     if (uses_y) up(be, by, s.pinned[1]);
     s.kernel();
-    if (result_is_y) {
-      down(be, s.pinned[1], by);
-    } else {
-      down(be, s.pinned[2], bo);
-    }
+    down(be, s.pinned[2], result);
     be.synchronize(Queue{});
   };
+  if (n >= kOverlapFrom && (algorithm == "add" || algorithm == "axpy" || scalar)) {
+    s.pinned.emplace_back(be, DType::f32, scalar ? kOverlapChunks : elems);  // [3]: the overlapped result
+    s.partials = Buffer(be, DType::f32, kOverlapChunks);
+    s.e2e_overlap = [&s, &be, &bx, &by, &bo, algorithm, scalar, uses_y, n] {
+      const Queue queues[2] = {Queue{}, be.transfer_queue()};
+      auto* hx = static_cast<char*>(s.pinned[0].data());
+      auto* hy = static_cast<char*>(s.pinned[1].data());
+      auto* hr = static_cast<char*>(s.pinned[3].data());
+      for (std::size_t c = 0; c < kOverlapChunks; ++c) {
+        const Queue q = queues[c % 2];
+        const std::size_t from = n * c / kOverlapChunks, count = n * (c + 1) / kOverlapChunks - from;
+        const std::size_t at = from * sizeof(float), bytes = count * sizeof(float);
+        Buffer xc = bx.slice(from, count), yc = by.slice(from, count);
+        be.copy_to_device_async(q, xc.data(), hx + at, bytes);
+        if (uses_y) be.copy_to_device_async(q, yc.data(), hy + at, bytes);
+        if (scalar) {
+          Buffer part = s.partials.slice(c, 1);
+          if (algorithm == "sum") {
+            tandem::reduce(ReduceOp::sum, xc, part, q);
+          } else {
+            dot(xc, yc, part, q);
+          }
+          be.copy_to_host_async(q, hr + c * sizeof(float), part.data(), sizeof(float));
+        } else {
+          Buffer oc = (algorithm == "axpy" ? by : bo).slice(from, count);
+          if (algorithm == "axpy") {
+            axpy(1e-3, xc, oc, q);
+          } else {
+            add(xc, yc, oc, q);
+          }
+          be.copy_to_host_async(q, hr + at, oc.data(), bytes);
+        }
+      }
+      be.synchronize(queues[0]);
+      be.synchronize(queues[1]);
+      if (scalar) {
+        // The host adds the chunks' partial results: part of the end-to-end time.
+        float total = 0;
+        for (float v : s.pinned[3].span<float>()) total += v;
+        s.pinned[3].span<float>()[0] = total;
+      }
+    };
+  }
+  if (!mm && managed_fits(be, 3.0 * 4 * double(elems))) {
+    s.managed = {Buffer::managed(be, DType::f32, elems), Buffer::managed(be, DType::f32, elems),
+                 Buffer::managed(be, DType::f32, s.out_elems)};
+    s.managed_out.resize(s.out_elems);
+    Op on_managed = kernel_of(algorithm, variant, n, s.managed[0], s.managed[1], s.managed[2]);
+    s.e2e_managed = [&s, &be, uses_y, result_is_y, on_managed] {
+      std::copy(s.pageable[0].begin(), s.pageable[0].end(), s.managed[0].host_span<float>().begin());
+      if (uses_y) std::copy(s.pageable[1].begin(), s.pageable[1].end(), s.managed[1].host_span<float>().begin());
+      on_managed();
+      be.synchronize(Queue{});
+      const std::span<float> r = s.managed[result_is_y ? 1 : 2].host_span<float>();
+      std::copy(r.begin(), r.end(), s.managed_out.begin());
+    };
+  }
   return owner;
+}
+
+// Each end-to-end way must give the pageable way's result (within rounding: chunked sums add in
+// another order, and fused multiply-adds round once): a measurement of a wrong answer is worth
+// nothing. Throws DeviceError naming the way and the first element that differs.
+void check_same(const Setup& s, std::span<const float> got, const char* way, const std::string& algorithm,
+                const std::string& backend, std::size_t n) {
+  const std::vector<float>& want = s.pageable[2];
+  // Sums and dots: within 1e-5 of the sum of magnitudes (a lost or doubled chunk is far outside).
+  double magnitude = 0;
+  if (algorithm == "sum" || algorithm == "dot") {
+    for (std::size_t i = 0; i < n; ++i) {
+      magnitude += std::fabs(double(s.pageable[0][i]) * (algorithm == "dot" ? double(s.pageable[1][i]) : 1.0));
+    }
+  }
+  for (std::size_t i = 0; i < want.size(); ++i) {
+    const double a = want[i], b = got[i];
+    const double bound = magnitude > 0 ? 1e-5 * magnitude : 1e-6 * (std::fabs(a) + std::fabs(b)) + 1e-30;
+    if (!(std::fabs(a - b) <= bound)) {
+      throw DeviceError(algorithm + " on " + backend + " at " + std::to_string(n) + ", end to end " + way +
+                        ": element " + std::to_string(i) + " is " + std::to_string(b) +
+                        " where the pageable way gave " + std::to_string(a) +
+                        "; the timing would describe a wrong result (please report this)");
+    }
+  }
 }
 
 std::vector<std::string> variants_of(Backend& be, const std::string& algorithm, bool all) {
@@ -188,12 +300,20 @@ std::vector<std::string> variants_of(Backend& be, const std::string& algorithm, 
   return v;
 }
 
-// The backend's device-to-device copy bandwidth for n floats (bytes read + written).
-double copy_gbps(Backend& be, std::size_t n, double min_seconds) {
+// The backend's device-to-device copy bandwidth for n floats (bytes read + written), cold like
+// the kernels it is the limit of when `flush` is given.
+double copy_gbps(Backend& be, std::size_t n, double min_seconds, Buffer* flush) {
   Buffer a(be, DType::f32, n), b(be, DType::f32, n);
   a.fill(1);
-  const Timing t = time_kernel(be, [&] { copy(a, b); }, min_seconds);
+  const Timing t = time_kernel(
+      be, [&] { copy(a, b); }, min_seconds, flush);
   return 2.0 * 4 * double(n) / (t.median_ms * 1e6);
+}
+
+// Bytes that evict the device's caches when written: twice its last-level cache (L3 or L2 on a
+// CPU, L2 on a GPU); 0 when the backend does not say how large its caches are.
+std::size_t flush_bytes(const DeviceProperties& p) {
+  return 2 * std::max({p.l3_cache_bytes, p.l2_cache_bytes, p.l1_cache_bytes});
 }
 
 }  // namespace
@@ -241,10 +361,19 @@ std::vector<Result> run(const Options& o, const std::function<void(const Result&
     const DeviceProperties props = be.properties();
     const bool reference = name == "reference";
     warm_up(be);
+    // Where a kernel's data would fit in the caches, each timed run starts cold (options.flush).
+    // Not on the simulators and the reference: correctness tools, not timing models.
+    const bool slow = reference || props.kind == BackendKind::simulator;
+    const std::size_t evict = o.flush && !slow ? flush_bytes(props) : 0;
+    Buffer flusher = evict > 0 ? Buffer(be, DType::f32, evict / sizeof(float)) : Buffer();
     for (const std::string& algorithm : algorithms) {
       for (std::size_t n : sizes(algorithm, o.full, props.kind, reference)) {
         const bool mm = algorithm == "matmul";
-        const double limit = copy_gbps(be, mm ? n * n : n, o.min_seconds);
+        const std::size_t elems = mm ? n * n : n;
+        // Flushing matters where the operands (three arrays at most) fit in the caches.
+        Buffer* flush = evict > 0 && 3 * 4 * elems < evict ? &flusher : nullptr;
+        const bool on_host = props.kind == BackendKind::cpu;  // for the vendor BLAS's flush
+        const double limit = copy_gbps(be, elems, o.min_seconds, flush);
         auto variants = variants_of(be, algorithm, o.variants);
         // With every tier swept, the vendor row goes first and is the peer of the others.
         const auto vendor_at = std::find(variants.begin(), variants.end(), "vendor");
@@ -255,7 +384,7 @@ std::vector<Result> run(const Options& o, const std::function<void(const Result&
           const auto tiers = be.matmul_tiers(DType::f32);
           if (std::find(tiers.begin(), tiers.end(), MatmulTier::vendor) != tiers.end()) {
             const auto v = setup(be, algorithm, "vendor", n);
-            vendor = v->flops / (time_kernel(be, v->kernel, o.min_seconds).median_ms * 1e6);
+            vendor = v->flops / (time_kernel(be, v->kernel, o.min_seconds, flush, on_host).median_ms * 1e6);
           }
         }
         for (const std::string& variant : variants) {
@@ -267,17 +396,28 @@ std::vector<Result> run(const Options& o, const std::function<void(const Result&
           r.algorithm = algorithm;
           r.backend = name;
           r.kind = kind_name(props.kind);
-          r.variant = variant.empty() ? (mm ? name_of(resolve_matmul_tier(matrix(s.keep[0], std::int64_t(n), std::int64_t(n)),
-                                                                          matrix(s.keep[1], std::int64_t(n), std::int64_t(n)),
-                                                                          matrix(s.keep[2], std::int64_t(n), std::int64_t(n))))
-                                             : "default")
-                                      : variant;
+          r.variant = variant.empty()
+                          ? (mm ? name_of(resolve_matmul_tier(matrix(s.keep[0], std::int64_t(n), std::int64_t(n)),
+                                                              matrix(s.keep[1], std::int64_t(n), std::int64_t(n)),
+                                                              matrix(s.keep[2], std::int64_t(n), std::int64_t(n))))
+                                : "default")
+                          : variant;
           r.size = n;
           r.bytes = s.bytes;
           r.flops = s.flops;
-          r.kernel = time_kernel(be, s.kernel, o.min_seconds);
+          r.kernel = time_kernel(be, s.kernel, o.min_seconds, flush, on_host && variant == "vendor");
+          r.flushed = flush != nullptr;
           r.e2e_pageable_ms = time_host(be, s.e2e_pageable);
           r.e2e_pinned_ms = time_host(be, s.e2e_pinned);
+          check_same(s, s.pinned[2].span<float>(), "from pinned memory", algorithm, name, n);
+          if (s.e2e_overlap) {
+            r.e2e_overlap_ms = time_host(be, s.e2e_overlap);
+            check_same(s, s.pinned[3].span<float>(), "overlapped on two queues", algorithm, name, n);
+          }
+          if (s.e2e_managed) {
+            r.e2e_managed_ms = time_host(be, s.e2e_managed);
+            check_same(s, s.managed_out, "through managed memory", algorithm, name, n);
+          }
           r.limit_gbps = limit;
           if (variant == "vendor") vendor = r.gflops();
           r.vendor_gflops = vendor;
@@ -309,11 +449,16 @@ std::string json(const std::vector<Result>& results, const std::string& command)
            ", \"kind\": " + json_string(r.kind) + ", \"variant\": " + json_string(r.variant) +
            ", \"size\": " + std::to_string(r.size) + ", \"bytes\": " + json_number(r.bytes) +
            ", \"flops\": " + json_number(r.flops) + ", \"kernel_ms\": " + json_number(r.kernel.median_ms) +
-           ", \"kernel_min_ms\": " + json_number(r.kernel.min_ms) + ", \"kernel_max_ms\": " + json_number(r.kernel.max_ms) +
-           ", \"reps\": " + std::to_string(r.kernel.reps) + ", \"e2e_pageable_ms\": " + json_number(r.e2e_pageable_ms) +
-           ", \"e2e_pinned_ms\": " + json_number(r.e2e_pinned_ms) + ", \"gbps\": " + json_number(r.gbps()) +
-           ", \"gflops\": " + json_number(r.flops > 0 ? r.gflops() : 0) + ", \"copy_gbps\": " + json_number(r.limit_gbps) +
-           ", \"vendor_gflops\": " + json_number(r.vendor_gflops) + "}" + (i + 1 < results.size() ? "," : "") + "\n";
+           ", \"kernel_min_ms\": " + json_number(r.kernel.min_ms) +
+           ", \"kernel_max_ms\": " + json_number(r.kernel.max_ms) + ", \"reps\": " + std::to_string(r.kernel.reps) +
+           ", \"e2e_pageable_ms\": " + json_number(r.e2e_pageable_ms) +
+           ", \"e2e_pinned_ms\": " + json_number(r.e2e_pinned_ms) +
+           ", \"e2e_overlap_ms\": " + json_number(r.e2e_overlap_ms) +
+           ", \"e2e_managed_ms\": " + json_number(r.e2e_managed_ms) +
+           ", \"flushed\": " + (r.flushed ? "true" : "false") + ", \"gbps\": " + json_number(r.gbps()) +
+           ", \"gflops\": " + json_number(r.flops > 0 ? r.gflops() : 0) +
+           ", \"copy_gbps\": " + json_number(r.limit_gbps) + ", \"vendor_gflops\": " + json_number(r.vendor_gflops) +
+           "}" + (i + 1 < results.size() ? "," : "") + "\n";
   }
   out += "  ]\n}\n";
   return out;
@@ -322,12 +467,14 @@ std::string json(const std::vector<Result>& results, const std::string& command)
 std::string csv(const std::vector<Result>& results) {
   std::string out =
       "algorithm,backend,kind,variant,size,bytes,flops,kernel_ms,kernel_min_ms,kernel_max_ms,e2e_pageable_ms,"
-      "e2e_pinned_ms,gbps,gflops,copy_gbps,vendor_gflops\n";
+      "e2e_pinned_ms,e2e_overlap_ms,e2e_managed_ms,flushed,gbps,gflops,copy_gbps,vendor_gflops\n";
   char line[512];
   for (const Result& r : results) {
-    std::snprintf(line, sizeof line, "%s,%s,%s,%s,%zu,%.0f,%.0f,%.6g,%.6g,%.6g,%.6g,%.6g,%.6g,%.6g,%.6g,%.6g\n",
+    std::snprintf(line, sizeof line,
+                  "%s,%s,%s,%s,%zu,%.0f,%.0f,%.6g,%.6g,%.6g,%.6g,%.6g,%.6g,%.6g,%s,%.6g,%.6g,%.6g,%.6g\n",
                   r.algorithm.c_str(), r.backend.c_str(), r.kind.c_str(), r.variant.c_str(), r.size, r.bytes, r.flops,
-                  r.kernel.median_ms, r.kernel.min_ms, r.kernel.max_ms, r.e2e_pageable_ms, r.e2e_pinned_ms, r.gbps(),
+                  r.kernel.median_ms, r.kernel.min_ms, r.kernel.max_ms, r.e2e_pageable_ms, r.e2e_pinned_ms,
+                  r.e2e_overlap_ms, r.e2e_managed_ms, r.flushed ? "true" : "false", r.gbps(),
                   r.flops > 0 ? r.gflops() : 0.0, r.limit_gbps, r.vendor_gflops);
     out += line;
   }
@@ -353,7 +500,8 @@ void plot_json(const std::string& text, const std::string& dir, const std::strin
   char self[4096] = {};
   const ssize_t len = readlink("/proc/self/exe", self, sizeof self - 1);
   std::vector<fs::path> candidates;
-  if (len > 0) candidates.push_back(fs::path(std::string(self, std::size_t(len))).parent_path() / "../share/tandem/plot.py");
+  if (len > 0)
+    candidates.push_back(fs::path(std::string(self, std::size_t(len))).parent_path() / "../share/tandem/plot.py");
   candidates.emplace_back(TANDEM_SOURCE_DIR "/bench/plot.py");
   fs::path script;
   for (const fs::path& c : candidates) {
@@ -362,7 +510,8 @@ void plot_json(const std::string& text, const std::string& dir, const std::strin
       break;
     }
   }
-  if (script.empty()) throw InvalidArgument("--plot: bench/plot.py is not installed with this tandem; the data is in " + data.string());
+  if (script.empty())
+    throw InvalidArgument("--plot: bench/plot.py is not installed with this tandem; the data is in " + data.string());
   // Debian's matplotlib belongs to /usr/bin/python3; a python3 earlier on PATH may lack it.
   for (const char* python : {"/usr/bin/python3", "python3"}) {
     const std::string probe = std::string(python) + " -c 'import matplotlib' >/dev/null 2>&1";
@@ -371,7 +520,8 @@ void plot_json(const std::string& text, const std::string& dir, const std::strin
     if (std::system(cmd.c_str()) != 0) throw InvalidArgument("--plot: " + script.string() + " failed (see above)");
     return;
   }
-  throw InvalidArgument("--plot needs matplotlib: apt install python3-matplotlib (the data is in " + data.string() + ")");
+  throw InvalidArgument("--plot needs matplotlib: apt install python3-matplotlib (the data is in " + data.string() +
+                        ")");
 }
 
 }  // namespace tandem::cli::sweep

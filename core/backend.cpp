@@ -44,9 +44,8 @@ Backend::~Backend() = default;
 
 std::vector<std::string> Backend::variants(std::string_view) const { return {}; }
 
-void Backend::bias_activation(Queue q, DType t, std::int64_t rows, std::int64_t cols, const void* x,
-                              std::int64_t ldx, const void* bias, UnaryOp act, void* z, std::int64_t ldz, void* out,
-                              std::int64_t ldo) {
+void Backend::bias_activation(Queue q, DType t, std::int64_t rows, std::int64_t cols, const void* x, std::int64_t ldx,
+                              const void* bias, UnaryOp act, void* z, std::int64_t ldz, void* out, std::int64_t ldo) {
   // out = x + bias (kept in z too when asked), then act over out row by row (ld may exceed cols).
   add_row_vector(q, t, rows, cols, x, ldx, bias, out, ldo);
   if (z != nullptr) add_row_vector(q, t, rows, cols, x, ldx, bias, z, ldz);
@@ -183,8 +182,7 @@ std::string Backend::leak_report() const {
   std::ostringstream out;
   std::size_t total = 0;
   for (const auto& a : live) total += a.bytes;
-  out << "tandem: backend '" << name() << "' still has " << live.size() << " live buffer(s), " << total
-      << " bytes:\n";
+  out << "tandem: backend '" << name() << "' still has " << live.size() << " live buffer(s), " << total << " bytes:\n";
   for (const auto& a : live) {
     out << "  " << a.bytes << " bytes allocated at ";
     if (a.file.empty()) {
@@ -237,6 +235,13 @@ void Backend::host_free(void* ptr, std::size_t, bool) {
   if (ptr != nullptr) ::operator delete(ptr, std::align_val_t(64));
 }
 
+void* Backend::managed_allocate(std::size_t) {
+  throw Unsupported("backend '" + name() +
+                    "' has no managed memory: use Buffer (device memory) with upload and download, or a GPU backend");
+}
+
+void Backend::managed_free(void*, std::size_t) noexcept {}
+
 Event Backend::record_event(Queue q) {
   synchronize(q);
   return Event(std::make_shared<HostEvent>());
@@ -245,7 +250,8 @@ Event Backend::record_event(Queue q) {
 double Backend::elapsed_ms(const Event& start, const Event& stop) {
   auto* a = dynamic_cast<HostEvent*>(start.impl());
   auto* b = dynamic_cast<HostEvent*>(stop.impl());
-  if (a == nullptr || b == nullptr) throw InvalidArgument("elapsed_ms: both events must be recorded on backend '" + name() + "'");
+  if (a == nullptr || b == nullptr)
+    throw InvalidArgument("elapsed_ms: both events must be recorded on backend '" + name() + "'");
   return std::chrono::duration<double, std::milli>(b->time - a->time).count();
 }
 

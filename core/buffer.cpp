@@ -13,7 +13,15 @@ namespace detail {
 struct Storage {
   std::shared_ptr<Backend> backend;
   void* ptr = nullptr;
-  ~Storage() { backend->deallocate(ptr); }
+  std::size_t managed_bytes = 0;  // the block's size, when managed
+  bool managed = false;           // managed memory (Buffer::managed): freed to the runtime, never cached
+  ~Storage() {
+    if (managed) {
+      backend->managed_free(ptr, managed_bytes);
+    } else {
+      backend->deallocate(ptr);
+    }
+  }
 };
 
 struct HostStorage {
@@ -31,8 +39,9 @@ std::shared_ptr<Backend> owner_of(Backend& backend) {
   try {
     return backend.shared_from_this();
   } catch (const std::bad_weak_ptr&) {
-    throw InvalidArgument("backend '" + backend.name() +
-                          "' is not owned by a std::shared_ptr; obtain backends from get_backend() or create_backend()");
+    throw InvalidArgument(
+        "backend '" + backend.name() +
+        "' is not owned by a std::shared_ptr; obtain backends from get_backend() or create_backend()");
   }
 }
 
@@ -50,6 +59,33 @@ Buffer::Buffer(Backend& backend, DType dtype, std::size_t count, const std::sour
   storage_ = std::make_shared<detail::Storage>();
   storage_->backend = owner_of(backend);
   storage_->ptr = backend.allocate(bytes, where);
+}
+
+Buffer Buffer::managed(Backend& backend, DType dtype, std::size_t count, const std::source_location&) {
+  const std::size_t bytes = checked_bytes(count, dtype, backend);
+  auto storage = std::make_shared<detail::Storage>();
+  storage->backend = owner_of(backend);
+  storage->ptr = backend.managed_allocate(bytes);  // throws Unsupported without managed memory
+  if (storage->ptr == nullptr)
+    throw OutOfMemory(bytes, backend.device_free_bytes(), backend.name() + " (managed memory)");
+  storage->managed = true;
+  storage->managed_bytes = bytes;
+  Buffer b;
+  b.storage_ = std::move(storage);
+  b.size_ = count;
+  b.dtype_ = dtype;
+  return b;
+}
+
+bool Buffer::is_managed() const { return storage_ != nullptr && storage_->managed; }
+
+void* Buffer::managed_data() {
+  if (!is_managed()) {
+    throw InvalidArgument(
+        "Buffer::host_span: the host can address only managed buffers (Buffer::managed); use download() or "
+        "to_vector() for device memory");
+  }
+  return data();
 }
 
 Backend& Buffer::backend() const {

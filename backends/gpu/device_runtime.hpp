@@ -44,6 +44,7 @@ inline error_t malloc(void** p, std::size_t bytes) { return hipMalloc(p, bytes);
 inline error_t free(void* p) { return hipFree(p); }
 inline error_t host_alloc(void** p, std::size_t bytes) { return hipHostMalloc(p, bytes, hipHostMallocDefault); }
 inline error_t host_free(void* p) { return hipHostFree(p); }
+inline error_t managed_alloc(void** p, std::size_t bytes) { return hipMallocManaged(p, bytes, hipMemAttachGlobal); }
 inline error_t mem_info(std::size_t* free_bytes, std::size_t* total) { return hipMemGetInfo(free_bytes, total); }
 inline error_t copy(void* dst, const void* src, std::size_t bytes, stream_t s) {
   return hipMemcpyAsync(dst, src, bytes, hipMemcpyDefault, s);
@@ -79,6 +80,7 @@ inline error_t malloc(void** p, std::size_t bytes) { return cudaMalloc(p, bytes)
 inline error_t free(void* p) { return cudaFree(p); }
 inline error_t host_alloc(void** p, std::size_t bytes) { return cudaHostAlloc(p, bytes, cudaHostAllocDefault); }
 inline error_t host_free(void* p) { return cudaFreeHost(p); }
+inline error_t managed_alloc(void** p, std::size_t bytes) { return cudaMallocManaged(p, bytes, cudaMemAttachGlobal); }
 inline error_t mem_info(std::size_t* free_bytes, std::size_t* total) { return cudaMemGetInfo(free_bytes, total); }
 inline error_t copy(void* dst, const void* src, std::size_t bytes, stream_t s) {
   return cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDefault, s);
@@ -162,6 +164,18 @@ class DeviceRuntime {
     return p;
   }
   void host_release(void* p) noexcept { (void)api::host_free(p); }
+  // Managed memory, where the device and driver support it (deviceQuery's "managed memory").
+  bool has_managed() const { return props_.managedMemory != 0; }
+  void* managed_allocate(std::size_t bytes) {
+    select();
+    void* p = nullptr;
+    if (api::managed_alloc(&p, bytes) != api::success) {
+      (void)api::last_error();
+      return nullptr;
+    }
+    return p;
+  }
+  void managed_release(void* p) noexcept { release(p); }
   std::size_t free_bytes() const {  // 0 when the runtime cannot say (it is called in error messages)
     (void)api::set_device(device_);
     std::size_t free_bytes = 0, total = 0;

@@ -7,6 +7,8 @@
 //   void* allocate(size_t) (nullptr when the device is full); void release(void*);
 //   void set_requested(void*, size_t) (guard what the caching allocator does not use);
 //   void* host_allocate(size_t, bool& pinned) (nullptr when it cannot); void host_release(void*) noexcept;
+//   bool has_managed() const; void* managed_allocate(size_t) (nullptr when it cannot);
+//   void managed_release(void*) noexcept;
 //   size_t free_bytes() const; DeviceProperties properties() const;
 //   unsigned max_blocks() const (blocks worth launching for a grid-stride loop);
 //   int create_stream(); int streams() const (the default one included); void check_stream(int) const;
@@ -94,6 +96,15 @@ class GpuBackend : public Backend {
   }
   void host_free(void* ptr, std::size_t, bool) override {
     if (ptr != nullptr) rt_.host_release(ptr);
+  }
+
+  bool has_managed_memory() const override { return rt_.has_managed(); }
+  void* managed_allocate(std::size_t bytes) override {
+    if (!rt_.has_managed()) return Backend::managed_allocate(bytes);  // throws Unsupported
+    return rt_.managed_allocate(bytes == 0 ? 1 : bytes);
+  }
+  void managed_free(void* ptr, std::size_t) noexcept override {
+    if (ptr != nullptr) rt_.managed_release(ptr);
   }
 
   Queue create_queue() override { return Queue{rt_.create_stream()}; }
@@ -217,11 +228,16 @@ class GpuBackend : public Backend {
              static_cast<const U*>(x), ldx, static_cast<U*>(out), ldo, missing);
     };
     switch (t) {
-      case DType::f16: return run(std::uint16_t{0x7e00});  // quiet NaN
-      case DType::bf16: return run(std::uint16_t{0x7fc0});
-      case DType::f32: return run(std::bit_cast<std::uint32_t>(std::numeric_limits<float>::quiet_NaN()));
-      case DType::i32: return run(std::bit_cast<std::uint32_t>(std::int32_t{-1}));
-      case DType::f64: return run(std::bit_cast<std::uint64_t>(std::numeric_limits<double>::quiet_NaN()));
+      case DType::f16:
+        return run(std::uint16_t{0x7e00});  // quiet NaN
+      case DType::bf16:
+        return run(std::uint16_t{0x7fc0});
+      case DType::f32:
+        return run(std::bit_cast<std::uint32_t>(std::numeric_limits<float>::quiet_NaN()));
+      case DType::i32:
+        return run(std::bit_cast<std::uint32_t>(std::int32_t{-1}));
+      case DType::f64:
+        return run(std::bit_cast<std::uint64_t>(std::numeric_limits<double>::quiet_NaN()));
     }
   }
   void adam_step(Queue q, DType t, std::size_t n, const AdamParams& p, void* w, const void* g, void* m,

@@ -63,6 +63,15 @@ class SimRuntime {
   }
   void host_release(void* p) noexcept { ::operator delete(p, std::align_val_t(64)); }
   void set_requested(void* ptr, std::size_t requested) noexcept { engine_.set_requested(ptr, requested); }
+  // Managed memory: device memory is host memory here, so the host reads and writes it directly
+  // (guarded like any device block).
+  bool has_managed() const { return true; }
+  void* managed_allocate(std::size_t bytes) {
+    void* p = allocate(bytes);
+    if (p != nullptr) engine_.set_requested(p, bytes);
+    return p;
+  }
+  void managed_release(void* ptr) noexcept { engine_.release(ptr); }
   std::size_t free_bytes() const { return host::available_memory_bytes(); }
 
   DeviceProperties properties() const {

@@ -9,8 +9,8 @@
 
 #include <cstddef>
 #include <cstdint>
-#include <memory>
 #include <map>
+#include <memory>
 #include <mutex>
 #include <source_location>
 #include <string>
@@ -117,6 +117,13 @@ class Backend : public std::enable_shared_from_this<Backend> {
   // Optional: page-locked host memory for fast transfers. Default: plain aligned host memory.
   virtual void* host_allocate(std::size_t bytes, bool& pinned);
   virtual void host_free(void* ptr, std::size_t bytes, bool pinned);
+  // Optional: managed (unified) memory, addressed by both the host and the device and migrated
+  // between them on demand by the runtime (CUDA and HIP managed memory; the simulator's device
+  // memory is host memory, so it has it too). Default: none; managed_allocate throws Unsupported.
+  // managed_allocate returns nullptr when there is not enough (the caller throws OutOfMemory).
+  virtual bool has_managed_memory() const { return false; }
+  virtual void* managed_allocate(std::size_t bytes);
+  virtual void managed_free(void* ptr, std::size_t bytes) noexcept;
 
   // ---- queues and events (CPU backends run synchronously; the default queue is id 0) ----
   virtual Queue create_queue() { return Queue{}; }
@@ -145,15 +152,14 @@ class Backend : public std::enable_shared_from_this<Backend> {
   // out[i] = value; any dtype.
   virtual void fill(Queue q, DType t, std::size_t n, double value, void* out) = 0;
   // out (rows, cols) = x (rows, cols) + bias (cols) broadcast over rows.
-  virtual void add_row_vector(Queue q, DType t, std::int64_t rows, std::int64_t cols, const void* x,
-                              std::int64_t ldx, const void* bias, void* out, std::int64_t ldo) = 0;
+  virtual void add_row_vector(Queue q, DType t, std::int64_t rows, std::int64_t cols, const void* x, std::int64_t ldx,
+                              const void* bias, void* out, std::int64_t ldo) = 0;
   // Optional, fused for speed (a layer's epilogue): out = act(x + bias broadcast over rows), and
   // z = x + bias as well when z is not null (backward passes that need the pre-activation).
   // act is relu, sigmoid, tanh or gelu; f32 or f64. z may be x (in place); out may not overlap x.
   // The default composes add_row_vector and unary.
-  virtual void bias_activation(Queue q, DType t, std::int64_t rows, std::int64_t cols, const void* x,
-                               std::int64_t ldx, const void* bias, UnaryOp act, void* z, std::int64_t ldz, void* out,
-                               std::int64_t ldo);
+  virtual void bias_activation(Queue q, DType t, std::int64_t rows, std::int64_t cols, const void* x, std::int64_t ldx,
+                               const void* bias, UnaryOp act, void* z, std::int64_t ldz, void* out, std::int64_t ldo);
   // c = alpha * a + beta * b, all (rows, cols).
   virtual void matrix_add(Queue q, DType t, std::int64_t rows, std::int64_t cols, double alpha, const void* a,
                           std::int64_t lda, double beta, const void* b, std::int64_t ldb, void* c,
@@ -235,7 +241,7 @@ class Backend : public std::enable_shared_from_this<Backend> {
   mutable std::mutex memory_mutex_;
   std::mutex transfer_mutex_;
   Queue transfer_queue_{-1};
-  std::multimap<std::size_t, void*> cache_;           // free blocks kept for reuse, by size
+  std::multimap<std::size_t, void*> cache_;         // free blocks kept for reuse, by size
   std::unordered_map<void*, LiveAllocation> live_;  // every live block (where: when tracking)
   MemoryStats stats_;
   std::vector<std::size_t> scope_base_, scope_peak_;  // per open MemoryScope slot

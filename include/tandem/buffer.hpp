@@ -40,6 +40,22 @@ class Buffer {
     return from(backend, std::span<const T>(host), where);
   }
 
+  // count elements of managed (unified) memory, which the host reads and writes through
+  // host_span() (Backend::has_managed_memory: CUDA, HIP, the simulator). Not cached: freed when
+  // the last handle goes, and not counted in memory_stats(). Throws Unsupported on a backend
+  // without managed memory, OutOfMemory when the runtime cannot give it.
+  static Buffer managed(Backend& backend, DType dtype, std::size_t count,
+                        const std::source_location& where = std::source_location::current());
+  bool is_managed() const;
+  // The elements as host memory: managed buffers only (InvalidArgument otherwise). The host sees
+  // what queued work wrote only after that queue is synchronized, and must not touch the memory
+  // while work that uses it is queued.
+  template <class T>
+  std::span<T> host_span() {
+    check_host_type(dtype_of_v<T>, size_, "host_span");
+    return {static_cast<T*>(managed_data()), size_};
+  }
+
   bool empty_handle() const { return storage_ == nullptr; }
   Backend& backend() const;  // throws InvalidArgument on an empty handle
   DType dtype() const { return dtype_; }
@@ -52,17 +68,23 @@ class Buffer {
   Buffer slice(std::size_t offset, std::size_t count) const;
 
   // Host -> device, whole buffer; the span's element type must match dtype().
-  template <class T> void upload(std::span<const T> host, Queue q = {}) {
+  template <class T>
+  void upload(std::span<const T> host, Queue q = {}) {
     check_host_type(dtype_of_v<T>, host.size(), "upload");
     upload_bytes(host.data(), host.size_bytes(), q);
   }
-  template <class T> void upload(const std::vector<T>& host, Queue q = {}) { upload(std::span<const T>(host), q); }
+  template <class T>
+  void upload(const std::vector<T>& host, Queue q = {}) {
+    upload(std::span<const T>(host), q);
+  }
   // Device -> host, whole buffer; returns when the data is on the host.
-  template <class T> void download(std::span<T> host, Queue q = {}) const {
+  template <class T>
+  void download(std::span<T> host, Queue q = {}) const {
     check_host_type(dtype_of_v<T>, host.size(), "download");
     download_bytes(host.data(), host.size_bytes(), q);
   }
-  template <class T> std::vector<T> to_vector(Queue q = {}) const {
+  template <class T>
+  std::vector<T> to_vector(Queue q = {}) const {
     std::vector<T> host(size_);
     download(std::span<T>(host), q);
     return host;
@@ -77,6 +99,7 @@ class Buffer {
 
  private:
   void check_host_type(DType host, std::size_t count, const char* what) const;
+  void* managed_data();  // data(), after checking the buffer is managed
 
   std::shared_ptr<detail::Storage> storage_;
   std::size_t offset_ = 0;  // elements
@@ -93,8 +116,10 @@ class HostBuffer {
   std::size_t size() const { return size_; }
   bool is_pinned() const;
   void* data();
-  template <class T> std::span<T> span() {
-    if (dtype_of_v<T> != dtype_) throw DTypeMismatch("HostBuffer::span: element type does not match the buffer's dtype");
+  template <class T>
+  std::span<T> span() {
+    if (dtype_of_v<T> != dtype_)
+      throw DTypeMismatch("HostBuffer::span: element type does not match the buffer's dtype");
     return {static_cast<T*>(data()), size_};
   }
 
