@@ -8,7 +8,8 @@
   transfers_<algorithm>.png  end-to-end time per way of moving the data (pageable, pinned,
                            overlapped on two queues, managed), one panel per backend
 and of `tandem bench bandwidth` (bandwidth.png: host <-> device GB/s by size, pageable vs pinned)
-and `tandem bench memory` (memory.png: read bandwidth by working set, the OS's cache sizes marked).
+and `tandem bench memory` (memory.png: read bandwidth by working set, the cache sizes marked; on a
+GPU also shared memory and the host-device link).
 
 usage: python3 bench/plot.py results.json OUT_DIR   (needs matplotlib: apt install python3-matplotlib)
 """
@@ -95,11 +96,17 @@ def plot_memory(data, out):
         ax.axvline(c["bytes"], color="gray", linestyle=":", alpha=0.8)
         ax.annotate(f"{c['level']} {human(c['bytes'])}", (c["bytes"], 0), xycoords=("data", "axes fraction"),
                     xytext=(3, 6), textcoords="offset points", fontsize=8, rotation=90)
+    # A GPU's run (--backend) also has on-chip shared memory and the host-device link beside it.
+    for key, label, style in (("shared_gbps", "shared memory (on chip)", "--"), ("link_gbps", "host to device link, pinned", ":")):
+        if data.get(key, 0) > 0:
+            ax.axhline(data[key], linestyle=style, color="tab:red" if key == "shared_gbps" else "tab:green",
+                       label=f"{label}: {data[key]:.3g} GB/s")
     ax.set_xscale("log", base=2)
     ax.set_xlabel("working set (bytes)")
     ax.set_ylabel("GB/s")
     ax.set_ylim(bottom=0)
-    ax.set_title(f"memory hierarchy, measured: {data['threads']} threads ({data['date']})", fontsize=10)
+    who = f"{data['backend']}, {data['threads']} threads" if "device" in data else f"{data['threads']} threads"
+    ax.set_title(f"memory hierarchy, measured: {who} ({data['date']})", fontsize=10)
     ax.grid(True, which="both", alpha=0.3)
     ax.legend(fontsize=8)
     path = os.path.join(out, "memory.png")

@@ -12,6 +12,7 @@ inline int omp_get_max_threads() { return 1; }
 
 #include <algorithm>
 #include <chrono>
+#include <cmath>
 #include <cstdio>
 #include <cstring>
 #include <ctime>
@@ -31,7 +32,8 @@ using Clock = std::chrono::steady_clock;
 double since_ms(Clock::time_point t0) { return std::chrono::duration<double, std::milli>(Clock::now() - t0).count(); }
 
 // Median of repeated timings (ms) of f, until ~50 ms have passed (3 to 50 runs), after a warm-up.
-template <class F> double median_ms(F&& f) {
+template <class F>
+double median_ms(F&& f) {
   f();
   std::vector<double> ms;
   double total = 0;
@@ -117,6 +119,108 @@ double read_gbps(const float* data, std::size_t bytes) {
   return double(bytes) * double(passes) / (ms * 1e6);
 }
 
+// Median of `reps` event-timed runs (ms) of f on the backend's default queue, `before` run
+// untimed ahead of each.
+template <class B, class F>
+double event_median_ms(Backend& be, int reps, B&& before, F&& f) {
+  std::vector<double> ms;
+  for (int r = 0; r < reps; ++r) {
+    before();
+    const Event a = be.record_event(Queue{});
+    f();
+    const Event b = be.record_event(Queue{});
+    ms.push_back(be.elapsed_ms(a, b));
+  }
+  std::sort(ms.begin(), ms.end());
+  return ms[ms.size() / 2];
+}
+
+// `tandem bench memory --backend GPU`: the device's levels, by the read probe (Backend::read_probe)
+// over working sets from 256 KiB to most of its memory, with shared memory and the host-device
+// link (pinned, 64 MiB) beside them. Every run's sum is checked: each element read `passes` times.
+int gpu_memory(Backend& be, bool full, const std::string& json_path, const std::string& plot_dir) {
+  const DeviceProperties props = be.properties();
+  const bool quiet = json_path == "-";
+  const bool simulator = props.kind == BackendKind::simulator;
+  // The simulator runs kernels on the CPU: a few small sets show that the probe works, no more.
+  const std::size_t free_now = be.device_free_bytes();
+  std::size_t largest = simulator ? (std::size_t(1) << 20) : (full ? (std::size_t(4) << 30) : (std::size_t(1) << 30));
+  while (largest > (std::size_t(1) << 20) && largest > free_now / 4) largest /= 2;
+  const double target = simulator ? double(std::size_t(1) << 20) : double(std::size_t(2) << 30);  // bytes per run
+  const int reps = simulator ? 1 : 5;
+  const std::size_t n = largest / sizeof(float);
+  Buffer data(be, DType::f32, n), sink(be, DType::f32, 1);
+  data.fill(1.0);
+  sweep::warm_up(be);
+  // Runs the probe, checks its sum, returns GB/s.
+  auto probe = [&](std::size_t bytes, unsigned passes, unsigned per_block, double read_bytes) {
+    const double ms = event_median_ms(
+        be, reps, [&] { sink.fill(0); },
+        [&] { be.read_probe(Queue{}, data.data(), bytes, passes, per_block, sink.data()); });
+    const double want = read_bytes / sizeof(float);
+    const double got = sink.to_vector<float>()[0];
+    if (!(std::fabs(got - want) <= 1e-3 * want)) {
+      throw DeviceError("the memory probe on " + be.name() + " summed " + std::to_string(got) + " where it read " +
+                        std::to_string(want) +
+                        " ones: it skipped or repeated reads, and its timing would mean nothing");
+    }
+    return read_bytes / (ms * 1e6);
+  };
+  const unsigned blocks = be.probe_blocks();
+  const unsigned per_block =
+      static_cast<unsigned>(std::min<std::size_t>(8192, std::max<std::size_t>(1, props.shared_memory_per_block / 8)));
+  const unsigned shared_passes = simulator ? 2 : 2000;
+  const double shared_gbps =
+      probe(largest, shared_passes, per_block, double(blocks) * per_block * sizeof(float) * shared_passes);
+  // The host-device link: a pinned upload of 64 MiB (less on the simulator).
+  const std::size_t link_bytes = std::min<std::size_t>(largest, std::size_t(64) << 20);
+  HostBuffer staging(be, DType::f32, link_bytes / sizeof(float));
+  std::fill(staging.span<float>().begin(), staging.span<float>().end(), 1.0f);
+  const double link_ms = event_median_ms(
+      be, reps, [] {}, [&] { be.copy_to_device_async(Queue{}, data.data(), staging.data(), link_bytes); });
+  const double link_gbps = double(link_bytes) / (link_ms * 1e6);
+  if (!quiet) {
+    std::printf("%s (%s) read bandwidth by working set: %u blocks of 256 threads\n", be.name().c_str(),
+                props.name.c_str(), blocks);
+    if (simulator)
+      std::printf("(the simulator runs kernels on the CPU: this shows that the probe works, not a GPU's speed)\n");
+    std::printf("L2 %s, shared memory per block %s\n", bytes_text(props.l2_cache_bytes).c_str(),
+                bytes_text(props.shared_memory_per_block).c_str());
+    std::printf("%12s %10s\n", "working set", "GB/s");
+  }
+  std::string json = "{\n  \"command\": \"tandem bench memory --backend " + be.name() + "\",\n  \"date\": \"" +
+                     today() + "\",\n  \"backend\": " + json_string(be.name()) +
+                     ",\n  \"device\": " + json_string(props.name) +
+                     ",\n  \"threads\": " + std::to_string(std::size_t(blocks) * 256) + ",\n  \"caches\": [";
+  if (props.l2_cache_bytes > 0) json += "{\"level\": \"L2\", \"bytes\": " + std::to_string(props.l2_cache_bytes) + "}";
+  json += "],\n  \"shared_gbps\": " + json_number(shared_gbps) + ",\n  \"link_gbps\": " + json_number(link_gbps) +
+          ",\n  \"memory\": [\n";
+  double previous = 0;
+  bool first = true;
+  for (std::size_t bytes = simulator ? 4096 : (std::size_t(256) << 10); bytes <= largest; bytes *= 2) {
+    const unsigned passes = static_cast<unsigned>(std::max(1.0, target / double(bytes)));
+    const double gbps = probe(bytes, passes, 0, double(bytes) * passes);
+    if (!quiet) {
+      const bool drop = previous > 0 && gbps < 0.7 * previous;
+      std::printf("%12s %10.1f%s\n", bytes_text(bytes).c_str(), gbps, drop ? "   <- a level ends" : "");
+      std::fflush(stdout);
+    }
+    previous = gbps;
+    json += std::string(first ? "" : ",\n") + "    {\"bytes\": " + std::to_string(bytes) +
+            ", \"read_gbps\": " + json_number(gbps) + "}";
+    first = false;
+  }
+  json += "\n  ]\n}\n";
+  if (!quiet) {
+    std::printf("%12s %10.1f   (each block's %s read from on-chip shared memory)\n", "shared", shared_gbps,
+                bytes_text(std::size_t(per_block) * sizeof(float)).c_str());
+    std::printf("%12s %10.1f   (host to device, pinned, %s)\n", "link", link_gbps, bytes_text(link_bytes).c_str());
+  }
+  write_json(json_path, json);
+  if (!plot_dir.empty()) sweep::plot_json(json, plot_dir, "memory.json");
+  return 0;
+}
+
 }  // namespace
 
 int bench_bandwidth_main(const std::vector<std::string>& argv) {
@@ -125,10 +229,14 @@ int bench_bandwidth_main(const std::vector<std::string>& argv) {
   Args args(argv);
   while (args.next()) {
     const std::string& f = args.flag();
-    if (f == "--backend") backend_name = args.value();
-    else if (f == "--json") json_path = args.value();
-    else if (f == "--plot") plot_dir = args.value();
-    else if (f == "--full") full = true;
+    if (f == "--backend")
+      backend_name = args.value();
+    else if (f == "--json")
+      json_path = args.value();
+    else if (f == "--plot")
+      plot_dir = args.value();
+    else if (f == "--full")
+      full = true;
     else {
       std::fprintf(stderr, "tandem bench bandwidth: unknown option '%s' (see tandem --help)\n", f.c_str());
       return 2;
@@ -139,11 +247,13 @@ int bench_bandwidth_main(const std::vector<std::string>& argv) {
   const bool quiet = json_path == "-";
   const std::size_t largest = full ? (std::size_t(1) << 30) : (std::size_t(64) << 20);
   sweep::warm_up(be);
-  std::string json = "{\n  \"command\": \"tandem bench bandwidth\",\n  \"date\": \"" + today() + "\",\n  \"backend\": " +
-                     json_string(be.name()) + ",\n  \"device\": " + json_string(props.name) + ",\n  \"bandwidth\": [\n";
+  std::string json = "{\n  \"command\": \"tandem bench bandwidth\",\n  \"date\": \"" + today() +
+                     "\",\n  \"backend\": " + json_string(be.name()) + ",\n  \"device\": " + json_string(props.name) +
+                     ",\n  \"bandwidth\": [\n";
   if (!quiet) {
-    std::printf("host <-> %s (%s) copy bandwidth, GB/s%s\n", be.name().c_str(), props.name.c_str(),
-                props.kind == BackendKind::cpu ? " (a CPU backend's device memory is host memory: these are memcpy)" : "");
+    std::printf(
+        "host <-> %s (%s) copy bandwidth, GB/s%s\n", be.name().c_str(), props.name.c_str(),
+        props.kind == BackendKind::cpu ? " (a CPU backend's device memory is host memory: these are memcpy)" : "");
     std::printf("%10s %16s %14s %16s %14s\n", "size", "to device page", "to device pin", "to host page", "to host pin");
   }
   bool first = true;
@@ -170,10 +280,11 @@ int bench_bandwidth_main(const std::vector<std::string>& argv) {
       std::fflush(stdout);
     }
     json += std::string(first ? "" : ",\n") + "    {\"bytes\": " + std::to_string(bytes) +
-            ", \"to_device_pageable_gbps\": " + json_number(gbps(up_page)) + ", \"to_device_pinned_gbps\": " +
-            json_number(gbps(up_pin)) + ", \"to_host_pageable_gbps\": " + json_number(gbps(down_page)) +
-            ", \"to_host_pinned_gbps\": " + json_number(gbps(down_pin)) + ", \"pinned\": " +
-            (pinned.is_pinned() ? "true" : "false") + "}";
+            ", \"to_device_pageable_gbps\": " + json_number(gbps(up_page)) +
+            ", \"to_device_pinned_gbps\": " + json_number(gbps(up_pin)) +
+            ", \"to_host_pageable_gbps\": " + json_number(gbps(down_page)) +
+            ", \"to_host_pinned_gbps\": " + json_number(gbps(down_pin)) +
+            ", \"pinned\": " + (pinned.is_pinned() ? "true" : "false") + "}";
     first = false;
   }
   json += "\n  ]\n}\n";
@@ -183,18 +294,28 @@ int bench_bandwidth_main(const std::vector<std::string>& argv) {
 }
 
 int bench_memory_main(const std::vector<std::string>& argv) {
-  std::string json_path, plot_dir;
+  std::string json_path, plot_dir, backend_name;
   bool full = false;
   Args args(argv);
   while (args.next()) {
     const std::string& f = args.flag();
-    if (f == "--json") json_path = args.value();
-    else if (f == "--plot") plot_dir = args.value();
-    else if (f == "--full") full = true;
+    if (f == "--backend")
+      backend_name = args.value();
+    else if (f == "--json")
+      json_path = args.value();
+    else if (f == "--plot")
+      plot_dir = args.value();
+    else if (f == "--full")
+      full = true;
     else {
       std::fprintf(stderr, "tandem bench memory: unknown option '%s' (see tandem --help)\n", f.c_str());
       return 2;
     }
+  }
+  if (!backend_name.empty()) {
+    Backend& be = get_backend(backend_name);
+    if (be.properties().kind != BackendKind::cpu) return gpu_memory(be, full, json_path, plot_dir);
+    // A CPU backend's memory is the host's: the host loop below measures it.
   }
   const bool quiet = json_path == "-";
   const std::size_t largest = full ? (std::size_t(4) << 30) : (std::size_t(256) << 20);
@@ -205,7 +326,8 @@ int bench_memory_main(const std::vector<std::string>& argv) {
 #pragma omp parallel for schedule(static)
   for (std::size_t i = 0; i < n; ++i) data[i] = 1.0f;
   // A quarter second of reads first: every core awake before anything is measured.
-  for (const auto t0 = Clock::now(); since_ms(t0) < 250;) (void)read_gbps(data.data(), std::min(largest, std::size_t(4) << 20));
+  for (const auto t0 = Clock::now(); since_ms(t0) < 250;)
+    (void)read_gbps(data.data(), std::min(largest, std::size_t(4) << 20));
   if (!quiet) {
     std::printf("CPU read bandwidth by working set, %d threads (%s)\n", omp_get_max_threads(),
                 get_backend("reference").properties().name.c_str());
@@ -213,11 +335,11 @@ int bench_memory_main(const std::vector<std::string>& argv) {
     for (const auto& [level, bytes] : caches) std::printf(" %s %s", level.c_str(), bytes_text(bytes).c_str());
     std::printf("\n%12s %10s\n", "working set", "GB/s");
   }
-  std::string json = "{\n  \"command\": \"tandem bench memory\",\n  \"date\": \"" + today() + "\",\n  \"threads\": " +
-                     std::to_string(omp_get_max_threads()) + ",\n  \"caches\": [";
+  std::string json = "{\n  \"command\": \"tandem bench memory\",\n  \"date\": \"" + today() +
+                     "\",\n  \"threads\": " + std::to_string(omp_get_max_threads()) + ",\n  \"caches\": [";
   for (std::size_t i = 0; i < caches.size(); ++i) {
-    json += std::string(i ? ", " : "") + "{\"level\": \"" + caches[i].first + "\", \"bytes\": " +
-            std::to_string(caches[i].second) + "}";
+    json += std::string(i ? ", " : "") + "{\"level\": \"" + caches[i].first +
+            "\", \"bytes\": " + std::to_string(caches[i].second) + "}";
   }
   json += "],\n  \"memory\": [\n";
   double previous = 0;
@@ -230,8 +352,8 @@ int bench_memory_main(const std::vector<std::string>& argv) {
       std::fflush(stdout);
     }
     previous = gbps;
-    json += std::string(first ? "" : ",\n") + "    {\"bytes\": " + std::to_string(bytes) + ", \"read_gbps\": " +
-            json_number(gbps) + "}";
+    json += std::string(first ? "" : ",\n") + "    {\"bytes\": " + std::to_string(bytes) +
+            ", \"read_gbps\": " + json_number(gbps) + "}";
     first = false;
   }
   json += "\n  ]\n}\n";

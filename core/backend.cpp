@@ -242,6 +242,11 @@ void* Backend::managed_allocate(std::size_t) {
 
 void Backend::managed_free(void*, std::size_t) noexcept {}
 
+void Backend::read_probe(Queue, const void*, std::size_t, unsigned, unsigned, void*) {
+  throw Unsupported("backend '" + name() +
+                    "' has no device memory probe: `tandem bench memory` measures CPU backends on the host");
+}
+
 Event Backend::record_event(Queue q) {
   synchronize(q);
   return Event(std::make_shared<HostEvent>());

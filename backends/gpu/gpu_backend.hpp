@@ -32,6 +32,7 @@
 #include "kernels/elementwise.hpp"
 #include "kernels/matmul.hpp"
 #include "kernels/ml.hpp"
+#include "kernels/probe.hpp"
 #include "kernels/reduce.hpp"
 #include "kernels/scan.hpp"
 #include "tandem/backend.hpp"
@@ -97,6 +98,27 @@ class GpuBackend : public Backend {
   void host_free(void* ptr, std::size_t, bool) override {
     if (ptr != nullptr) rt_.host_release(ptr);
   }
+
+  void read_probe(Queue q, const void* data, std::size_t bytes, unsigned passes, unsigned shared_per_block,
+                  void* sink) override {
+    const std::size_t n = bytes / sizeof(float);
+    if (n == 0) throw InvalidArgument("read_probe: the working set holds no f32 element");
+    const Dim3 grid{probe_blocks(), 1, 1};
+    if (shared_per_block == 0) {
+      launch(q, "read_probe", grid, block_1d(), 0, kernels::read_probe_kernel, as<float>(data), n, passes,
+             static_cast<float*>(sink));
+    } else {
+      const std::size_t shared = std::size_t(shared_per_block) * sizeof(float);
+      const std::size_t limit = properties().shared_memory_per_block;
+      if (limit != 0 && shared > limit) {
+        throw InvalidArgument("read_probe: " + std::to_string(shared) + " bytes of shared memory per block; the device " +
+                              "has " + std::to_string(limit));
+      }
+      launch(q, "shared_probe", grid, block_1d(), shared, kernels::shared_probe_kernel, as<float>(data), n,
+             shared_per_block, passes, static_cast<float*>(sink));
+    }
+  }
+  unsigned probe_blocks() const override { return rt_.max_blocks(); }
 
   bool has_managed_memory() const override { return rt_.has_managed(); }
   void* managed_allocate(std::size_t bytes) override {

@@ -211,6 +211,16 @@ class Backend : public std::enable_shared_from_this<Backend> {
   virtual void adam_step(Queue q, DType t, std::size_t n, const AdamParams& p, void* w, const void* g, void* m,
                          void* v);
 
+  // ---- diagnostics ----
+  // Optional, for `tandem bench memory`: reads the f32 array data[0, bytes / 4) `passes` times on
+  // the device (with `shared_per_block` > 0: each block copies that many elements of it into
+  // on-chip shared memory once and reads those `passes` times) and adds the sum of what it read
+  // to the f32 *sink. The grid is what fills the device; blocks() says how many blocks it has.
+  // Default: Unsupported (CPU backends are measured by the host loop of `tandem bench memory`).
+  virtual void read_probe(Queue q, const void* data, std::size_t bytes, unsigned passes, unsigned shared_per_block,
+                          void* sink);
+  virtual unsigned probe_blocks() const { return 0; }
+
   // ---- memory, built on the resource contract (not virtual) ----
   // Allocates through the caching allocator; throws OutOfMemory. The location is kept for the
   // leak report when TANDEM_DEBUG_MEMORY=1.
