@@ -12,8 +12,8 @@ inline namespace TANDEM_GPU_ABI {
 
 // Grid-stride over x[0, n), `passes` times. Four accumulators per thread keep four loads in
 // flight; the block's total goes into *sink with one atomic.
-TANDEM_KERNEL void TANDEM_LAUNCH_BOUNDS(kBlock) read_probe_kernel(const float* x, std::size_t n, unsigned passes,
-                                                                  float* sink) {
+TANDEM_KERNEL void TANDEM_LAUNCH_BOUNDS(kBlock)
+    read_probe_kernel(const float* x, std::size_t n, unsigned passes, float* sink) {
   const std::size_t first = global_thread(), stride = global_threads();
   float a0 = 0, a1 = 0, a2 = 0, a3 = 0;
   for (unsigned p = 0; p < passes; ++p) {
@@ -33,8 +33,8 @@ TANDEM_KERNEL void TANDEM_LAUNCH_BOUNDS(kBlock) read_probe_kernel(const float* x
 // Each block copies `per_block` elements (from x[block * per_block mod n], wrapping) into
 // dynamic shared memory once, then reads them `passes` times: the bandwidth of on-chip shared
 // memory, with device memory out of the loop.
-TANDEM_KERNEL void TANDEM_LAUNCH_BOUNDS(kBlock) shared_probe_kernel(const float* x, std::size_t n,
-                                                                    unsigned per_block, unsigned passes, float* sink) {
+TANDEM_KERNEL void TANDEM_LAUNCH_BOUNDS(kBlock)
+    shared_probe_kernel(const float* x, std::size_t n, unsigned per_block, unsigned passes, float* sink) {
   TANDEM_DYNAMIC_SHARED(float, tile);
   const unsigned t = thread_rank(), threads = block_threads();
   const std::size_t base = std::size_t(block_idx().x) * per_block;
