@@ -92,6 +92,7 @@ step bench "$build/tandem" bench --backend cuda --backend openmp --json "$out/be
 step compare "$build/tandem" compare --full --backend openmp --backend cuda --json "$out/compare.json" \
   --crossover "$out/crossover.txt"
 step bandwidth "$build/tandem" bench bandwidth --backend cuda --full --json "$out/bandwidth.json"
+step memory "$build/tandem" bench memory --backend cuda --full --json "$out/memory.json"
 step bench-ml "$build/bench/tandem_bench_ml" --backend cuda --backend openmp --json "$out/ml.json"
 if python3 -c "import torch" 2>/dev/null; then
   step pytorch-mlp python3 "$root/bench/pytorch_mlp.py" --json "$out/pytorch_mlp.json"
@@ -101,6 +102,7 @@ fi
 if python3 -c "import matplotlib" 2>/dev/null; then
   step plots python3 "$root/bench/plot.py" "$out/compare.json" "$out/plots"
   step plot-bandwidth python3 "$root/bench/plot.py" "$out/bandwidth.json" "$out/plots"
+  step plot-memory python3 "$root/bench/plot.py" "$out/memory.json" "$out/plots"
 else
   note "skipped plots: no matplotlib here (run bench/plot.py on the JSON elsewhere)"
 fi
