@@ -43,18 +43,22 @@ struct Row {
 
 using Clock = std::chrono::steady_clock;
 
-// Medians (seconds) of op and peer timed alternately, after one warm-up call of each. Each call
-// starts after a pause of kSettle: OpenMP's idle threads spin for milliseconds after a parallel
-// region, and on 2 vCPUs they took the cores from OpenBLAS's own threads when it ran right after
-// an openmp op (OpenBLAS sgemm at N = 1024 measured 111 GFLOP/s without the pause, 145 with it).
-constexpr auto kSettle = std::chrono::milliseconds(20);
-std::pair<double, double> paired_seconds(int reps, const std::function<void()>& op, const std::function<void()>& peer) {
+// Medians (seconds) of op and peer timed alternately, after one warm-up call of each. With
+// `settle`, each call starts after a pause of kSettle: for peers on another thread pool than
+// OpenMP's (OpenBLAS). Each pool's idle threads spin for a while after their work, and on 2 vCPUs
+// they took the cores from the other pool's threads. Alternating sgemm at N = 1024, in GFLOP/s
+// (register_blocked / OpenBLAS): no pause 133 / 80, 20 ms 37 / 112 (OpenBLAS's threads spin
+// longer), 200 ms 130 / 113. Peers on OpenMP's own pool (the copy, triad and reduction loops) run
+// without it, as the ops do.
+constexpr auto kSettle = std::chrono::milliseconds(250);
+std::pair<double, double> paired_seconds(int reps, const std::function<void()>& op, const std::function<void()>& peer,
+                                         bool settle = false) {
   op();
   peer();
   std::vector<double> a, b;
   for (int r = 0; r < reps; ++r) {
     for (int which = 0; which < 2; ++which) {
-      std::this_thread::sleep_for(kSettle);
+      if (settle) std::this_thread::sleep_for(kSettle);
       const auto t0 = Clock::now();
       (which == 0 ? op : peer)();
       (which == 0 ? a : b).push_back(std::chrono::duration<double>(Clock::now() - t0).count());
@@ -229,7 +233,7 @@ int main(int argc, char** argv) {
       const bool best = tier == MatmulTier::register_blocked;
       if (have_vendor) {
         const auto [s, peer_s] =
-            paired_seconds(tier == MatmulTier::naive ? 1 : matmul_reps, run(tier), run(MatmulTier::vendor));
+            paired_seconds(tier == MatmulTier::naive ? 1 : matmul_reps, run(tier), run(MatmulTier::vendor), true);
         rows.push_back(
             {group, std::string(name_of(tier)), "GFLOP/s", gflop / s, gflop / peer_s, "OpenBLAS", best ? 0.90 : 0});
       } else {

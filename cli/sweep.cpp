@@ -14,6 +14,7 @@
 #include <fstream>
 #include <memory>
 #include <random>
+#include <thread>
 
 #include "args.hpp"
 #include "tandem/tandem.hpp"
@@ -27,11 +28,21 @@ using Op = std::function<void()>;
 // repeated until min_seconds have passed (at least 3 runs, at most 100). With `flush`, the buffer
 // is overwritten before each run, outside the events: the run starts with its data evicted from
 // the caches instead of left there by the run before (at most 30 runs then: each flush costs).
-// With `on_host`, the calling thread writes the buffer itself (a CPU backend's memory is host
-// memory): for kernels on another thread pool than the backend's (OpenBLAS), whose cores
-// OpenMP's threads would still be spinning on after a parallel flush (OpenBLAS sgemm at 256^3
-// measured at 1.5 ms instead of 0.3 on 2 vCPUs; a pause instead let its own threads fall asleep).
+// With `on_host`, for kernels on another thread pool than the backend's (OpenBLAS on a CPU
+// backend): the calling thread writes the flush buffer itself (a CPU backend's memory is host
+// memory), and the timing starts and ends with a pause of kSettle, so that neither pool's idle
+// threads spin on the cores the other needs (OpenBLAS sgemm at 256^3 measured 1.5 ms instead of
+// 0.3 right after an OpenMP flush on 2 vCPUs; our tiers ran at a third of their speed right
+// after OpenBLAS: its threads spin for longer than 20 ms).
+constexpr auto kSettle = std::chrono::milliseconds(250);
 Timing time_kernel(Backend& be, const Op& op, double min_seconds, Buffer* flush = nullptr, bool on_host = false) {
+  if (on_host) std::this_thread::sleep_for(kSettle);
+  struct After {
+    bool pause;
+    ~After() {
+      if (pause) std::this_thread::sleep_for(kSettle);
+    }
+  } after{on_host};
   op();
   be.synchronize(Queue{});
   std::vector<double> ms;
@@ -423,6 +434,8 @@ std::vector<Result> run(const Options& o, const std::function<void(const Result&
           r.vendor_gflops = vendor;
           results.push_back(r);
           if (progress) progress(r);
+          // Its end-to-end runs used OpenBLAS last: let its threads go idle before our tiers run.
+          if (on_host && variant == "vendor") std::this_thread::sleep_for(kSettle);
         }
       }
     }
