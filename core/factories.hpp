@@ -28,6 +28,11 @@ int cuda_device_count(std::string& reason);
 std::shared_ptr<Backend> make_cuda_backend(int device);
 #endif
 
+#ifdef TANDEM_HAVE_KOKKOS
+int kokkos_device_count(std::string& reason);
+std::shared_ptr<Backend> make_kokkos_backend(int device);
+#endif
+
 #ifdef TANDEM_HAVE_HIP
 int hip_device_count(std::string& reason);
 std::shared_ptr<Backend> make_hip_backend(int device);

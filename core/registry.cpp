@@ -49,7 +49,13 @@ const std::vector<Entry>& entries() {
       {"openmp", false, "not built into this library: configure with -DTANDEM_ENABLE_OPENMP=ON (needs OpenMP)", nullptr,
        nullptr},
 #endif
-      {"kokkos", false, "not built into this library: the Kokkos backend is not implemented yet", nullptr, nullptr},
+#ifdef TANDEM_HAVE_KOKKOS
+      {"kokkos", true, "", detail::kokkos_device_count, detail::make_kokkos_backend},
+#else
+      {"kokkos", false,
+       "not built into this library: configure with -DTANDEM_ENABLE_KOKKOS=ON (needs Kokkos: libtrilinos-kokkos-dev)",
+       nullptr, nullptr},
+#endif
 #ifdef TANDEM_HAVE_SIM
       {"sim", true, "", detail::sim_device_count, detail::make_sim_backend},
       {"sim64", true, "", detail::sim_device_count, detail::make_sim64_backend},

@@ -16,6 +16,9 @@ std::vector<std::string> cpu_backends() {
 #ifdef TANDEM_TEST_HAVE_OPENMP
   names.push_back("openmp");
 #endif
+#ifdef TANDEM_TEST_HAVE_KOKKOS
+  names.push_back("kokkos");  // a CPU backend where Debian's Kokkos (Serial) is what it runs on
+#endif
   return names;
 }
 }  // namespace

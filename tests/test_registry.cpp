@@ -64,7 +64,12 @@ TEST_CASE("unknown, unbuilt and bad backend names raise BackendUnavailable with 
   CHECK_THROWS_AS(get_backend("reference:1"), BackendUnavailable);
   CHECK(message_of([] { get_backend("reference:1"); }).find("device 1 does not exist") != std::string::npos);
   CHECK_THROWS_AS(get_backend("reference:x"), BackendUnavailable);
-  CHECK_THROWS_AS(get_backend("kokkos"), BackendUnavailable);
+#ifdef TANDEM_TEST_HAVE_KOKKOS
+  CHECK(get_backend("kokkos").name() == "kokkos");
+  CHECK_THROWS_AS(get_backend("kokkos:1"), BackendUnavailable);  // Kokkos' default space is one device
+#else
+  CHECK(message_of([] { get_backend("kokkos"); }).find("TANDEM_ENABLE_KOKKOS") != std::string::npos);
+#endif
 #ifndef TANDEM_TEST_HAVE_CUDA
   CHECK(message_of([] { get_backend("cuda"); }).find("TANDEM_ENABLE_CUDA") != std::string::npos);
 #endif
