@@ -40,15 +40,62 @@ KOKKOS_INLINE_FUNCTION C to(T v) {
 }
 
 // ---- elementwise ----
+// The op is a template argument, so that each loop is compiled for one op.
+template <class T, BinaryOp kOp>
+void binary_as(std::int64_t n, const T* x, const T* y, T* out) {
+  Kokkos::parallel_for(
+      "tandem::binary", Range(0, n), KOKKOS_LAMBDA(std::int64_t i) { out[i] = math::apply<T>(kOp, x[i], y[i]); });
+}
+template <class T, UnaryOp kOp>
+void unary_as(std::int64_t n, const T* x, T* out) {
+  Kokkos::parallel_for(
+      "tandem::unary", Range(0, n), KOKKOS_LAMBDA(std::int64_t i) { out[i] = math::apply<T>(kOp, x[i]); });
+}
 template <class T>
 void binary(BinaryOp op, std::int64_t n, const T* x, const T* y, T* out) {
-  Kokkos::parallel_for(
-      "tandem::binary", Range(0, n), KOKKOS_LAMBDA(std::int64_t i) { out[i] = math::apply<T>(op, x[i], y[i]); });
+  switch (op) {
+    case BinaryOp::add:
+      return binary_as<T, BinaryOp::add>(n, x, y, out);
+    case BinaryOp::sub:
+      return binary_as<T, BinaryOp::sub>(n, x, y, out);
+    case BinaryOp::mul:
+      return binary_as<T, BinaryOp::mul>(n, x, y, out);
+    case BinaryOp::div:
+      return binary_as<T, BinaryOp::div>(n, x, y, out);
+    case BinaryOp::relu_grad:
+      return binary_as<T, BinaryOp::relu_grad>(n, x, y, out);
+    case BinaryOp::sigmoid_grad:
+      return binary_as<T, BinaryOp::sigmoid_grad>(n, x, y, out);
+    case BinaryOp::tanh_grad:
+      return binary_as<T, BinaryOp::tanh_grad>(n, x, y, out);
+    case BinaryOp::gelu_grad:
+      return binary_as<T, BinaryOp::gelu_grad>(n, x, y, out);
+  }
 }
 template <class T>
 void unary(UnaryOp op, std::int64_t n, const T* x, T* out) {
-  Kokkos::parallel_for(
-      "tandem::unary", Range(0, n), KOKKOS_LAMBDA(std::int64_t i) { out[i] = math::apply<T>(op, x[i]); });
+  switch (op) {
+    case UnaryOp::relu:
+      return unary_as<T, UnaryOp::relu>(n, x, out);
+    case UnaryOp::sigmoid:
+      return unary_as<T, UnaryOp::sigmoid>(n, x, out);
+    case UnaryOp::tanh:
+      return unary_as<T, UnaryOp::tanh>(n, x, out);
+    case UnaryOp::exp:
+      return unary_as<T, UnaryOp::exp>(n, x, out);
+    case UnaryOp::log:
+      return unary_as<T, UnaryOp::log>(n, x, out);
+    case UnaryOp::sqrt:
+      return unary_as<T, UnaryOp::sqrt>(n, x, out);
+    case UnaryOp::square:
+      return unary_as<T, UnaryOp::square>(n, x, out);
+    case UnaryOp::abs:
+      return unary_as<T, UnaryOp::abs>(n, x, out);
+    case UnaryOp::neg:
+      return unary_as<T, UnaryOp::neg>(n, x, out);
+    case UnaryOp::gelu:
+      return unary_as<T, UnaryOp::gelu>(n, x, out);
+  }
 }
 template <class T>
 void axpy(std::int64_t n, T alpha, const T* x, T* y) {
