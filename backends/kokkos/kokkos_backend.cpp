@@ -372,8 +372,8 @@ void matmul_tiled(const GemmArgs& g) {
       });
 }
 
-// Kokkos is initialised by the first kokkos backend unless the program did it, and finalised at
-// exit after the backends have given their memory back.
+// Kokkos is initialised by the first kokkos backend unless the program did it, and then finalised
+// at exit; either way the backends give their memory back first.
 struct Session {
   std::mutex mutex;
   std::vector<std::weak_ptr<tandem::Backend>> backends;
@@ -406,6 +406,9 @@ class KokkosBackend final : public tandem::Backend {
   }
 
   void* device_allocate(std::size_t bytes) override {
+    if (session().finalized) {
+      throw BackendUnavailable("backend 'kokkos': Kokkos has been finalized; no more memory can be allocated");
+    }
     if (kHostMemory && bytes > host::available_memory_bytes()) return nullptr;
     try {
       return Kokkos::kokkos_malloc<Mem>("tandem", bytes == 0 ? 1 : bytes);
@@ -642,29 +645,35 @@ class KokkosBackend final : public tandem::Backend {
   }
 };
 
-// At exit: every kokkos backend still alive gives its memory back, then Kokkos is finalised (if
-// tandem initialised it). Buffers freed later only drop their handles.
-void finalize_at_exit() {
+// Before Kokkos is finalised (by tandem at exit, or by the program that initialised it), every
+// kokkos backend still alive gives its cached memory back (a Kokkos finalize hook); buffers freed
+// later only drop their handles, and new allocations raise BackendUnavailable.
+void release_all() {
   Session& s = session();
   std::lock_guard lock(s.mutex);
   for (auto& weak : s.backends) {
     if (auto be = weak.lock()) static_cast<KokkosBackend&>(*be).release_for_exit();
   }
-  if (s.owns && Kokkos::is_initialized()) Kokkos::finalize();
   s.finalized = true;
+}
+
+// At exit, when tandem initialised Kokkos (the hook above runs first, inside finalize).
+void finalize_at_exit() {
+  if (session().owns && Kokkos::is_initialized()) Kokkos::finalize();
+  release_all();
 }
 
 std::shared_ptr<tandem::Backend> make() {
   Session& s = session();
   std::lock_guard lock(s.mutex);
-  if (s.finalized)
-    throw BackendUnavailable("backend 'kokkos' cannot start: Kokkos was finalized (the program is exiting)");
-  if (!Kokkos::is_initialized()) {
-    Kokkos::initialize();
-    s.owns = true;
-    std::atexit(finalize_at_exit);
-  } else if (s.backends.empty()) {
-    std::atexit(finalize_at_exit);  // the program's Kokkos: it finalizes, tandem only frees first
+  if (s.finalized) throw BackendUnavailable("backend 'kokkos' cannot start: Kokkos has been finalized");
+  if (s.backends.empty()) {
+    if (!Kokkos::is_initialized()) {
+      Kokkos::initialize();
+      s.owns = true;
+      std::atexit(finalize_at_exit);
+    }
+    Kokkos::push_finalize_hook(release_all);
   }
   auto be = std::make_shared<KokkosBackend>();
   s.backends.push_back(be);
