@@ -4,6 +4,7 @@
 #include "tandem/backend.hpp"
 #include "tandem/buffer.hpp"
 #include "tandem/device.hpp"
+#include "tandem/dist.hpp"
 #include "tandem/dtype.hpp"
 #include "tandem/errors.hpp"
 #include "tandem/memory.hpp"

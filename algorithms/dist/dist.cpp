@@ -1,0 +1,282 @@
+// tandem::dist over MPI (see dist.hpp). tandem works on its own duplicate of MPI_COMM_WORLD, with
+// errors returned instead of aborting, so that an MPI failure is a DeviceError the caller can see
+// and the program's own communicator keeps its settings.
+#include "tandem/dist.hpp"
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <cstdlib>
+#include <cstring>
+#include <limits>
+#include <string>
+
+#include "tandem/errors.hpp"
+
+#ifdef TANDEM_HAVE_MPI
+#include <mpi.h>
+#endif
+
+namespace tandem::dist {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+double since(Clock::time_point t0) { return std::chrono::duration<double>(Clock::now() - t0).count(); }
+
+// The dtypes a reduction takes, and what the message says otherwise.
+void check_reducible(DType t, Combine op, const char* what) {
+  if (t != DType::f32 && t != DType::f64 && t != DType::i32) {
+    throw Unsupported(std::string(what) + ": " + std::string(name_of(t)) +
+                      " buffers are not reduced across processes; convert them to f32 first");
+  }
+  if (t == DType::i32 && op == Combine::mean) {
+    throw InvalidArgument(std::string(what) + ": the mean of i32 buffers is not an i32; convert them to f32 or f64");
+  }
+}
+
+// The mean from the sum, on the host.
+template <class T>
+void divide(T* v, std::size_t n, double by) {
+  for (std::size_t i = 0; i < n; ++i) v[i] = static_cast<T>(double(v[i]) / by);
+}
+
+#ifdef TANDEM_HAVE_MPI
+
+MPI_Comm g_comm = MPI_COMM_NULL;
+bool g_owns_mpi = false;
+
+void check(int rc, const char* what) {
+  if (rc == MPI_SUCCESS) return;
+  char text[MPI_MAX_ERROR_STRING];
+  int len = 0;
+  MPI_Error_string(rc, text, &len);
+  throw DeviceError(std::string("MPI error in ") + what + ": " + std::string(text, static_cast<std::size_t>(len)));
+}
+
+void finalize_at_exit() {
+  int finalized = 0;
+  MPI_Finalized(&finalized);
+  if (finalized) return;
+  if (g_comm != MPI_COMM_NULL) MPI_Comm_free(&g_comm);
+  if (g_owns_mpi) MPI_Finalize();
+}
+
+// max that propagates NaN (as tandem's reductions do; MPI_MAX leaves it to the implementation).
+template <class T>
+void nan_max(void* in, void* inout, int* len, MPI_Datatype*) {
+  const T* a = static_cast<const T*>(in);
+  T* b = static_cast<T*>(inout);
+  for (int i = 0; i < *len; ++i) {
+    if (b[i] != b[i]) continue;
+    if (a[i] != a[i] || a[i] > b[i]) b[i] = a[i];
+  }
+}
+
+MPI_Datatype mpi_type(DType t, Combine op) {
+  switch (t) {
+    case DType::f32:
+      return MPI_FLOAT;
+    case DType::f64:
+      return MPI_DOUBLE;
+    default:  // i32: sums as unsigned, which wrap (signed overflow is undefined)
+      return op == Combine::max ? MPI_INT32_T : MPI_UINT32_T;
+  }
+}
+
+MPI_Op mpi_op(DType t, Combine op) {
+  static MPI_Op max_f32 = MPI_OP_NULL, max_f64 = MPI_OP_NULL;
+  if (op != Combine::max) return MPI_SUM;
+  if (t == DType::i32) return MPI_MAX;
+  MPI_Op& slot = t == DType::f32 ? max_f32 : max_f64;
+  if (slot == MPI_OP_NULL) {
+    check(MPI_Op_create(t == DType::f32 ? &nan_max<float> : &nan_max<double>, 1, &slot), "MPI_Op_create");
+  }
+  return slot;
+}
+
+// Counts in MPI are int: large arrays go in pieces.
+constexpr std::size_t kPiece = std::size_t(1) << 28;
+
+// In place over host memory: every rank ends with the same combined values. Floating point:
+// reduce to rank 0, then broadcast (bitwise the same result everywhere); integers: one allreduce.
+void reduce_host(void* data, std::size_t count, DType t, Combine op, int size) {
+  auto* bytes = static_cast<unsigned char*>(data);
+  const std::size_t elem = size_of(t);
+  const MPI_Datatype type = mpi_type(t, op);
+  const MPI_Op mop = mpi_op(t, op);
+  int rank = 0;
+  MPI_Comm_rank(g_comm, &rank);
+  for (std::size_t at = 0; at < count; at += kPiece) {
+    const int n = static_cast<int>(std::min(kPiece, count - at));
+    void* p = bytes + at * elem;
+    if (t == DType::i32) {
+      check(MPI_Allreduce(MPI_IN_PLACE, p, n, type, mop, g_comm), "allreduce");
+      continue;
+    }
+    check(MPI_Reduce(rank == 0 ? MPI_IN_PLACE : p, p, n, type, mop, 0, g_comm), "allreduce (reduce)");
+    if (rank == 0 && op == Combine::mean) {
+      if (t == DType::f32) {
+        divide(static_cast<float*>(p), std::size_t(n), size);
+      } else {
+        divide(static_cast<double*>(p), std::size_t(n), size);
+      }
+    }
+    check(MPI_Bcast(p, n, type, 0, g_comm), "allreduce (broadcast)");
+  }
+}
+
+#endif
+
+}  // namespace
+
+bool built_with_mpi() {
+#ifdef TANDEM_HAVE_MPI
+  return true;
+#else
+  return false;
+#endif
+}
+
+Communicator& Communicator::world() {
+  static Communicator* w = [] {
+#ifdef TANDEM_HAVE_MPI
+    int initialized = 0;
+    MPI_Initialized(&initialized);
+    if (!initialized) {
+      int provided = 0;
+      check(MPI_Init_thread(nullptr, nullptr, MPI_THREAD_FUNNELED, &provided), "MPI_Init_thread");
+      g_owns_mpi = true;
+    }
+    check(MPI_Comm_dup(MPI_COMM_WORLD, &g_comm), "MPI_Comm_dup");
+    check(MPI_Comm_set_errhandler(g_comm, MPI_ERRORS_RETURN), "MPI_Comm_set_errhandler");
+    std::atexit(finalize_at_exit);
+    int rank = 0, size = 1;
+    check(MPI_Comm_rank(g_comm, &rank), "MPI_Comm_rank");
+    check(MPI_Comm_size(g_comm, &size), "MPI_Comm_size");
+    return new Communicator(rank, size);
+#else
+    return new Communicator(0, 1);
+#endif
+  }();
+  return *w;
+}
+
+void Communicator::barrier() {
+#ifdef TANDEM_HAVE_MPI
+  check(MPI_Barrier(g_comm), "barrier");
+#endif
+}
+
+// Every rank passed the same count and dtype, or every rank raises ShapeMismatch.
+void Communicator::check_same_shape(std::int64_t count, int dtype, const char* what) {
+#ifdef TANDEM_HAVE_MPI
+  if (size_ == 1) return;
+  std::int64_t v[4] = {count, -count, dtype, -dtype};
+  check(MPI_Allreduce(MPI_IN_PLACE, v, 4, MPI_INT64_T, MPI_MAX, g_comm), what);
+  if (v[0] != -v[1] || v[2] != -v[3]) {
+    throw ShapeMismatch(std::string(what) + ": the ranks passed different buffers (from " + std::to_string(-v[1]) +
+                        " to " + std::to_string(v[0]) + " elements" + (v[2] != -v[3] ? ", and different dtypes" : "") +
+                        "); every rank must pass the same shape");
+  }
+#else
+  (void)count, (void)dtype, (void)what;
+#endif
+}
+
+void Communicator::allreduce(Buffer& x, Combine op) {
+  if (x.empty_handle()) throw InvalidArgument("allreduce: empty Buffer handle");
+  check_reducible(x.dtype(), op, "allreduce");
+  const auto t0 = Clock::now();
+  check_same_shape(static_cast<std::int64_t>(x.size()), static_cast<int>(x.dtype()), "allreduce");
+  if (size_ > 1) {
+#ifdef TANDEM_HAVE_MPI
+    std::vector<unsigned char> host(x.bytes());
+    x.download_bytes(host.data(), host.size());
+    reduce_host(host.data(), x.size(), x.dtype(), op, size_);
+    x.upload_bytes(host.data(), host.size());
+#endif
+  }
+  seconds_ += since(t0);
+}
+
+void Communicator::allreduce(std::vector<Buffer>& xs, Combine op, std::size_t bucket_bytes) {
+  if (xs.empty()) return;
+  const DType t = xs.front().dtype();
+  std::int64_t total = 0;
+  for (const Buffer& b : xs) {
+    if (b.empty_handle()) throw InvalidArgument("allreduce: empty Buffer handle in the list");
+    if (b.dtype() != t) throw DTypeMismatch("allreduce: the buffers of one call must share a dtype");
+    total += static_cast<std::int64_t>(b.size());
+  }
+  check_reducible(t, op, "allreduce");
+  const auto t0 = Clock::now();
+  check_same_shape(total, static_cast<int>(t) * 4096 + static_cast<int>(std::min<std::size_t>(xs.size(), 4095)),
+                   "allreduce");
+  if (size_ > 1) {
+#ifdef TANDEM_HAVE_MPI
+    const std::size_t elem = size_of(t);
+    const std::size_t bucket = std::max(bucket_bytes, elem);
+    // Buffers go into a bucket whole while it has room; a buffer larger than a bucket is a bucket.
+    std::size_t first = 0;
+    while (first < xs.size()) {
+      std::size_t last = first, bytes = 0;
+      while (last < xs.size() && (last == first || bytes + xs[last].bytes() <= bucket)) bytes += xs[last++].bytes();
+      std::vector<unsigned char> host(bytes);
+      std::size_t at = 0;
+      for (std::size_t i = first; i < last; ++i) {
+        xs[i].download_bytes(host.data() + at, xs[i].bytes());
+        at += xs[i].bytes();
+      }
+      reduce_host(host.data(), bytes / elem, t, op, size_);
+      at = 0;
+      for (std::size_t i = first; i < last; ++i) {
+        xs[i].upload_bytes(host.data() + at, xs[i].bytes());
+        at += xs[i].bytes();
+      }
+      first = last;
+    }
+#endif
+  }
+  seconds_ += since(t0);
+}
+
+void Communicator::allreduce(std::vector<double>& values, Combine op) {
+  const auto t0 = Clock::now();
+  check_same_shape(static_cast<std::int64_t>(values.size()), static_cast<int>(DType::f64), "allreduce");
+  if (size_ > 1 && !values.empty()) {
+#ifdef TANDEM_HAVE_MPI
+    reduce_host(values.data(), values.size(), DType::f64, op, size_);
+#endif
+  }
+  seconds_ += since(t0);
+}
+
+double Communicator::allreduce(double value, Combine op) {
+  std::vector<double> v = {value};
+  allreduce(v, op);
+  return v[0];
+}
+
+void Communicator::broadcast(Buffer& x, int root) {
+  if (x.empty_handle()) throw InvalidArgument("broadcast: empty Buffer handle");
+  if (root < 0 || root >= size_) {
+    throw InvalidArgument("broadcast: root " + std::to_string(root) + " is not a rank of this job (0 to " +
+                          std::to_string(size_ - 1) + ")");
+  }
+  const auto t0 = Clock::now();
+  check_same_shape(static_cast<std::int64_t>(x.size()), static_cast<int>(x.dtype()), "broadcast");
+  if (size_ > 1) {
+#ifdef TANDEM_HAVE_MPI
+    std::vector<unsigned char> host(x.bytes());
+    if (rank_ == root) x.download_bytes(host.data(), host.size());
+    for (std::size_t at = 0; at < host.size(); at += kPiece) {
+      const int n = static_cast<int>(std::min(kPiece, host.size() - at));
+      check(MPI_Bcast(host.data() + at, n, MPI_BYTE, root, g_comm), "broadcast");
+    }
+    if (rank_ != root) x.upload_bytes(host.data(), host.size());
+#endif
+  }
+  seconds_ += since(t0);
+}
+
+}  // namespace tandem::dist

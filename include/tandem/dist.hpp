@@ -1,0 +1,59 @@
+// tandem::dist: several processes working as one, over MPI (Open MPI from Debian). A Communicator
+// reduces and broadcasts Buffers of any backend, staged through host memory (download, MPI on the
+// host, upload): the path for CPU backends and for GPUs without CUDA-aware MPI.
+//
+// Floating-point reductions are a reduce to rank 0 followed by a broadcast, not MPI_Allreduce:
+// every rank then holds bitwise the same result, which keeps data-parallel replicas identical
+// (an allreduce may add in a different order on each rank).
+//
+// Built without MPI (TANDEM_ENABLE_MPI=OFF), world() is a communicator of one process whose
+// operations leave the data as it is, so code written for several processes runs on one.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <functional>
+#include <vector>
+
+#include "tandem/buffer.hpp"
+
+namespace tandem::dist {
+
+enum class Combine { sum, mean, max };
+
+// Whether this library was built with MPI.
+bool built_with_mpi();
+
+class Communicator {
+ public:
+  // Every process of the job. Initialises MPI when the program has not (and then finalises it
+  // at exit).
+  static Communicator& world();
+
+  int rank() const { return rank_; }
+  int size() const { return size_; }
+  void barrier();
+
+  // In place on every rank: x = combine over the ranks of x, elementwise. f32, f64 or i32 (i32:
+  // sum wraps modulo 2^32 as on every backend; mean is not offered). max propagates NaN. Every
+  // rank must pass the same dtype and size: a mismatch raises ShapeMismatch on every rank.
+  void allreduce(Buffer& x, Combine op = Combine::sum);
+  // Several buffers of one dtype, packed into host buckets of about bucket_bytes each (gradients).
+  void allreduce(std::vector<Buffer>& xs, Combine op, std::size_t bucket_bytes = std::size_t(4) << 20);
+  // Host values (scalars, small vectors).
+  void allreduce(std::vector<double>& values, Combine op);
+  double allreduce(double value, Combine op);
+  // Every rank's x becomes root's x.
+  void broadcast(Buffer& x, int root = 0);
+
+  // Seconds spent in allreduce and broadcast so far (staging included).
+  double seconds() const { return seconds_; }
+
+ private:
+  Communicator(int rank, int size) : rank_(rank), size_(size) {}
+  void check_same_shape(std::int64_t count, int dtype, const char* what);
+  int rank_ = 0, size_ = 1;
+  double seconds_ = 0;
+};
+
+}  // namespace tandem::dist

@@ -1,0 +1,134 @@
+// tandem::dist under mpirun (tests/CMakeLists.txt runs it with 2 and 3 ranks):
+//   dist_program collectives   allreduce and broadcast on every rank, checked against what each
+//                              rank can compute alone; prints "collectives: all passed on N ranks"
+//   dist_program throw         rank 1 throws before a barrier the others wait in: the job must end
+//                              with that message (the program aborts the job, as the CLI does)
+#include <mpi.h>
+
+#include <cmath>
+#include <cstdio>
+#include <string>
+#include <vector>
+
+#include "tandem/tandem.hpp"
+
+using namespace tandem;
+
+namespace {
+
+int failures = 0;
+void expect(bool ok, const std::string& what, int rank) {
+  if (!ok) {
+    std::printf("rank %d: FAILED: %s\n", rank, what.c_str());
+    ++failures;
+  }
+}
+
+void collectives(Backend& be) {
+  dist::Communicator& w = dist::Communicator::world();
+  const int r = w.rank(), s = w.size();
+  // i32 sums are exact and wrap modulo 2^32: values near INT32_MAX on every rank.
+  std::vector<std::int32_t> ints(1003);
+  for (std::size_t i = 0; i < ints.size(); ++i) ints[i] = 2147483000 + r * 7 + std::int32_t(i % 5);
+  Buffer bi = Buffer::from(be, ints);
+  w.allreduce(bi, dist::Combine::sum);
+  const auto got_i = bi.to_vector<std::int32_t>();
+  bool exact = true;
+  for (std::size_t i = 0; i < ints.size(); ++i) {
+    std::uint32_t want = 0;
+    for (int q = 0; q < s; ++q) want += std::uint32_t(2147483000 + q * 7 + std::int32_t(i % 5));
+    exact = exact && got_i[i] == std::int32_t(want);
+  }
+  expect(exact, "i32 sum exact (wrapping)", r);
+  // f32 sum and f64 mean within the bound of s - 1 additions.
+  std::vector<float> f(5000);
+  for (std::size_t i = 0; i < f.size(); ++i) f[i] = float(std::sin(double(i) + r)) * 1e3f;
+  Buffer bf = Buffer::from(be, f);
+  w.allreduce(bf, dist::Combine::sum);
+  const auto got_f = bf.to_vector<float>();
+  bool close = true;
+  for (std::size_t i = 0; i < f.size(); ++i) {
+    double want = 0, magnitude = 0;
+    for (int q = 0; q < s; ++q) {
+      const double v = float(std::sin(double(i) + q)) * 1e3f;
+      want += v;
+      magnitude += std::fabs(v);
+    }
+    close = close && std::fabs(got_f[i] - want) <= 6e-8 * s * magnitude + 1e-30;
+  }
+  expect(close, "f32 sum within s * u of the exact sum", r);
+  Buffer bd = Buffer::from(be, std::vector<double>{double(r), 1.0, -2.5 * r});
+  w.allreduce(bd, dist::Combine::mean);
+  const auto got_d = bd.to_vector<double>();
+  expect(got_d[0] == (s - 1) / 2.0 && got_d[1] == 1.0 && std::fabs(got_d[2] + 2.5 * (s - 1) / 2.0) < 1e-12, "f64 mean",
+         r);
+  // max propagates NaN from any rank, and otherwise is the largest.
+  std::vector<float> m = {float(r), -float(r), r == s - 1 ? NAN : 0.0f};
+  Buffer bm = Buffer::from(be, m);
+  w.allreduce(bm, dist::Combine::max);
+  const auto got_m = bm.to_vector<float>();
+  expect(got_m[0] == float(s - 1) && got_m[1] == 0.0f && std::isnan(got_m[2]), "max with NaN", r);
+  // Broadcast from the last rank.
+  Buffer bb = Buffer::from(be, std::vector<double>{double(r) + 0.25, double(r) * 3});
+  w.broadcast(bb, s - 1);
+  const auto got_b = bb.to_vector<double>();
+  expect(got_b[0] == s - 1 + 0.25 && got_b[1] == (s - 1) * 3.0, "broadcast from the last rank", r);
+  // Several buffers in small buckets give what one allreduce each gives.
+  std::vector<Buffer> many;
+  for (int k = 0; k < 5; ++k) many.push_back(Buffer::from(be, std::vector<double>(100 + 37 * k, double(r + k))));
+  w.allreduce(many, dist::Combine::sum, 1024);
+  bool buckets = true;
+  for (int k = 0; k < 5; ++k) {
+    double want = 0;
+    for (int q = 0; q < s; ++q) want += q + k;
+    for (double v : many[std::size_t(k)].to_vector<double>()) buckets = buckets && v == want;
+  }
+  expect(buckets, "bucketed allreduce of five buffers", r);
+  // Different shapes on different ranks: every rank raises ShapeMismatch, none hangs.
+  Buffer odd(be, DType::f32, std::size_t(10 + r));
+  odd.fill(1);
+  bool raised = false;
+  try {
+    w.allreduce(odd);
+  } catch (const ShapeMismatch& e) {
+    raised = std::string(e.what()).find("different buffers") != std::string::npos;
+  }
+  expect(raised, "a size mismatch raises ShapeMismatch on every rank", r);
+  expect(w.allreduce(double(r + 1), dist::Combine::sum) == s * (s + 1) / 2.0, "scalar allreduce", r);
+  bool bad_root = false;
+  try {
+    w.broadcast(bb, s);
+  } catch (const InvalidArgument&) {
+    bad_root = true;
+  }
+  expect(bad_root, "a root outside the job is InvalidArgument", r);
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  const std::string mode = argc > 1 ? argv[1] : "collectives";
+  dist::Communicator& w = dist::Communicator::world();
+  try {
+    Backend& be = get_backend(argc > 2 ? argv[2] : "openmp");
+    if (mode == "throw") {
+      if (w.rank() == 1) throw InvalidArgument("rank 1 failed on purpose");
+      w.barrier();  // the other ranks wait here for a rank that will never come
+      std::printf("rank %d passed the barrier: the failure did not end the job\n", w.rank());
+      return 1;
+    }
+    collectives(be);
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "rank %d: error: %s\n", w.rank(), e.what());
+    std::fflush(stderr);
+    MPI_Abort(MPI_COMM_WORLD, 3);  // a program's choice (the library never aborts): end every rank
+  }
+  const double failed = w.allreduce(double(failures), dist::Combine::sum);
+  if (w.rank() == 0) {
+    if (failed == 0)
+      std::printf("collectives: all passed on %d ranks\n", w.size());
+    else
+      std::printf("collectives: %g failures\n", failed);
+  }
+  return failed == 0 ? 0 : 1;
+}
