@@ -279,4 +279,46 @@ void Communicator::broadcast(Buffer& x, int root) {
   seconds_ += since(t0);
 }
 
+std::uint64_t parameter_checksum(const ml::Mlp& model) {
+  std::uint64_t h = 1469598103934665603ull;  // FNV-1a over every parameter's bytes
+  for (const Buffer& p : model.parameters()) {
+    std::vector<unsigned char> bytes(p.bytes());
+    p.download_bytes(bytes.data(), bytes.size());
+    for (unsigned char b : bytes) h = (h ^ b) * 1099511628211ull;
+  }
+  return h;
+}
+
+std::vector<ml::EpochReport> train(Communicator& comm, ml::Mlp& model, const data::Dataset& train_set,
+                                   const data::Dataset* test, ml::TrainOptions options,
+                                   const std::function<void(const ml::EpochReport&)>& on_epoch) {
+  for (Buffer& p : model.parameters()) comm.broadcast(p, 0);
+  options.replica = static_cast<std::size_t>(comm.rank());
+  options.replicas = static_cast<std::size_t>(comm.size());
+  options.combine_gradients = [&comm](ml::Mlp& m, std::size_t own_rows, std::size_t batch_rows) {
+    std::vector<Buffer> grads = m.gradients();  // handles: the reduction writes the model's gradients
+    if (comm.size() == 1) return;
+    if (own_rows != batch_rows && own_rows > 0) {
+      // Each replica's gradient is the mean over its rows: weight it by its share of the batch.
+      for (Buffer& g : grads) scale(double(own_rows) / double(batch_rows), g, g);
+    }
+    comm.allreduce(grads, Combine::sum);
+  };
+  options.sum_over_replicas = [&comm](double v) { return comm.allreduce(v, Combine::sum); };
+  const char* check = std::getenv("TANDEM_DIST_CHECK");
+  const bool checking = check != nullptr && std::string(check) == "1";
+  auto each_epoch = [&](const ml::EpochReport& rep) {
+    if (checking) {
+      const auto h = static_cast<double>(parameter_checksum(model) >> 11);  // exact in a double
+      const double lo = -comm.allreduce(-h, Combine::max), hi = comm.allreduce(h, Combine::max);
+      if (lo != hi) {
+        throw DeviceError("data-parallel training: the replicas' parameters differ after epoch " +
+                          std::to_string(rep.epoch) + " (rank " + std::to_string(comm.rank()) + ")");
+      }
+    }
+    if (on_epoch) on_epoch(rep);
+  };
+  return ml::train(model, train_set, test, options, each_epoch);
+}
+
 }  // namespace tandem::dist

@@ -53,16 +53,22 @@ void check_layers(const std::vector<LayerSpec>& layers) {
     }
     has_linear = has_linear || l.kind == LayerKind::linear;
   }
-  if (!has_linear) throw InvalidArgument("Mlp: a model needs at least one linear layer (it has no parameters otherwise)");
+  if (!has_linear)
+    throw InvalidArgument("Mlp: a model needs at least one linear layer (it has no parameters otherwise)");
 }
 
 UnaryOp activation_op(LayerKind k) {
   switch (k) {
-    case LayerKind::relu: return UnaryOp::relu;
-    case LayerKind::sigmoid: return UnaryOp::sigmoid;
-    case LayerKind::tanh: return UnaryOp::tanh;
-    case LayerKind::gelu: return UnaryOp::gelu;
-    case LayerKind::linear: break;
+    case LayerKind::relu:
+      return UnaryOp::relu;
+    case LayerKind::sigmoid:
+      return UnaryOp::sigmoid;
+    case LayerKind::tanh:
+      return UnaryOp::tanh;
+    case LayerKind::gelu:
+      return UnaryOp::gelu;
+    case LayerKind::linear:
+      break;
   }
   throw InvalidArgument("a linear layer is not an activation");
 }
@@ -76,19 +82,26 @@ Matrix view(const Buffer& b, std::int64_t rows, std::size_t cols) {
 
 std::string_view name_of(LayerKind k) {
   switch (k) {
-    case LayerKind::linear: return "linear";
-    case LayerKind::relu: return "relu";
-    case LayerKind::sigmoid: return "sigmoid";
-    case LayerKind::tanh: return "tanh";
-    case LayerKind::gelu: return "gelu";
+    case LayerKind::linear:
+      return "linear";
+    case LayerKind::relu:
+      return "relu";
+    case LayerKind::sigmoid:
+      return "sigmoid";
+    case LayerKind::tanh:
+      return "tanh";
+    case LayerKind::gelu:
+      return "gelu";
   }
   return "?";
 }
 
 std::string_view name_of(LossKind k) {
   switch (k) {
-    case LossKind::softmax_cross_entropy: return "softmax_cross_entropy";
-    case LossKind::mse: return "mse";
+    case LossKind::softmax_cross_entropy:
+      return "softmax_cross_entropy";
+    case LossKind::mse:
+      return "mse";
   }
   return "?";
 }
@@ -131,8 +144,8 @@ Mlp::Mlp(Backend& backend, std::vector<LayerSpec> layers, const MlpOptions& opti
   for (std::size_t i = 0; i < layers_.size(); ++i) {
     const LayerSpec& l = layers_[i];
     if (l.kind != LayerKind::linear) continue;
-    const bool relu_next = i + 1 < layers_.size() &&
-                           (layers_[i + 1].kind == LayerKind::relu || layers_[i + 1].kind == LayerKind::gelu);
+    const bool relu_next =
+        i + 1 < layers_.size() && (layers_[i + 1].kind == LayerKind::relu || layers_[i + 1].kind == LayerKind::gelu);
     const double stddev = relu_next ? std::sqrt(2.0 / double(l.inputs)) : std::sqrt(2.0 / double(l.inputs + l.outputs));
     std::vector<double> w(l.inputs * l.outputs);
     for (double& v : w) v = rng.normal() * stddev;
@@ -241,17 +254,26 @@ const Matrix& Mlp::forward(const Matrix& x) {
           // Bias and the activation after it in one pass (the layer's epilogue). Only GELU's
           // backward needs the pre-activation, kept in place; the others work from the output.
           const bool keep_z = layers_[i + 1].kind == LayerKind::gelu;
-          bias_activation(out, params_[p + 1], activation_op(layers_[i + 1].kind), acts_[i + 2], keep_z ? &out : nullptr);
+          bias_activation(out, params_[p + 1], activation_op(layers_[i + 1].kind), acts_[i + 2],
+                          keep_z ? &out : nullptr);
           ++i;
         } else {
           add_row_vector(out, params_[p + 1], out);
         }
         p += 2;
         break;
-      case LayerKind::relu: relu(in.buffer, out.buffer); break;
-      case LayerKind::sigmoid: sigmoid(in.buffer, out.buffer); break;
-      case LayerKind::tanh: tanh(in.buffer, out.buffer); break;
-      case LayerKind::gelu: gelu(in.buffer, out.buffer); break;
+      case LayerKind::relu:
+        relu(in.buffer, out.buffer);
+        break;
+      case LayerKind::sigmoid:
+        sigmoid(in.buffer, out.buffer);
+        break;
+      case LayerKind::tanh:
+        tanh(in.buffer, out.buffer);
+        break;
+      case LayerKind::gelu:
+        gelu(in.buffer, out.buffer);
+        break;
     }
   }
   return acts_.back();
@@ -357,8 +379,7 @@ void Mlp::step() {
       a.t = steps_;
       profile::OpTimer timer(*backend_, Queue{}, "adam_step");
       if (timer.on()) timer.set(std::string(name_of(w.dtype())) + "[" + std::to_string(w.size()) + "]", 7 * w.bytes());
-      backend_->adam_step(Queue{}, w.dtype(), w.size(), a, w.data(), g.data(), moment1_[i].data(),
-                          moment2_[i].data());
+      backend_->adam_step(Queue{}, w.dtype(), w.size(), a, w.data(), g.data(), moment1_[i].data(), moment2_[i].data());
     } else {
       // v = momentum v + g + decay w; w -= lr v.
       if (o.weight_decay != 0) axpy(o.weight_decay, w, g);
@@ -403,7 +424,8 @@ std::vector<double> target_rows(const Mlp& model, const data::Dataset& d, std::v
     return onehot;
   }
   if (out != 1) {
-    throw InvalidArgument("train: an MSE model on a data set with one target needs 1 output, not " + std::to_string(out));
+    throw InvalidArgument("train: an MSE model on a data set with one target needs 1 output, not " +
+                          std::to_string(out));
   }
   labels.assign(d.rows, 0);
   return d.targets;
@@ -460,8 +482,8 @@ Evaluation evaluate(Mlp& model, const data::Dataset& d, std::size_t batch_size) 
     const auto r = static_cast<std::int64_t>(rows);
     const Matrix xb = matrix(to_device(be, std::span(d.features).subspan(start * d.cols, rows * d.cols), dt), r,
                              static_cast<std::int64_t>(d.cols));
-    const Matrix tb =
-        matrix(to_device(be, std::span(targets).subspan(start * out, rows * out), dt), r, static_cast<std::int64_t>(out));
+    const Matrix tb = matrix(to_device(be, std::span(targets).subspan(start * out, rows * out), dt), r,
+                             static_cast<std::int64_t>(out));
     const Buffer lb = Buffer::from(be, std::span<const std::int32_t>(labels).subspan(start, rows));
     const Matrix& y = model.forward(xb);
     const Buffer& batch_loss = model.backward(lb, tb);
@@ -591,6 +613,15 @@ std::vector<EpochReport> train(Mlp& model, const data::Dataset& train_set, const
   if (options.epochs == 0) throw InvalidArgument("train: epochs must be at least 1");
   if (options.batch_size == 0) throw InvalidArgument("train: the batch size must be at least 1");
   if (train_set.rows == 0) throw InvalidArgument("train: the training set is empty");
+  if (options.replicas == 0 || options.replica >= options.replicas) {
+    throw InvalidArgument("train: replica " + std::to_string(options.replica) + " of " +
+                          std::to_string(options.replicas) + " does not exist");
+  }
+  if (options.replicas > 1 && (!options.combine_gradients || !options.sum_over_replicas)) {
+    throw InvalidArgument(
+        "train: data-parallel replicas need combine_gradients and sum_over_replicas (use "
+        "tandem::dist::train)");
+  }
   if (train_set.cols != model.inputs()) {
     throw ShapeMismatch("train: the model takes " + std::to_string(model.inputs()) + " features, " + train_set.source +
                         " has " + std::to_string(train_set.cols));
@@ -638,25 +669,38 @@ std::vector<EpochReport> train(Mlp& model, const data::Dataset& train_set, const
       pending_wait += since(t_wait);
     } else {
       staging->wait_seconds = 0;
-      staging->stage(0, order.data(), std::min(batch, n));
     }
     std::vector<double> weights(batches);
+    // This replica's rows of the global batch [start, start + rows): (first, count).
+    const std::size_t rep_of = options.replica, reps = options.replicas;
+    auto own = [rep_of, reps](std::size_t start, std::size_t rows) {
+      const std::size_t lo = rows * rep_of / reps, hi = rows * (rep_of + 1) / reps;
+      return std::pair<std::size_t, std::size_t>(start + lo, hi - lo);
+    };
+    if (stream) {
+      const auto [first, count] = own(0, std::min(batch, n));
+      staging->stage(0, order.data() + first, count);
+    }
     for (std::size_t k = 0; k < batches; ++k) {
-      const std::size_t start = k * batch, rows = std::min(batch, n - start);
+      const std::size_t global_start = k * batch, global_rows = std::min(batch, n - global_start);
+      const auto [start, rows] = own(global_start, global_rows);
       const auto r = static_cast<std::int64_t>(rows);
       Matrix x, t, l;
       const int slot = static_cast<int>(k % 2);
       if (stream) {
         // The next batch goes up while this one computes.
         if (k + 1 < batches) {
-          const std::size_t next = start + batch;
-          staging->stage(1 - slot, order.data() + next, std::min(batch, n - next));
+          const std::size_t next = global_start + batch;
+          const auto [next_first, next_count] = own(next, std::min(batch, n - next));
+          staging->stage(1 - slot, order.data() + next_first, next_count);
         }
         staging->use(slot);
-        x = matrix(staging->x(slot).slice(0, rows * cols), r, static_cast<std::int64_t>(cols));
-        t = matrix(staging->t(slot).slice(0, rows * out), r, static_cast<std::int64_t>(out));
-        l = matrix(staging->labels(slot).slice(0, rows), r, 1);
-      } else {
+        if (rows > 0) {
+          x = matrix(staging->x(slot).slice(0, rows * cols), r, static_cast<std::int64_t>(cols));
+          t = matrix(staging->t(slot).slice(0, rows * out), r, static_cast<std::int64_t>(out));
+          l = matrix(staging->labels(slot).slice(0, rows), r, 1);
+        }
+      } else if (rows > 0) {
         const Buffer idx = index.slice(start, rows);
         x = matrix(xb.slice(0, rows * cols), r, static_cast<std::int64_t>(cols));
         t = matrix(tb.slice(0, rows * out), r, static_cast<std::int64_t>(out));
@@ -665,11 +709,17 @@ std::vector<EpochReport> train(Mlp& model, const data::Dataset& train_set, const
         gather_rows(dd.t, idx, t);
         gather_rows(dd.labels, idx, l);
       }
-      model.forward(x);
-      const Buffer& loss = model.backward(l.buffer, t);
-      model.step();
       Buffer slot_loss = losses.slice(k, 1);
-      slot_loss.copy_from(loss);
+      if (rows > 0) {
+        model.forward(x);
+        slot_loss.copy_from(model.backward(l.buffer, t));
+      } else {
+        // A replica with no rows of a small last batch adds nothing to its gradient.
+        for (Buffer g : model.gradients()) g.fill(0);
+        slot_loss.fill(0);
+      }
+      if (options.combine_gradients) options.combine_gradients(model, rows, global_rows);
+      model.step();
       if (stream) staging->done(slot);
       weights[k] = double(rows) / double(n);
       if (options.on_batch) options.on_batch(epoch, k + 1, batches);
@@ -679,6 +729,7 @@ std::vector<EpochReport> train(Mlp& model, const data::Dataset& train_set, const
     pending_wait = 0;
     rep.train_loss = 0;
     for (std::size_t k = 0; k < batches; ++k) rep.train_loss += batch_losses[k] * weights[k];
+    if (options.sum_over_replicas) rep.train_loss = options.sum_over_replicas(rep.train_loss);
     if (!std::isfinite(rep.train_loss)) {
       throw InvalidArgument("train: the loss became " + std::to_string(rep.train_loss) + " in epoch " +
                             std::to_string(epoch) + "; lower the learning rate (it is " +

@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "tandem/buffer.hpp"
+#include "tandem/mlp.hpp"
 
 namespace tandem::dist {
 
@@ -55,5 +56,21 @@ class Communicator {
   int rank_ = 0, size_ = 1;
   double seconds_ = 0;
 };
+
+// Data-parallel training: every rank holds a replica of `model` (rank 0's parameters are
+// broadcast first, so the replicas start identical) and the whole training set, draws the same
+// shuffled order (options.seed), trains on its share of each global batch of options.batch_size
+// rows, and before each step the gradients are summed over the ranks (each weighted by its share
+// of the batch, in buckets), so every replica takes the step single-process training would take
+// on the whole batch. The reports' train_loss is the global one. With TANDEM_DIST_CHECK=1 the
+// replicas' parameters are compared (a checksum of their bits) after every epoch, and a
+// difference raises DeviceError naming the epoch.
+std::vector<ml::EpochReport> train(Communicator& comm, ml::Mlp& model, const data::Dataset& train_set,
+                                   const data::Dataset* test, ml::TrainOptions options,
+                                   const std::function<void(const ml::EpochReport&)>& on_epoch = {});
+
+// A checksum of the model's parameters (their bits), the same on every rank when the replicas
+// are identical.
+std::uint64_t parameter_checksum(const ml::Mlp& model);
 
 }  // namespace tandem::dist

@@ -37,7 +37,7 @@ std::vector<LayerSpec> layers_from_widths(const std::vector<std::size_t>& widths
 struct OptimizerOptions {
   OptimizerKind kind = OptimizerKind::adam;
   double learning_rate = 1e-3;
-  double momentum = 0.9;  // SGD
+  double momentum = 0.9;                              // SGD
   double beta1 = 0.9, beta2 = 0.999, epsilon = 1e-8;  // Adam
   // SGD: an L2 term added to the gradient. Adam: decoupled (AdamW), w -= lr * decay * w.
   double weight_decay = 0;
@@ -142,6 +142,14 @@ struct TrainOptions {
   DataPlacement placement = DataPlacement::automatic;
   // Called after each batch is queued: (epoch, batches done, batches in the epoch).
   std::function<void(std::size_t, std::size_t, std::size_t)> on_batch = {};
+  // Data-parallel training (set by tandem::dist::train): this process is replica `replica` of
+  // `replicas`. Every replica draws the same shuffled order and trains on its share of each
+  // global batch (rows [rows * replica / replicas, rows * (replica + 1) / replicas)); before each
+  // step, combine_gradients(model, own rows, batch rows) makes the gradients those of the whole
+  // batch, and sum_over_replicas adds a value (the epoch's loss) over the replicas.
+  std::size_t replica = 0, replicas = 1;
+  std::function<void(Mlp&, std::size_t, std::size_t)> combine_gradients = {};
+  std::function<double(double)> sum_over_replicas = {};
 };
 
 struct EpochReport {
