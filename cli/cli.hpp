@@ -10,6 +10,9 @@ namespace tandem::cli {
 int info_main(const std::vector<std::string>& args);
 int check_main(const std::vector<std::string>& args);
 int train_main(const std::vector<std::string>& args);
+// After an error in `train --distributed` on several ranks: ends every rank of the job (the
+// others may wait in a collective for this one); does nothing otherwise.
+void end_distributed_job(int code);
 int regress_main(const std::vector<std::string>& args);
 int bench_main(const std::vector<std::string>& args);
 int compare_main(const std::vector<std::string>& args);

@@ -37,6 +37,8 @@ const char* kUsage =
     "      --test-fraction F  held-out share (default 0.2; 0: none)   --seed N (default 42 split, 1 init)\n"
     "      --no-standardize   keep the raw features (default: standardise on the training split)\n"
     "      --dtype f32|f64    --mixed-precision (bf16 matmul inputs, f32 weights, loss scaling)\n"
+    "      --distributed      data-parallel over MPI: mpirun -np N tandem train --distributed ...\n"
+    "                         (each rank a replica on its share of every batch; rank 0 prints)\n"
     "      --data-placement P auto (default), device (upload once, gather batches there) or stream\n"
     "                         (pinned staging, next batch copied while this one computes)\n"
     "      --backend NAME     --save FILE (versioned, checksummed model file)   --json\n"
@@ -102,9 +104,13 @@ int main(int argc, char** argv) {
     if (command == "compare") return tandem::cli::compare_main(args);
   } catch (const tandem::Error& e) {
     std::fprintf(stderr, "tandem %s: %s\n", command.c_str(), e.what());
+    std::fflush(stderr);
+    tandem::cli::end_distributed_job(2);
     return 2;
   } catch (const std::exception& e) {
     std::fprintf(stderr, "tandem %s: unexpected error: %s\n", command.c_str(), e.what());
+    std::fflush(stderr);
+    tandem::cli::end_distributed_job(2);
     return 2;
   }
   std::fprintf(stderr, "tandem: unknown command '%s'\n\n%s", command.c_str(), kUsage);

@@ -1,5 +1,5 @@
 # Runs COMMAND (a ;-list) with optional ENV (NAME=VALUE;...) and checks its exit code and output:
-#   cmake -DCOMMAND=... -DEXPECT_RC=N -DEXPECT_REGEX=... [-DENV=...] -P expect.cmake
+#   cmake -DCOMMAND=... -DEXPECT_RC=N -DEXPECT_REGEX=... [-DEXPECT_NOT_REGEX=...] [-DENV=...] -P expect.cmake
 foreach(var ${ENV})
   string(REGEX MATCH "^([^=]+)=(.*)$" _ "${var}")
   set(ENV{${CMAKE_MATCH_1}} "${CMAKE_MATCH_2}")
@@ -11,5 +11,8 @@ if(NOT rc EQUAL EXPECT_RC)
 endif()
 if(NOT all MATCHES "${EXPECT_REGEX}")
   message(FATAL_ERROR "output does not match '${EXPECT_REGEX}':\n${all}")
+endif()
+if(DEFINED EXPECT_NOT_REGEX AND all MATCHES "${EXPECT_NOT_REGEX}")
+  message(FATAL_ERROR "output matches '${EXPECT_NOT_REGEX}', which it must not:\n${all}")
 endif()
 message(STATUS "ok: exit ${rc}, output matches '${EXPECT_REGEX}'")
