@@ -17,6 +17,7 @@
 
 #include "tandem/buffer.hpp"
 #include "tandem/mlp.hpp"
+#include "tandem/regression.hpp"
 
 namespace tandem::dist {
 
@@ -68,6 +69,16 @@ class Communicator {
 std::vector<ml::EpochReport> train(Communicator& comm, ml::Mlp& model, const data::Dataset& train_set,
                                    const data::Dataset* test, ml::TrainOptions options,
                                    const std::function<void(const ml::EpochReport&)>& on_epoch = {});
+
+// Linear regression with an intercept on data split by rows over the ranks: each rank passes its
+// own rows (any number, 0 included). The columns are centred on the global means (allreduced
+// sums), each rank forms X^T X and X^T y of its rows on the backend (f64 matmuls), those are
+// summed over the ranks, and every rank solves the same normal equations (Cholesky of the
+// column-scaled Gram matrix, in double on the host): one pass over the data, the same model on
+// every rank. The normal equations square the condition number: for ill-conditioned data
+// (beyond about 1e6 after centring and scaling) gather the rows and use ml::fit_linear_regression.
+// Rank-deficient features raise InvalidArgument naming the column, on every rank.
+ml::LinearModel fit_linear_regression(Communicator& comm, Backend& backend, const data::Dataset& own_rows);
 
 // A checksum of the model's parameters (their bits), the same on every rank when the replicas
 // are identical.
