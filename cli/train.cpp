@@ -253,6 +253,7 @@ int train_main(const std::vector<std::string>& argv) {
   for (const auto& r : reports) train_seconds += r.seconds;
   const double per_epoch = train_seconds / double(reports.size());
   if (!a.save.empty() && root) model.save(a.save);
+  std::string ranks_json;  // "distributed": per rank, for --json
   if (comm != nullptr) {
     // Per rank: samples/s over its own share, and seconds in allreduce and broadcast.
     std::vector<double> per_rank(2 * static_cast<std::size_t>(comm->size()), 0.0);
@@ -268,6 +269,14 @@ int train_main(const std::vector<std::string>& argv) {
       }
       std::printf("all ranks: %.0f samples/s\n", double(split.train.rows) * double(reports.size()) / train_seconds);
     }
+    ranks_json = ", \"distributed\": {\"ranks\": " + std::to_string(comm->size()) + ", \"samples_per_second\": " +
+                 json_number(double(split.train.rows) * double(reports.size()) / train_seconds) + ", \"per_rank\": [";
+    for (int r = 0; r < comm->size(); ++r) {
+      ranks_json += std::string(r ? ", " : "") + "{\"rank\": " + std::to_string(r) +
+                    ", \"samples_per_second\": " + json_number(per_rank[2 * std::size_t(r)]) +
+                    ", \"allreduce_seconds\": " + json_number(per_rank[2 * std::size_t(r) + 1]) + "}";
+    }
+    ranks_json += "]}";
   }
 
   const ml::EpochReport& last = reports.back();
@@ -291,9 +300,9 @@ int train_main(const std::vector<std::string>& argv) {
           json_number(r.test_accuracy).c_str(), json_number(r.seconds).c_str(),
           json_number(r.data_wait_seconds).c_str());
     }
-    std::printf("], \"test_accuracy\": %s, \"seconds_per_epoch\": %s, \"seconds\": %s, \"saved\": %s}\n",
+    std::printf("], \"test_accuracy\": %s, \"seconds_per_epoch\": %s, \"seconds\": %s, \"saved\": %s%s}\n",
                 json_number(last.test_accuracy).c_str(), json_number(per_epoch).c_str(), json_number(total).c_str(),
-                a.save.empty() ? "null" : json_string(a.save).c_str());
+                a.save.empty() ? "null" : json_string(a.save).c_str(), ranks_json.c_str());
     return 0;
   }
   if (split.test.rows) {
