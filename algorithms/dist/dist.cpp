@@ -16,6 +16,10 @@
 #ifdef TANDEM_HAVE_MPI
 #include <mpi.h>
 #endif
+#ifdef TANDEM_HAVE_NCCL
+#include <cuda_runtime.h>
+#include <nccl.h>
+#endif
 
 namespace tandem::dist {
 namespace {
@@ -127,6 +131,56 @@ void reduce_host(void* data, std::size_t count, DType t, Combine op, int size) {
 
 #endif
 
+#ifdef TANDEM_HAVE_NCCL
+// CUDA device buffers are reduced by NCCL on the device (no host staging): one NCCL communicator
+// per process, over the ranks of the job (its id broadcast over MPI), on the device of the first
+// CUDA buffer reduced.
+int cuda_device_of(const Buffer& x) {
+  const std::string n = x.backend().name();
+  if (n == "cuda") return 0;
+  if (n.rfind("cuda:", 0) == 0) return std::stoi(n.substr(5));
+  return -1;
+}
+
+void nccl_check(ncclResult_t r, const char* what) {
+  if (r != ncclSuccess) throw DeviceError(std::string("NCCL error in ") + what + ": " + ncclGetErrorString(r));
+}
+
+ncclComm_t nccl_comm(int device, int rank, int size) {
+  static ncclComm_t comm = nullptr;  // kept for the process's life
+  static int comm_device = -1;
+  if (comm != nullptr) {
+    if (comm_device != device) {
+      throw Unsupported("allreduce: NCCL serves one CUDA device per process, and this one already uses cuda:" +
+                        std::to_string(comm_device) + "; reduce cuda:" + std::to_string(device) +
+                        " buffers in another process");
+    }
+    return comm;
+  }
+  ncclUniqueId id;
+  if (rank == 0) nccl_check(ncclGetUniqueId(&id), "ncclGetUniqueId");
+#ifdef TANDEM_HAVE_MPI
+  if (size > 1) check(MPI_Bcast(&id, sizeof id, MPI_BYTE, 0, g_comm), "broadcasting the NCCL id");
+#endif
+  if (cudaSetDevice(device) != cudaSuccess) throw DeviceError("allreduce: cannot select cuda:" + std::to_string(device));
+  nccl_check(ncclCommInitRank(&comm, size, id, rank), "ncclCommInitRank");
+  comm_device = device;
+  return comm;
+}
+
+// In place on the device, queued on the backend's default queue (CUDA's default stream), after
+// the work before it; false for buffers that are not CUDA device memory.
+bool nccl_allreduce(Buffer& x, Combine op, int rank, int size) {
+  const int device = cuda_device_of(x);
+  if (device < 0) return false;
+  const ncclDataType_t type = x.dtype() == DType::f32 ? ncclFloat32 : x.dtype() == DType::f64 ? ncclFloat64 : ncclInt32;
+  const ncclRedOp_t nop = op == Combine::sum ? ncclSum : op == Combine::mean ? ncclAvg : ncclMax;
+  nccl_check(ncclAllReduce(x.data(), x.data(), x.size(), type, nop, nccl_comm(device, rank, size), nullptr),
+             "ncclAllReduce");
+  return true;
+}
+#endif
+
 }  // namespace
 
 bool built_with_mpi() {
@@ -188,6 +242,12 @@ void Communicator::allreduce(Buffer& x, Combine op) {
   check_reducible(x.dtype(), op, "allreduce");
   const auto t0 = Clock::now();
   check_same_shape(static_cast<std::int64_t>(x.size()), static_cast<int>(x.dtype()), "allreduce");
+#ifdef TANDEM_HAVE_NCCL
+  if (nccl_allreduce(x, op, rank_, size_)) {
+    seconds_ += since(t0);
+    return;
+  }
+#endif
   if (size_ > 1) {
 #ifdef TANDEM_HAVE_MPI
     std::vector<unsigned char> host(x.bytes());
