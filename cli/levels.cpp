@@ -221,27 +221,38 @@ int gpu_memory(Backend& be, bool full, const std::string& json_path, const std::
   return 0;
 }
 
-}  // namespace
-
-int bench_bandwidth_main(const std::vector<std::string>& argv) {
-  std::string backend_name, json_path, plot_dir;
+// The options `bench bandwidth` and `bench memory` share; false (after printing) on an unknown one.
+struct LevelArgs {
+  std::string backend, json, plot;
   bool full = false;
+};
+bool parse_level_args(const std::vector<std::string>& argv, const char* command, LevelArgs& a) {
   Args args(argv);
   while (args.next()) {
     const std::string& f = args.flag();
-    if (f == "--backend")
-      backend_name = args.value();
-    else if (f == "--json")
-      json_path = args.value();
-    else if (f == "--plot")
-      plot_dir = args.value();
-    else if (f == "--full")
-      full = true;
-    else {
-      std::fprintf(stderr, "tandem bench bandwidth: unknown option '%s' (see tandem --help)\n", f.c_str());
-      return 2;
+    if (f == "--backend") {
+      a.backend = args.value();
+    } else if (f == "--json") {
+      a.json = args.value();
+    } else if (f == "--plot") {
+      a.plot = args.value();
+    } else if (f == "--full") {
+      a.full = true;
+    } else {
+      std::fprintf(stderr, "tandem bench %s: unknown option '%s' (see tandem --help)\n", command, f.c_str());
+      return false;
     }
   }
+  return true;
+}
+
+}  // namespace
+
+int bench_bandwidth_main(const std::vector<std::string>& argv) {
+  LevelArgs a;
+  if (!parse_level_args(argv, "bandwidth", a)) return 2;
+  const std::string &backend_name = a.backend, &json_path = a.json, &plot_dir = a.plot;
+  const bool full = a.full;
   Backend& be = backend_name.empty() ? default_backend() : get_backend(backend_name);
   const DeviceProperties props = be.properties();
   const bool quiet = json_path == "-";
@@ -294,24 +305,10 @@ int bench_bandwidth_main(const std::vector<std::string>& argv) {
 }
 
 int bench_memory_main(const std::vector<std::string>& argv) {
-  std::string json_path, plot_dir, backend_name;
-  bool full = false;
-  Args args(argv);
-  while (args.next()) {
-    const std::string& f = args.flag();
-    if (f == "--backend")
-      backend_name = args.value();
-    else if (f == "--json")
-      json_path = args.value();
-    else if (f == "--plot")
-      plot_dir = args.value();
-    else if (f == "--full")
-      full = true;
-    else {
-      std::fprintf(stderr, "tandem bench memory: unknown option '%s' (see tandem --help)\n", f.c_str());
-      return 2;
-    }
-  }
+  LevelArgs a;
+  if (!parse_level_args(argv, "memory", a)) return 2;
+  const std::string &backend_name = a.backend, &json_path = a.json, &plot_dir = a.plot;
+  const bool full = a.full;
   if (!backend_name.empty()) {
     Backend& be = get_backend(backend_name);
     if (be.properties().kind != BackendKind::cpu) return gpu_memory(be, full, json_path, plot_dir);
