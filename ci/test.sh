@@ -28,6 +28,13 @@ for f in backends/openmp/scan.cpp backends/openmp/elementwise.cpp backends/openm
   c++ -std=c++20 -fopenmp -fsyntax-only -U__SSE2__ -Iinclude -I. -Wall -Wextra -Werror "$f"
 done
 
+echo "== tandem::dist without MPI (the GPU machine's build, and users without Open MPI), syntax only =="
+c++ -std=c++20 -fsyntax-only -Iinclude -Wall -Wextra -Wpedantic -Wshadow -Werror algorithms/dist/dist.cpp
+if [ -f /usr/local/cuda/include/nccl.h ]; then
+  c++ -std=c++20 -fsyntax-only -Iinclude -isystem /usr/local/cuda/include -DTANDEM_HAVE_NCCL -Wall -Wextra -Wpedantic \
+    -Wshadow -Werror algorithms/dist/dist.cpp
+fi
+
 echo "== AddressSanitizer + UndefinedBehaviorSanitizer =="
 cmake --preset asan >/dev/null
 cmake --build --preset asan -j "$jobs"

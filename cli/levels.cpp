@@ -119,6 +119,27 @@ double read_gbps(const float* data, std::size_t bytes) {
   return double(bytes) * double(passes) / (ms * 1e6);
 }
 
+// Read bandwidth at working sets from `smallest` to `largest` bytes, doubling: each row printed
+// (unless quiet) with a mark where the bandwidth falls by 30% or more (a level ends), and
+// returned as the JSON rows of the "memory" array.
+template <class Measure>
+std::string working_set_rows(std::size_t smallest, std::size_t largest, bool quiet, Measure&& gbps_at) {
+  std::string rows;
+  double previous = 0;
+  for (std::size_t bytes = smallest; bytes <= largest; bytes *= 2) {
+    const double gbps = gbps_at(bytes);
+    if (!quiet) {
+      const bool drop = previous > 0 && gbps < 0.7 * previous;
+      std::printf("%12s %10.1f%s\n", bytes_text(bytes).c_str(), gbps, drop ? "   <- a level ends" : "");
+      std::fflush(stdout);
+    }
+    previous = gbps;
+    rows += std::string(rows.empty() ? "" : ",\n") + "    {\"bytes\": " + std::to_string(bytes) +
+            ", \"read_gbps\": " + json_number(gbps) + "}";
+  }
+  return rows;
+}
+
 // Median of `reps` event-timed runs (ms) of f on the backend's default queue, `before` run
 // untimed ahead of each.
 template <class B, class F>
@@ -195,21 +216,10 @@ int gpu_memory(Backend& be, bool full, const std::string& json_path, const std::
   if (props.l2_cache_bytes > 0) json += "{\"level\": \"L2\", \"bytes\": " + std::to_string(props.l2_cache_bytes) + "}";
   json += "],\n  \"shared_gbps\": " + json_number(shared_gbps) + ",\n  \"link_gbps\": " + json_number(link_gbps) +
           ",\n  \"memory\": [\n";
-  double previous = 0;
-  bool first = true;
-  for (std::size_t bytes = simulator ? 4096 : (std::size_t(256) << 10); bytes <= largest; bytes *= 2) {
+  json += working_set_rows(simulator ? 4096 : (std::size_t(256) << 10), largest, quiet, [&](std::size_t bytes) {
     const unsigned passes = static_cast<unsigned>(std::max(1.0, target / double(bytes)));
-    const double gbps = probe(bytes, passes, 0, double(bytes) * passes);
-    if (!quiet) {
-      const bool drop = previous > 0 && gbps < 0.7 * previous;
-      std::printf("%12s %10.1f%s\n", bytes_text(bytes).c_str(), gbps, drop ? "   <- a level ends" : "");
-      std::fflush(stdout);
-    }
-    previous = gbps;
-    json += std::string(first ? "" : ",\n") + "    {\"bytes\": " + std::to_string(bytes) +
-            ", \"read_gbps\": " + json_number(gbps) + "}";
-    first = false;
-  }
+    return probe(bytes, passes, 0, double(bytes) * passes);
+  });
   json += "\n  ]\n}\n";
   if (!quiet) {
     std::printf("%12s %10.1f   (each block's %s read from on-chip shared memory)\n", "shared", shared_gbps,
@@ -339,20 +349,7 @@ int bench_memory_main(const std::vector<std::string>& argv) {
             "\", \"bytes\": " + std::to_string(caches[i].second) + "}";
   }
   json += "],\n  \"memory\": [\n";
-  double previous = 0;
-  bool first = true;
-  for (std::size_t bytes = 4096; bytes <= largest; bytes *= 2) {
-    const double gbps = read_gbps(data.data(), bytes);
-    if (!quiet) {
-      const bool drop = previous > 0 && gbps < 0.7 * previous;
-      std::printf("%12s %10.1f%s\n", bytes_text(bytes).c_str(), gbps, drop ? "   <- a level ends" : "");
-      std::fflush(stdout);
-    }
-    previous = gbps;
-    json += std::string(first ? "" : ",\n") + "    {\"bytes\": " + std::to_string(bytes) +
-            ", \"read_gbps\": " + json_number(gbps) + "}";
-    first = false;
-  }
+  json += working_set_rows(4096, largest, quiet, [&](std::size_t bytes) { return read_gbps(data.data(), bytes); });
   json += "\n  ]\n}\n";
   write_json(json_path, json);
   if (!plot_dir.empty()) sweep::plot_json(json, plot_dir, "memory.json");

@@ -94,6 +94,14 @@ void collectives(Backend& be) {
     for (double v : many[std::size_t(k)].to_vector<double>()) buckets = buckets && v == want;
   }
   expect(buckets, "bucketed allreduce of five buffers", r);
+  std::vector<Buffer> mixed = {many[0], Buffer::from(get_backend("reference"), std::vector<double>(4, 1.0))};
+  bool mismatch = false;
+  try {
+    w.allreduce(mixed, dist::Combine::sum);
+  } catch (const DeviceMismatch&) {
+    mismatch = true;
+  }
+  expect(mismatch, "buffers of two backends in one call raise DeviceMismatch", r);
   // Different shapes on different ranks: every rank raises ShapeMismatch, none hangs.
   Buffer odd(be, DType::f32, std::size_t(10 + r));
   odd.fill(1);

@@ -9,6 +9,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <limits>
+#include <span>
 #include <string>
 
 #include "tandem/errors.hpp"
@@ -162,21 +163,29 @@ ncclComm_t nccl_comm(int device, int rank, int size) {
 #ifdef TANDEM_HAVE_MPI
   if (size > 1) check(MPI_Bcast(&id, sizeof id, MPI_BYTE, 0, g_comm), "broadcasting the NCCL id");
 #endif
-  if (cudaSetDevice(device) != cudaSuccess) throw DeviceError("allreduce: cannot select cuda:" + std::to_string(device));
+  if (cudaSetDevice(device) != cudaSuccess)
+    throw DeviceError("allreduce: cannot select cuda:" + std::to_string(device));
   nccl_check(ncclCommInitRank(&comm, size, id, rank), "ncclCommInitRank");
   comm_device = device;
   return comm;
 }
 
 // In place on the device, queued on the backend's default queue (CUDA's default stream), after
-// the work before it; false for buffers that are not CUDA device memory.
-bool nccl_allreduce(Buffer& x, Combine op, int rank, int size) {
-  const int device = cuda_device_of(x);
+// the work before it; false (nothing done) when the buffers are not CUDA device memory. Several
+// buffers go as one NCCL group.
+bool nccl_allreduce(std::span<Buffer> xs, Combine op, int rank, int size) {
+  const int device = cuda_device_of(xs.front());
   if (device < 0) return false;
-  const ncclDataType_t type = x.dtype() == DType::f32 ? ncclFloat32 : x.dtype() == DType::f64 ? ncclFloat64 : ncclInt32;
+  const ncclComm_t comm = nccl_comm(device, rank, size);
   const ncclRedOp_t nop = op == Combine::sum ? ncclSum : op == Combine::mean ? ncclAvg : ncclMax;
-  nccl_check(ncclAllReduce(x.data(), x.data(), x.size(), type, nop, nccl_comm(device, rank, size), nullptr),
-             "ncclAllReduce");
+  nccl_check(ncclGroupStart(), "ncclGroupStart");
+  for (Buffer& x : xs) {
+    const ncclDataType_t type = x.dtype() == DType::f32   ? ncclFloat32
+                                : x.dtype() == DType::f64 ? ncclFloat64
+                                                          : ncclInt32;
+    nccl_check(ncclAllReduce(x.data(), x.data(), x.size(), type, nop, comm, nullptr), "ncclAllReduce");
+  }
+  nccl_check(ncclGroupEnd(), "ncclGroupEnd");
   return true;
 }
 #endif
@@ -243,7 +252,7 @@ void Communicator::allreduce(Buffer& x, Combine op) {
   const auto t0 = Clock::now();
   check_same_shape(static_cast<std::int64_t>(x.size()), static_cast<int>(x.dtype()), "allreduce");
 #ifdef TANDEM_HAVE_NCCL
-  if (nccl_allreduce(x, op, rank_, size_)) {
+  if (nccl_allreduce(std::span<Buffer>(&x, 1), op, rank_, size_)) {
     seconds_ += since(t0);
     return;
   }
@@ -266,12 +275,21 @@ void Communicator::allreduce(std::vector<Buffer>& xs, Combine op, std::size_t bu
   for (const Buffer& b : xs) {
     if (b.empty_handle()) throw InvalidArgument("allreduce: empty Buffer handle in the list");
     if (b.dtype() != t) throw DTypeMismatch("allreduce: the buffers of one call must share a dtype");
+    if (&b.backend() != &xs.front().backend()) {
+      throw DeviceMismatch("allreduce: the buffers of one call must be on one backend");
+    }
     total += static_cast<std::int64_t>(b.size());
   }
   check_reducible(t, op, "allreduce");
   const auto t0 = Clock::now();
   check_same_shape(total, static_cast<int>(t) * 4096 + static_cast<int>(std::min<std::size_t>(xs.size(), 4095)),
                    "allreduce");
+#ifdef TANDEM_HAVE_NCCL
+  if (nccl_allreduce(std::span<Buffer>(xs), op, rank_, size_)) {
+    seconds_ += since(t0);
+    return;
+  }
+#endif
   if (size_ > 1) {
 #ifdef TANDEM_HAVE_MPI
     const std::size_t elem = size_of(t);
@@ -295,6 +313,8 @@ void Communicator::allreduce(std::vector<Buffer>& xs, Combine op, std::size_t bu
       }
       first = last;
     }
+#else
+    (void)bucket_bytes;
 #endif
   }
   seconds_ += since(t0);
@@ -306,6 +326,8 @@ void Communicator::allreduce(std::vector<double>& values, Combine op) {
   if (size_ > 1 && !values.empty()) {
 #ifdef TANDEM_HAVE_MPI
     reduce_host(values.data(), values.size(), DType::f64, op, size_);
+#else
+    (void)op;
 #endif
   }
   seconds_ += since(t0);

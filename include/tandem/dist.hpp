@@ -1,8 +1,8 @@
 // tandem::dist: several processes working as one, over MPI (Open MPI from Debian). A Communicator
 // reduces and broadcasts Buffers of any backend, staged through host memory (download, MPI on the
 // host, upload): the path for CPU backends and for GPUs without CUDA-aware MPI. Built with CUDA
-// and NCCL, allreduce of a single CUDA device buffer goes through NCCL on the device instead (its
-// max leaves NaN handling to NCCL; one CUDA device per process).
+// and NCCL, allreduce of CUDA device buffers goes through NCCL on the device instead (several
+// buffers as one NCCL group; its max leaves NaN handling to NCCL; one CUDA device per process).
 //
 // Floating-point reductions are a reduce to rank 0 followed by a broadcast, not MPI_Allreduce:
 // every rank then holds bitwise the same result, which keeps data-parallel replicas identical
