@@ -39,6 +39,7 @@ const char* kUsage =
     "      --dtype f32|f64    --mixed-precision (bf16 matmul inputs, f32 weights, loss scaling)\n"
     "      --distributed      data-parallel over MPI: mpirun -np N tandem train --distributed ...\n"
     "                         (each rank a replica on its share of every batch; rank 0 prints)\n"
+    "      --overlap          with --distributed: sum each layer's gradients while backward goes on\n"
     "      --data-placement P auto (default), device (upload once, gather batches there) or stream\n"
     "                         (pinned staging, next batch copied while this one computes)\n"
     "      --backend NAME     --save FILE (versioned, checksummed model file)   --json\n"

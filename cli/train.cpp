@@ -31,6 +31,7 @@ struct TrainArgs {
   double test_fraction = 0.2;
   std::uint64_t split_seed = 42;
   bool standardize = true, json = false, mixed_precision = false, distributed = false;
+  dist::DataParallelOptions parallel;
 };
 
 ml::LayerKind parse_activation(const std::string& s) {
@@ -155,6 +156,8 @@ int train_main(const std::vector<std::string>& argv) {
       a.json = true;
     else if (f == "--distributed")
       a.distributed = true;
+    else if (f == "--overlap")
+      a.parallel.overlap = true;
     else {
       std::fprintf(stderr, "tandem train: unknown option '%s' (see tandem --help)\n", f.c_str());
       return 2;
@@ -162,6 +165,7 @@ int train_main(const std::vector<std::string>& argv) {
   }
   if (a.data.empty()) throw InvalidArgument("--data FILE is required (CSV, or IDX images with --labels FILE)");
   a.model.mixed_precision = a.mixed_precision;
+  if (a.parallel.overlap && !a.distributed) throw InvalidArgument("--overlap goes with --distributed");
 
   // Data: load, split, standardise (fitted on the training split only).
   data::Dataset all = a.labels.empty() ? data::read_csv(a.data, csv_options(a.label_column, a.delimiter, a.header))
@@ -246,7 +250,7 @@ int train_main(const std::vector<std::string>& argv) {
                                    : ", streamed through host staging");
     std::fflush(stdout);
   };
-  const auto reports = comm != nullptr ? dist::train(*comm, model, split.train, test, a.train, on_epoch)
+  const auto reports = comm != nullptr ? dist::train(*comm, model, split.train, test, a.train, on_epoch, a.parallel)
                                        : ml::train(model, split.train, test, a.train, on_epoch);
   const double total = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   double train_seconds = 0;
@@ -264,12 +268,13 @@ int train_main(const std::vector<std::string>& argv) {
     if (!root) return 0;
     if (!a.json) {
       for (int r = 0; r < comm->size(); ++r) {
-        std::printf("rank %d: %.0f samples/s, %.3f s in allreduce\n", r, per_rank[2 * std::size_t(r)],
-                    per_rank[2 * std::size_t(r) + 1]);
+        std::printf("rank %d: %.0f samples/s, %.3f s in allreduce%s\n", r, per_rank[2 * std::size_t(r)],
+                    per_rank[2 * std::size_t(r) + 1], a.parallel.overlap ? " (not hidden by backward)" : "");
       }
       std::printf("all ranks: %.0f samples/s\n", double(split.train.rows) * double(reports.size()) / train_seconds);
     }
-    ranks_json = ", \"distributed\": {\"ranks\": " + std::to_string(comm->size()) + ", \"samples_per_second\": " +
+    ranks_json = ", \"distributed\": {\"ranks\": " + std::to_string(comm->size()) +
+                 ", \"overlap\": " + (a.parallel.overlap ? "true" : "false") + ", \"samples_per_second\": " +
                  json_number(double(split.train.rows) * double(reports.size()) / train_seconds) + ", \"per_rank\": [";
     for (int r = 0; r < comm->size(); ++r) {
       ranks_json += std::string(r ? ", " : "") + "{\"rank\": " + std::to_string(r) +

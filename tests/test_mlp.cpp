@@ -60,7 +60,7 @@ double loss_of(ml::Mlp& model, const Batch& b, std::size_t rows) {
 
 // Layers exercising every kind: Linear, Tanh, Sigmoid, ReLU, GELU.
 std::vector<LayerSpec> every_kind(std::size_t out) {
-  return {{LayerKind::linear, 5, 6}, {LayerKind::tanh, 6, 6},    {LayerKind::linear, 6, 4},
+  return {{LayerKind::linear, 5, 6},  {LayerKind::tanh, 6, 6},   {LayerKind::linear, 6, 4},
           {LayerKind::sigmoid, 4, 4}, {LayerKind::linear, 4, 4}, {LayerKind::relu, 4, 4},
           {LayerKind::linear, 4, 5},  {LayerKind::gelu, 5, 5},   {LayerKind::linear, 5, out}};
 }
@@ -124,6 +124,37 @@ TEST_CASE("mlp: the gradient of every layer and loss matches central differences
       }
     }
     MESSAGE("worst gradient error ", worst);
+  }
+}
+
+TEST_CASE("mlp: backward says when each layer's gradients are final, last layer first") {
+  Backend* be = test::backend_or_skip();
+  if (!be) return;
+  ml::MlpOptions o;
+  o.dtype = DType::f64;
+  o.seed = test::seed();
+  ml::Mlp model(*be, every_kind(3), o);
+  data::Rng rng(test::seed() + 3);
+  const Batch b = random_batch(rng, 6, 5, 3, ml::LossKind::softmax_cross_entropy);
+  const Matrix x = matrix(upload(*be, b.x, DType::f64), 6, 5);
+  const Matrix tg = matrix(upload(*be, b.t, DType::f64), 6, 3);
+  model.forward(x);
+  // A copy of each layer's gradients taken when backward says they are final (queued after them).
+  std::vector<std::size_t> firsts;
+  std::vector<Buffer> snapshots(model.gradients().size());
+  model.backward(Buffer::from(*be, b.labels), tg, [&](std::size_t first, std::size_t count) {
+    CHECK(count == 2);
+    firsts.push_back(first);
+    for (std::size_t i = first; i < first + count; ++i) {
+      snapshots[i] = Buffer(*be, DType::f64, model.gradients()[i].size());
+      snapshots[i].copy_from(model.gradients()[i]);
+    }
+  });
+  CHECK(firsts == std::vector<std::size_t>{8, 6, 4, 2, 0});
+  for (std::size_t i = 0; i < snapshots.size(); ++i) {
+    CAPTURE(i);
+    REQUIRE(!snapshots[i].empty_handle());
+    CHECK(host(snapshots[i]) == host(model.gradients()[i]));
   }
 }
 
@@ -343,7 +374,8 @@ TEST_CASE("mlp: batches streamed through pinned staging give the device-resident
   t.batch_size = 40;  // 300 = 7 full batches and a partial one
   ml::MlpOptions o;
   o.seed = 9;
-  ml::Mlp resident(*be, ml::layers_from_widths({64, 24, 10}), o), streamed(*be, ml::layers_from_widths({64, 24, 10}), o);
+  ml::Mlp resident(*be, ml::layers_from_widths({64, 24, 10}), o),
+      streamed(*be, ml::layers_from_widths({64, 24, 10}), o);
   t.placement = ml::DataPlacement::device;
   const auto a = ml::train(resident, d, nullptr, t);
   t.placement = ml::DataPlacement::stream;

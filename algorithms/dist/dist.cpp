@@ -6,11 +6,16 @@
 #include <algorithm>
 #include <chrono>
 #include <cmath>
+#include <condition_variable>
 #include <cstdlib>
 #include <cstring>
+#include <deque>
+#include <exception>
 #include <limits>
+#include <mutex>
 #include <span>
 #include <string>
+#include <thread>
 
 #include "tandem/errors.hpp"
 
@@ -58,10 +63,15 @@ void check(int rc, const char* what) {
   throw DeviceError(std::string("MPI error in ") + what + ": " + std::string(text, static_cast<std::size_t>(len)));
 }
 
+void stop_background_at_exit(bool& may_finalize);
+
 void finalize_at_exit() {
   int finalized = 0;
   MPI_Finalized(&finalized);
   if (finalized) return;
+  bool may_finalize = true;
+  stop_background_at_exit(may_finalize);
+  if (!may_finalize) return;
   if (g_comm != MPI_COMM_NULL) MPI_Comm_free(&g_comm);
   if (g_owns_mpi) MPI_Finalize();
 }
@@ -102,23 +112,48 @@ MPI_Op mpi_op(DType t, Combine op) {
 // Counts in MPI are int: large arrays go in pieces.
 constexpr std::size_t kPiece = std::size_t(1) << 28;
 
+// Waits for a non-blocking operation without spinning: Open MPI's blocking calls poll the
+// network and take a core, which the caller's computation needs when a communication thread
+// runs beside it (the communication thread's calls wait this way).
+void wait_politely(MPI_Request& request, const char* what) {
+  for (;;) {
+    int done = 0;
+    check(MPI_Test(&request, &done, MPI_STATUS_IGNORE), what);
+    if (done) return;
+    std::this_thread::yield();
+  }
+}
+
 // In place over host memory: every rank ends with the same combined values. Floating point:
 // reduce to rank 0, then broadcast (bitwise the same result everywhere); integers: one allreduce.
-void reduce_host(void* data, std::size_t count, DType t, Combine op, int size) {
+// polite: non-blocking calls waited for with wait_politely.
+void reduce_host(void* data, std::size_t count, DType t, Combine op, int size, MPI_Comm comm = g_comm,
+                 bool polite = false) {
   auto* bytes = static_cast<unsigned char*>(data);
   const std::size_t elem = size_of(t);
   const MPI_Datatype type = mpi_type(t, op);
   const MPI_Op mop = mpi_op(t, op);
   int rank = 0;
-  MPI_Comm_rank(g_comm, &rank);
+  MPI_Comm_rank(comm, &rank);
   for (std::size_t at = 0; at < count; at += kPiece) {
     const int n = static_cast<int>(std::min(kPiece, count - at));
     void* p = bytes + at * elem;
+    MPI_Request request = MPI_REQUEST_NULL;
     if (t == DType::i32) {
-      check(MPI_Allreduce(MPI_IN_PLACE, p, n, type, mop, g_comm), "allreduce");
+      if (polite) {
+        check(MPI_Iallreduce(MPI_IN_PLACE, p, n, type, mop, comm, &request), "allreduce");
+        wait_politely(request, "allreduce");
+      } else {
+        check(MPI_Allreduce(MPI_IN_PLACE, p, n, type, mop, comm), "allreduce");
+      }
       continue;
     }
-    check(MPI_Reduce(rank == 0 ? MPI_IN_PLACE : p, p, n, type, mop, 0, g_comm), "allreduce (reduce)");
+    if (polite) {
+      check(MPI_Ireduce(rank == 0 ? MPI_IN_PLACE : p, p, n, type, mop, 0, comm, &request), "allreduce (reduce)");
+      wait_politely(request, "allreduce (reduce)");
+    } else {
+      check(MPI_Reduce(rank == 0 ? MPI_IN_PLACE : p, p, n, type, mop, 0, comm), "allreduce (reduce)");
+    }
     if (rank == 0 && op == Combine::mean) {
       if (t == DType::f32) {
         divide(static_cast<float*>(p), std::size_t(n), size);
@@ -126,7 +161,29 @@ void reduce_host(void* data, std::size_t count, DType t, Combine op, int size) {
         divide(static_cast<double*>(p), std::size_t(n), size);
       }
     }
-    check(MPI_Bcast(p, n, type, 0, g_comm), "allreduce (broadcast)");
+    if (polite) {
+      check(MPI_Ibcast(p, n, type, 0, comm, &request), "allreduce (broadcast)");
+      wait_politely(request, "allreduce (broadcast)");
+    } else {
+      check(MPI_Bcast(p, n, type, 0, comm), "allreduce (broadcast)");
+    }
+  }
+}
+
+// Every rank passed the same count and dtype, or every rank raises ShapeMismatch.
+void same_shape(MPI_Comm comm, std::int64_t count, int dtype, const char* what, bool polite = false) {
+  std::int64_t v[4] = {count, -count, dtype, -dtype};
+  if (polite) {
+    MPI_Request request = MPI_REQUEST_NULL;
+    check(MPI_Iallreduce(MPI_IN_PLACE, v, 4, MPI_INT64_T, MPI_MAX, comm, &request), what);
+    wait_politely(request, what);
+  } else {
+    check(MPI_Allreduce(MPI_IN_PLACE, v, 4, MPI_INT64_T, MPI_MAX, comm), what);
+  }
+  if (v[0] != -v[1] || v[2] != -v[3]) {
+    throw ShapeMismatch(std::string(what) + ": the ranks passed different buffers (from " + std::to_string(-v[1]) +
+                        " to " + std::to_string(v[0]) + " elements" + (v[2] != -v[3] ? ", and different dtypes" : "") +
+                        "); every rank must pass the same shape");
   }
 }
 
@@ -170,10 +227,14 @@ ncclComm_t nccl_comm(int device, int rank, int size) {
   return comm;
 }
 
-// In place on the device, queued on the backend's default queue (CUDA's default stream), after
-// the work before it; false (nothing done) when the buffers are not CUDA device memory. Several
-// buffers go as one NCCL group.
-bool nccl_allreduce(std::span<Buffer> xs, Combine op, int rank, int size) {
+void cuda_check(cudaError_t e, const char* what) {
+  if (e != cudaSuccess) throw DeviceError(std::string("CUDA error in ") + what + ": " + cudaGetErrorString(e));
+}
+
+// In place on the device, queued on `stream` (by default the backend's queue 0, CUDA's default
+// stream, after the work before it); false (nothing done) when the buffers are not CUDA device
+// memory. Several buffers go as one NCCL group.
+bool nccl_allreduce(std::span<Buffer> xs, Combine op, int rank, int size, cudaStream_t stream = nullptr) {
   const int device = cuda_device_of(xs.front());
   if (device < 0) return false;
   const ncclComm_t comm = nccl_comm(device, rank, size);
@@ -183,14 +244,240 @@ bool nccl_allreduce(std::span<Buffer> xs, Combine op, int rank, int size) {
     const ncclDataType_t type = x.dtype() == DType::f32   ? ncclFloat32
                                 : x.dtype() == DType::f64 ? ncclFloat64
                                                           : ncclInt32;
-    nccl_check(ncclAllReduce(x.data(), x.data(), x.size(), type, nop, comm, nullptr), "ncclAllReduce");
+    nccl_check(ncclAllReduce(x.data(), x.data(), x.size(), type, nop, comm, stream), "ncclAllReduce");
   }
   nccl_check(ncclGroupEnd(), "ncclGroupEnd");
   return true;
 }
+
+// Started allreduces of CUDA buffers run on a communication stream of their own: it waits for
+// the work queued on the default stream so far, and the default stream waits for it in finish.
+struct CommStream {
+  cudaStream_t stream = nullptr;
+  cudaEvent_t ready = nullptr, done = nullptr;
+};
+
+CommStream& comm_stream() {
+  static CommStream c = [] {
+    CommStream s;
+    cuda_check(cudaStreamCreateWithFlags(&s.stream, cudaStreamNonBlocking), "creating the communication stream");
+    cuda_check(cudaEventCreateWithFlags(&s.ready, cudaEventDisableTiming), "cudaEventCreate");
+    cuda_check(cudaEventCreateWithFlags(&s.done, cudaEventDisableTiming), "cudaEventCreate");
+    return s;
+  }();
+  return c;
+}
+
+bool g_nccl_pending = false;  // a started NCCL allreduce (the stream exists only once one was)
+
+bool nccl_start(std::span<Buffer> xs, Combine op, int rank, int size) {
+  if (cuda_device_of(xs.front()) < 0) return false;
+  g_nccl_pending = true;
+  CommStream& c = comm_stream();
+  cuda_check(cudaEventRecord(c.ready, nullptr), "cudaEventRecord");
+  cuda_check(cudaStreamWaitEvent(c.stream, c.ready, 0), "cudaStreamWaitEvent");
+  nccl_allreduce(xs, op, rank, size, c.stream);
+  return true;
+}
+
+void nccl_finish() {
+  if (!g_nccl_pending) return;
+  g_nccl_pending = false;
+  CommStream& c = comm_stream();
+  cuda_check(cudaEventRecord(c.done, c.stream), "cudaEventRecord");
+  cuda_check(cudaStreamWaitEvent(nullptr, c.done, 0), "cudaStreamWaitEvent");
+}
 #endif
 
+// The allreduces started and not yet finished, and (host path) the thread that reduces them on a
+// communicator of its own while the caller computes.
+struct Job {
+  std::vector<Buffer> xs;
+  std::vector<unsigned char> host;  // the buffers packed, reduced in place
+  DType dtype = DType::f32;
+  Combine op = Combine::sum;
+};
+
 }  // namespace
+
+namespace detail {
+struct Background {
+  std::mutex m;
+  std::condition_variable cv;
+  std::deque<Job> jobs;             // the thread reduces jobs[taken] while more are added: a deque keeps it in place
+  std::size_t taken = 0, done = 0;  // by the thread
+  std::exception_ptr error;
+  bool stop = false;
+  std::thread thread;
+#ifdef TANDEM_HAVE_MPI
+  MPI_Comm comm = MPI_COMM_NULL;
+
+  void run(int size) {
+    for (;;) {
+      Job* job = nullptr;
+      {
+        std::unique_lock<std::mutex> lock(m);
+        cv.wait(lock, [&] { return stop || taken < jobs.size(); });
+        if (taken == jobs.size()) return;
+        job = &jobs[taken++];
+      }
+      std::exception_ptr failed;
+      try {
+        const std::size_t count = job->host.size() / size_of(job->dtype);
+        same_shape(comm, static_cast<std::int64_t>(count), static_cast<int>(job->dtype), "allreduce (started)", true);
+        reduce_host(job->host.data(), count, job->dtype, job->op, size, comm, true);
+      } catch (...) {
+        failed = std::current_exception();
+      }
+      {
+        std::lock_guard<std::mutex> lock(m);
+        if (failed && !error) error = failed;
+        ++done;
+      }
+      cv.notify_all();
+    }
+  }
+#endif
+
+  bool busy() {
+    std::lock_guard<std::mutex> lock(m);
+    return done < jobs.size();
+  }
+  // At exit, before MPI is finalised: false when the thread is still inside MPI (an allreduce
+  // started and never finished), and MPI must then not be finalised.
+  bool stop_thread() {
+    if (!thread.joinable()) return true;
+    if (busy()) {
+      thread.detach();
+      return false;
+    }
+    {
+      std::lock_guard<std::mutex> lock(m);
+      stop = true;
+    }
+    cv.notify_all();
+    thread.join();
+    return true;
+  }
+};
+}  // namespace detail
+
+namespace {
+detail::Background* g_background = nullptr;  // world()'s, stopped at exit
+
+#ifdef TANDEM_HAVE_MPI
+void stop_background_at_exit(bool& may_finalize) {
+  if (g_background == nullptr) return;
+  may_finalize = g_background->stop_thread();
+  if (may_finalize && g_background->comm != MPI_COMM_NULL) MPI_Comm_free(&g_background->comm);
+}
+#endif
+
+// The buffers of one call: one dtype, one backend.
+DType check_list(const std::vector<Buffer>& xs, Combine op) {
+  const DType t = xs.front().dtype();
+  for (const Buffer& b : xs) {
+    if (b.empty_handle()) throw InvalidArgument("allreduce: empty Buffer handle in the list");
+    if (b.dtype() != t) throw DTypeMismatch("allreduce: the buffers of one call must share a dtype");
+    if (&b.backend() != &xs.front().backend()) {
+      throw DeviceMismatch("allreduce: the buffers of one call must be on one backend");
+    }
+  }
+  check_reducible(t, op, "allreduce");
+  return t;
+}
+
+}  // namespace
+
+Communicator::Communicator(int rank, int size)
+    : rank_(rank), size_(size), background_(std::make_unique<detail::Background>()) {}
+
+Communicator::~Communicator() {
+  if (g_background == background_.get()) g_background = nullptr;
+  background_->stop_thread();
+}
+
+void Communicator::start_allreduce(std::vector<Buffer> xs, Combine op) {
+  if (xs.empty()) return;
+  [[maybe_unused]] const DType t = check_list(xs, op);
+  const auto t0 = Clock::now();
+  ++started_;
+#ifdef TANDEM_HAVE_NCCL
+  if (nccl_start(std::span<Buffer>(xs), op, rank_, size_)) {
+    seconds_ += since(t0);
+    return;
+  }
+#endif
+  if (size_ == 1) {
+    seconds_ += since(t0);
+    return;
+  }
+#ifdef TANDEM_HAVE_MPI
+  detail::Background& bg = *background_;
+  if (!bg.thread.joinable()) {
+    int level = MPI_THREAD_SINGLE;
+    check(MPI_Query_thread(&level), "MPI_Query_thread");
+    if (level < MPI_THREAD_SERIALIZED) {
+      throw Unsupported(
+          "start_allreduce: MPI was initialised without MPI_THREAD_SERIALIZED, which the communication thread "
+          "needs; initialise it with MPI_Init_thread(..., MPI_THREAD_SERIALIZED, ...) (or leave it to tandem), or "
+          "train without overlap");
+    }
+    check(MPI_Comm_dup(g_comm, &bg.comm), "MPI_Comm_dup (communication thread)");
+    check(MPI_Comm_set_errhandler(bg.comm, MPI_ERRORS_RETURN), "MPI_Comm_set_errhandler");
+    const int size = size_;
+    bg.thread = std::thread([&bg, size] { bg.run(size); });
+    g_background = &bg;
+  }
+  Job job;
+  std::size_t bytes = 0;
+  for (const Buffer& b : xs) bytes += b.bytes();
+  job.host.resize(bytes);
+  std::size_t at = 0;
+  for (const Buffer& b : xs) {
+    b.download_bytes(job.host.data() + at, b.bytes());
+    at += b.bytes();
+  }
+  job.xs = std::move(xs);
+  job.dtype = t;
+  job.op = op;
+  {
+    std::lock_guard<std::mutex> lock(bg.m);
+    bg.jobs.push_back(std::move(job));
+  }
+  bg.cv.notify_all();
+#endif
+  seconds_ += since(t0);
+}
+
+void Communicator::finish_allreduces() {
+  const auto t0 = Clock::now();
+#ifdef TANDEM_HAVE_NCCL
+  nccl_finish();
+#endif
+  detail::Background& bg = *background_;
+  std::deque<Job> jobs;
+  std::exception_ptr error;
+  {
+    std::unique_lock<std::mutex> lock(bg.m);
+    bg.cv.wait(lock, [&] { return bg.done == bg.jobs.size(); });
+    jobs.swap(bg.jobs);
+    bg.taken = bg.done = 0;
+    std::swap(error, bg.error);
+  }
+  if (error) {
+    seconds_ += since(t0);
+    std::rethrow_exception(error);
+  }
+  for (Job& job : jobs) {
+    std::size_t at = 0;
+    for (Buffer& b : job.xs) {
+      b.upload_bytes(job.host.data() + at, b.bytes());
+      at += b.bytes();
+    }
+  }
+  seconds_ += since(t0);
+}
 
 bool built_with_mpi() {
 #ifdef TANDEM_HAVE_MPI
@@ -207,7 +494,7 @@ Communicator& Communicator::world() {
     MPI_Initialized(&initialized);
     if (!initialized) {
       int provided = 0;
-      check(MPI_Init_thread(nullptr, nullptr, MPI_THREAD_FUNNELED, &provided), "MPI_Init_thread");
+      check(MPI_Init_thread(nullptr, nullptr, MPI_THREAD_SERIALIZED, &provided), "MPI_Init_thread");
       g_owns_mpi = true;
     }
     check(MPI_Comm_dup(MPI_COMM_WORLD, &g_comm), "MPI_Comm_dup");
@@ -234,13 +521,7 @@ void Communicator::barrier() {
 void Communicator::check_same_shape(std::int64_t count, int dtype, const char* what) {
 #ifdef TANDEM_HAVE_MPI
   if (size_ == 1) return;
-  std::int64_t v[4] = {count, -count, dtype, -dtype};
-  check(MPI_Allreduce(MPI_IN_PLACE, v, 4, MPI_INT64_T, MPI_MAX, g_comm), what);
-  if (v[0] != -v[1] || v[2] != -v[3]) {
-    throw ShapeMismatch(std::string(what) + ": the ranks passed different buffers (from " + std::to_string(-v[1]) +
-                        " to " + std::to_string(v[0]) + " elements" + (v[2] != -v[3] ? ", and different dtypes" : "") +
-                        "); every rank must pass the same shape");
-  }
+  same_shape(g_comm, count, dtype, what);
 #else
   (void)count, (void)dtype, (void)what;
 #endif
@@ -270,17 +551,9 @@ void Communicator::allreduce(Buffer& x, Combine op) {
 
 void Communicator::allreduce(std::vector<Buffer>& xs, Combine op, std::size_t bucket_bytes) {
   if (xs.empty()) return;
-  const DType t = xs.front().dtype();
+  const DType t = check_list(xs, op);
   std::int64_t total = 0;
-  for (const Buffer& b : xs) {
-    if (b.empty_handle()) throw InvalidArgument("allreduce: empty Buffer handle in the list");
-    if (b.dtype() != t) throw DTypeMismatch("allreduce: the buffers of one call must share a dtype");
-    if (&b.backend() != &xs.front().backend()) {
-      throw DeviceMismatch("allreduce: the buffers of one call must be on one backend");
-    }
-    total += static_cast<std::int64_t>(b.size());
-  }
-  check_reducible(t, op, "allreduce");
+  for (const Buffer& b : xs) total += static_cast<std::int64_t>(b.size());
   const auto t0 = Clock::now();
   check_same_shape(total, static_cast<int>(t) * 4096 + static_cast<int>(std::min<std::size_t>(xs.size(), 4095)),
                    "allreduce");
@@ -465,19 +738,47 @@ std::uint64_t parameter_checksum(const ml::Mlp& model) {
 
 std::vector<ml::EpochReport> train(Communicator& comm, ml::Mlp& model, const data::Dataset& train_set,
                                    const data::Dataset* test, ml::TrainOptions options,
-                                   const std::function<void(const ml::EpochReport&)>& on_epoch) {
+                                   const std::function<void(const ml::EpochReport&)>& on_epoch,
+                                   const DataParallelOptions& parallel) {
   for (Buffer& p : model.parameters()) comm.broadcast(p, 0);
   options.replica = static_cast<std::size_t>(comm.rank());
   options.replicas = static_cast<std::size_t>(comm.size());
-  options.combine_gradients = [&comm](ml::Mlp& m, std::size_t own_rows, std::size_t batch_rows) {
-    std::vector<Buffer> grads = m.gradients();  // handles: the reduction writes the model's gradients
-    if (comm.size() == 1) return;
-    if (own_rows != batch_rows && own_rows > 0) {
-      // Each replica's gradient is the mean over its rows: weight it by its share of the batch.
-      for (Buffer& g : grads) scale(double(own_rows) / double(batch_rows), g, g);
-    }
-    comm.allreduce(grads, Combine::sum);
+  // Each replica's gradient is the mean over its rows: weighted by its share of the batch, the
+  // replicas' gradients sum to the batch's.
+  auto weigh = [](std::vector<Buffer>& grads, std::size_t own_rows, std::size_t batch_rows) {
+    if (own_rows == batch_rows || own_rows == 0) return;
+    for (Buffer& g : grads) scale(double(own_rows) / double(batch_rows), g, g);
   };
+  if (parallel.overlap && comm.size() > 1) {
+    // Each layer's gradients are summed while backward computes the layers before; the step
+    // waits for all of them. A replica with no rows ran no backward: it sends its zeros now.
+    auto started = std::make_shared<bool>(false);
+    options.gradients_ready = [&comm, weigh, started](ml::Mlp& m, std::size_t first, std::size_t count,
+                                                      std::size_t own_rows, std::size_t batch_rows) {
+      std::vector<Buffer> grads(m.gradients().begin() + std::ptrdiff_t(first),
+                                m.gradients().begin() + std::ptrdiff_t(first + count));
+      weigh(grads, own_rows, batch_rows);
+      comm.start_allreduce(std::move(grads), Combine::sum);
+      *started = true;
+    };
+    options.combine_gradients = [&comm, started](ml::Mlp& m, std::size_t, std::size_t) {
+      if (!*started) {
+        for (std::size_t i = m.gradients().size(); i >= 2; i -= 2) {
+          comm.start_allreduce({m.gradients()[i - 2], m.gradients()[i - 1]}, Combine::sum);
+        }
+      }
+      *started = false;
+      comm.finish_allreduces();
+    };
+  } else {
+    options.combine_gradients = [&comm, weigh, bucket = parallel.bucket_bytes](ml::Mlp& m, std::size_t own_rows,
+                                                                               std::size_t batch_rows) {
+      std::vector<Buffer> grads = m.gradients();  // handles: the reduction writes the model's gradients
+      if (comm.size() == 1) return;
+      weigh(grads, own_rows, batch_rows);
+      comm.allreduce(grads, Combine::sum, bucket);
+    };
+  }
   options.sum_over_replicas = [&comm](double v) { return comm.allreduce(v, Combine::sum); };
   const char* check = std::getenv("TANDEM_DIST_CHECK");
   const bool checking = check != nullptr && std::string(check) == "1";

@@ -279,7 +279,8 @@ const Matrix& Mlp::forward(const Matrix& x) {
   return acts_.back();
 }
 
-const Buffer& Mlp::backward(const Buffer& labels, const Matrix& targets) {
+const Buffer& Mlp::backward(const Buffer& labels, const Matrix& targets,
+                            const std::function<void(std::size_t, std::size_t)>& gradients_ready) {
   if (acts_.empty() || acts_[0].rows == 0) throw InvalidArgument("Mlp::backward: call forward() first");
   const std::int64_t b = acts_[0].rows;
   const auto out_cols = outputs();
@@ -324,6 +325,7 @@ const Buffer& Mlp::backward(const Buffer& labels, const Matrix& targets) {
           if (need_dx) matmul(dy, view(params_[p], in, l.outputs), dx, {.trans_b = Transpose::yes});
         }
         reduce_cols(ReduceOp::sum, dy, grads_[p + 1]);
+        if (gradients_ready) gradients_ready(p, 2);
         break;
       }
       case LayerKind::relu:  // from the output: relu(z) > 0 exactly where z > 0 (the input may be unbiased)
@@ -712,7 +714,13 @@ std::vector<EpochReport> train(Mlp& model, const data::Dataset& train_set, const
       Buffer slot_loss = losses.slice(k, 1);
       if (rows > 0) {
         model.forward(x);
-        slot_loss.copy_from(model.backward(l.buffer, t));
+        std::function<void(std::size_t, std::size_t)> ready;
+        if (options.gradients_ready) {
+          ready = [&, rows, global_rows](std::size_t first, std::size_t count) {
+            options.gradients_ready(model, first, count, rows, global_rows);
+          };
+        }
+        slot_loss.copy_from(model.backward(l.buffer, t, ready));
       } else {
         // A replica with no rows of a small last batch adds nothing to its gradient.
         for (Buffer g : model.gradients()) g.fill(0);

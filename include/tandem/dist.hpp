@@ -15,6 +15,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <functional>
+#include <memory>
 #include <vector>
 
 #include "tandem/buffer.hpp"
@@ -24,6 +25,10 @@
 namespace tandem::dist {
 
 enum class Combine { sum, mean, max };
+
+namespace detail {
+struct Background;  // started allreduces and the thread that reduces them
+}
 
 // Whether this library was built with MPI.
 bool built_with_mpi();
@@ -50,14 +55,42 @@ class Communicator {
   // Every rank's x becomes root's x.
   void broadcast(Buffer& x, int root = 0);
 
-  // Seconds spent in allreduce and broadcast so far (staging included).
+  // A sum over the ranks that runs while the caller goes on (gradients reduced during backward):
+  // start_allreduce queues it (the buffers are staged to the host on the spot and reduced by a
+  // communication thread on a communicator of its own; CUDA device buffers with NCCL go on a
+  // communication stream after the work queued so far), finish_allreduces waits for every one
+  // started and writes the results back (it rethrows the first error, on every rank for a shape
+  // mismatch). Between the two the buffers must not be written and this communicator must not be
+  // used otherwise. Every rank starts the same sequence. The host path needs MPI initialised with
+  // MPI_THREAD_SERIALIZED or more (as world() does; Unsupported otherwise).
+  void start_allreduce(std::vector<Buffer> xs, Combine op = Combine::sum);
+  void finish_allreduces();
+
+  // Seconds the caller spent in allreduce and broadcast so far (staging included); of a
+  // started allreduce, only staging and the wait in finish_allreduces: what was not hidden.
   double seconds() const { return seconds_; }
+  // How many allreduces were started (start_allreduce) so far.
+  std::size_t started() const { return started_; }
+
+  ~Communicator();
+  Communicator(const Communicator&) = delete;
+  Communicator& operator=(const Communicator&) = delete;
 
  private:
-  Communicator(int rank, int size) : rank_(rank), size_(size) {}
+  Communicator(int rank, int size);
   void check_same_shape(std::int64_t count, int dtype, const char* what);
   int rank_ = 0, size_ = 1;
   double seconds_ = 0;
+  std::size_t started_ = 0;
+  std::unique_ptr<detail::Background> background_;
+};
+
+struct DataParallelOptions {
+  // Start each layer's gradient sum as soon as backward has it, so that it runs while backward
+  // computes the layers before (one bucket per layer); off: one bucketed allreduce after backward.
+  // Whether it helps depends on the machine (README, "Several processes: MPI").
+  bool overlap = false;
+  std::size_t bucket_bytes = std::size_t(4) << 20;  // without overlap
 };
 
 // Data-parallel training: every rank holds a replica of `model` (rank 0's parameters are
@@ -70,7 +103,8 @@ class Communicator {
 // difference raises DeviceError naming the epoch.
 std::vector<ml::EpochReport> train(Communicator& comm, ml::Mlp& model, const data::Dataset& train_set,
                                    const data::Dataset* test, ml::TrainOptions options,
-                                   const std::function<void(const ml::EpochReport&)>& on_epoch = {});
+                                   const std::function<void(const ml::EpochReport&)>& on_epoch = {},
+                                   const DataParallelOptions& parallel = {});
 
 // Linear regression with an intercept on data split by rows over the ranks: each rank passes its
 // own rows (any number, 0 included). The columns are centred on the global means (allreduced

@@ -79,7 +79,11 @@ class Mlp {
   // The loss of the last forward() against the targets, and the gradients of every parameter.
   // labels: i32 class per row (softmax cross-entropy); targets: (batch, outputs) (one-hot for
   // classification, values for MSE). Returns the batch's mean loss on the backend (1 element).
-  const Buffer& backward(const Buffer& labels, const Matrix& targets);
+  // gradients_ready(first, count), when given, is called as each Linear layer's gradients are
+  // final (queued on the backend), last layer first, with their range in gradients(): their
+  // reduction across processes may start while backward goes on with the layers before.
+  const Buffer& backward(const Buffer& labels, const Matrix& targets,
+                         const std::function<void(std::size_t, std::size_t)>& gradients_ready = {});
   // One optimizer step with the gradients of the last backward().
   void step();
   // forward + backward + step on one batch; returns the mean loss (waits for it).
@@ -149,6 +153,10 @@ struct TrainOptions {
   // batch, and sum_over_replicas adds a value (the epoch's loss) over the replicas.
   std::size_t replica = 0, replicas = 1;
   std::function<void(Mlp&, std::size_t, std::size_t)> combine_gradients = {};
+  // Called during backward as each layer's gradients are final: (model, first, count) as in
+  // Mlp::backward, then (own rows, batch rows) as combine_gradients gets them. A replica with no
+  // rows of a batch runs no backward and gets no call.
+  std::function<void(Mlp&, std::size_t, std::size_t, std::size_t, std::size_t)> gradients_ready = {};
   std::function<double(double)> sum_over_replicas = {};
 };
 
