@@ -11,7 +11,11 @@ and of `tandem bench bandwidth` (bandwidth.png: host <-> device GB/s by size, pa
 and `tandem bench memory` (memory.png: read bandwidth by working set, the cache sizes marked; on a
 GPU also shared memory and the host-device link).
 
-usage: python3 bench/plot.py results.json OUT_DIR   (needs matplotlib: apt install python3-matplotlib)
+Peers measured by other programs in the same rows (bench/pytorch_ops.py) are drawn beside the
+backends when their JSON files follow OUT_DIR.
+
+usage: python3 bench/plot.py results.json OUT_DIR [PEER.json ...]
+       (needs matplotlib: apt install python3-matplotlib)
 """
 import json
 import os
@@ -117,12 +121,19 @@ def plot_memory(data, out):
 
 
 def main():
-    if len(sys.argv) != 3:
+    if len(sys.argv) < 3:
         print(__doc__, file=sys.stderr)
         return 2
     with open(sys.argv[1]) as f:
         data = json.load(f)
     out = sys.argv[2]
+    for peer in sys.argv[3:]:
+        with open(peer) as f:
+            extra = json.load(f)
+        if "results" not in data or "results" not in extra:
+            print(f"plot.py: {peer}: peers go beside a bench or compare run (both need \"results\")", file=sys.stderr)
+            return 2
+        data["results"] = data["results"] + extra["results"]
     os.makedirs(out, exist_ok=True)
     if "bandwidth" in data or "memory" in data:
         written = plot_bandwidth(data, out) if "bandwidth" in data else plot_memory(data, out)

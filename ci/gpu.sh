@@ -30,6 +30,7 @@ step() {
   else
     note "FAILED  $name ($(($(date +%s) - t0)) s): see $out/$name.log"
     failed=1
+    return 1
   fi
 }
 
@@ -94,13 +95,16 @@ step compare "$build/tandem" compare --full --backend openmp --backend cuda --js
 step bandwidth "$build/tandem" bench bandwidth --backend cuda --full --json "$out/bandwidth.json"
 step memory "$build/tandem" bench memory --backend cuda --full --json "$out/memory.json"
 step bench-ml "$build/bench/tandem_bench_ml" --backend cuda --backend openmp --json "$out/ml.json"
-if python3 -c "import torch" 2>/dev/null; then
+peers=()
+if python3 -c "import torch, numpy" 2>/dev/null; then
   step pytorch-mlp python3 "$root/bench/pytorch_mlp.py" --json "$out/pytorch_mlp.json"
+  step pytorch-ops python3 "$root/bench/pytorch_ops.py" --device cuda --full --json "$out/pytorch_ops.json" &&
+    peers=("$out/pytorch_ops.json")
 else
-  note "skipped pytorch-mlp: no PyTorch here"
+  note "skipped pytorch-mlp and pytorch-ops: no PyTorch (and NumPy) here"
 fi
 if python3 -c "import matplotlib" 2>/dev/null; then
-  step plots python3 "$root/bench/plot.py" "$out/compare.json" "$out/plots"
+  step plots python3 "$root/bench/plot.py" "$out/compare.json" "$out/plots" "${peers[@]}"
   step plot-bandwidth python3 "$root/bench/plot.py" "$out/bandwidth.json" "$out/plots"
   step plot-memory python3 "$root/bench/plot.py" "$out/memory.json" "$out/plots"
 else

@@ -1,6 +1,8 @@
 // tandem: the command-line front end.
+#include <algorithm>
 #include <cstdio>
 #include <exception>
+#include <sstream>
 #include <string>
 #include <vector>
 
@@ -82,6 +84,24 @@ const char* kUsage =
     "             TANDEM_PROFILE=trace.json (every op, timed, as a Chrome/Perfetto trace at exit),\n"
     "             TANDEM_CROSSOVER=FILE (tandem::backend_for: CPU or GPU by measured crossover).\n";
 
+// The lines of kUsage about one command: its entry and the lines under it (with "bench", its
+// bandwidth and memory entries too).
+std::string help_for(const std::string& command) {
+  std::istringstream in(kUsage);
+  std::string line, out;
+  bool inside = false;
+  while (std::getline(in, line)) {
+    const bool entry = line.size() > 2 && line.rfind("  ", 0) == 0 && line[2] != ' ';
+    if (entry) {
+      inside = line.rfind("  " + command + " ", 0) == 0;
+    } else if (line.empty() || line[0] != ' ') {
+      inside = false;
+    }
+    if (inside) out += line + "\n";
+  }
+  return out;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -96,6 +116,21 @@ int main(int argc, char** argv) {
   }
   const std::string command = args[0];
   args.erase(args.begin());
+  if (std::find_if(args.begin(), args.end(), [](const std::string& a) { return a == "--help" || a == "-h"; }) !=
+      args.end()) {
+    // tandem COMMAND --help: that command's part of the usage.
+    const std::string sub = command == "bench" && !args.empty() && (args[0] == "memory" || args[0] == "bandwidth")
+                                ? command + " " + args[0]
+                                : command;
+    const std::string text = help_for(sub);
+    if (text.empty()) {
+      std::fprintf(stderr, "tandem: unknown command '%s'\n\n%s", command.c_str(), kUsage);
+      return 2;
+    }
+    std::printf("usage: tandem %s [options]\n\n%s", sub.c_str(), text.c_str());
+    if (command == "compare") std::printf("\noptions as for bench:\n%s", help_for("bench").c_str());
+    return 0;
+  }
   try {
     if (command == "info") return tandem::cli::info_main(args);
     if (command == "check") return tandem::cli::check_main(args);

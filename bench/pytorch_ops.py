@@ -1,0 +1,263 @@
+#!/usr/bin/env python3
+"""The PyTorch peer of `tandem bench` / `tandem compare`: the sweep's algorithms (add, axpy, sum,
+dot, scan as cumsum, matmul) in PyTorch eager mode, at the sweep's sizes and timed the way it
+times them: kernel only (CUDA events on a GPU, the median of repeats after a warm-up, the caches
+flushed before each run whose operands fit in twice the last-level cache unless --warm) and end
+to end (host data in, host result out: from pageable memory, and on a GPU from pinned memory).
+Each result is checked against a float64 NumPy reference, so a wrong answer fails the run instead
+of being timed. The JSON has the rows of `tandem bench --json`, with backend "torch:cuda" or
+"torch:cpu", so that bench/plot.py draws them beside tandem's backends:
+
+  python3 bench/pytorch_ops.py --device cuda --full --json torch.json
+  tandem compare --full --backend openmp --backend cuda --json compare.json
+  python3 bench/plot.py compare.json plots torch.json
+
+PyTorch is not a build dependency of tandem: this script is only for machines that have it.
+
+usage: python3 bench/pytorch_ops.py [--device cuda|cpu] [--full] [--warm] [--algorithm A ...]
+                                    [--json FILE]
+"""
+import argparse
+import datetime
+import json
+import os
+import platform
+import statistics
+import sys
+import time
+
+ALGORITHMS = ["add", "axpy", "sum", "dot", "scan", "matmul"]
+
+
+def sizes(algorithm, full):
+    """The sweep's sizes (cli/sweep.cpp, sizes())."""
+    if algorithm == "matmul":
+        return [32, 64, 128, 256, 512, 1024, 2048] if full else [64, 256, 1024]
+    if full:
+        return [1 << k for k in range(10, 27, 2)]
+    return [1 << 12, 1 << 16, 1 << 20, 1 << 24]
+
+
+def llc_bytes():
+    """The CPU's largest cache, from sysfs (0 when it does not say)."""
+    best = 0
+    base = "/sys/devices/system/cpu/cpu0/cache"
+    try:
+        for entry in os.listdir(base):
+            try:
+                with open(os.path.join(base, entry, "size")) as f:
+                    text = f.read().strip()
+            except OSError:
+                continue
+            scale = {"K": 1 << 10, "M": 1 << 20, "G": 1 << 30}.get(text[-1:], 1)
+            best = max(best, int(text.rstrip("KMG")) * scale)
+    except OSError:
+        pass
+    return best
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--device", default="cuda", help="cuda (default) or cpu")
+    parser.add_argument("--full", action="store_true", help="the whole size range (default: the quick subset)")
+    parser.add_argument("--warm", action="store_true", help="do not flush the caches between kernel runs")
+    parser.add_argument("--algorithm", action="append", choices=ALGORITHMS, help="only these (repeatable)")
+    parser.add_argument("--min-seconds", type=float, default=0.02, help="per kernel timing (default 0.02)")
+    parser.add_argument("--json", help="write the results to this file")
+    args = parser.parse_args()
+    try:
+        import numpy as np
+        import torch
+    except ImportError as e:
+        print(f"pytorch_ops.py: {e.name} is not installed here; nothing to compare against", file=sys.stderr)
+        return 2
+    if args.device not in ("cuda", "cpu"):
+        print(f"pytorch_ops.py: --device {args.device}: give cuda or cpu", file=sys.stderr)
+        return 2
+    if args.device == "cuda" and not torch.cuda.is_available():
+        print("pytorch_ops.py: no CUDA device visible to PyTorch", file=sys.stderr)
+        return 2
+    dev = torch.device(args.device)
+    gpu = dev.type == "cuda"
+    torch.backends.cuda.matmul.allow_tf32 = False  # f32 as tandem's sweep computes it
+    name = torch.cuda.get_device_name(0) if gpu else (platform.processor() or platform.machine())
+    backend = f"torch:{args.device}"
+    if gpu:
+        props = torch.cuda.get_device_properties(0)
+        cache = getattr(props, "L2_cache_size", 0)
+    else:
+        cache = llc_bytes()
+    flush_bytes = 0 if args.warm else 2 * cache
+    flusher = torch.empty(flush_bytes // 4, dtype=torch.float32, device=dev) if flush_bytes else None
+
+    def sync():
+        if gpu:
+            torch.cuda.synchronize()
+
+    def time_kernel(op, flush):
+        """Median, min and max milliseconds of op over repeats (at least 3, at most 100; 30 flushed)."""
+        op()
+        sync()
+        ms = []
+        most = 30 if flush else 100
+        start = time.perf_counter()
+        while len(ms) < 3 or (time.perf_counter() - start < args.min_seconds and len(ms) < most):
+            if flush:
+                flusher.fill_(float(len(ms) % 7))
+            if gpu:
+                a, b = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+                a.record()
+                op()
+                b.record()
+                b.synchronize()
+                ms.append(a.elapsed_time(b))
+            else:
+                t0 = time.perf_counter()
+                op()
+                ms.append((time.perf_counter() - t0) * 1e3)
+        return statistics.median(ms), min(ms), max(ms), len(ms)
+
+    def time_host(op):
+        op()
+        sync()
+        ms = []
+        start = time.perf_counter()
+        while len(ms) < 3 or (time.perf_counter() - start < args.min_seconds and len(ms) < 100):
+            t0 = time.perf_counter()
+            op()
+            sync()
+            ms.append((time.perf_counter() - t0) * 1e3)
+        return statistics.median(ms)
+
+    rng = np.random.default_rng(1)
+    results = []
+    # A quarter second of adds first: clocks and thread pools wake before anything is measured.
+    wa = torch.ones(1 << 22, device=dev)
+    t0 = time.perf_counter()
+    while time.perf_counter() - t0 < 0.25:
+        torch.add(wa, wa)
+        sync()
+    del wa
+
+    for algorithm in args.algorithm or ALGORITHMS:
+        for n in sizes(algorithm, args.full):
+            mm = algorithm == "matmul"
+            elems = n * n if mm else n
+            hx = rng.uniform(-1, 1, elems).astype(np.float32)
+            hy = rng.uniform(-1, 1, elems).astype(np.float32)
+            x = torch.tensor(hx, device=dev)  # copies (from_numpy would share hx on the CPU)
+            y = torch.tensor(hy, device=dev)
+            scalar = algorithm in ("sum", "dot")
+            out = torch.empty(1 if scalar else elems, dtype=torch.float32, device=dev)
+            if mm:
+                x, y, out = x.view(n, n), y.view(n, n), out.view(n, n)
+
+            # The kernel on device data, writing into out (axpy: into y, as tandem's).
+            def kernel(x=x, y=y, out=out, algorithm=algorithm):
+                if algorithm == "add":
+                    torch.add(x, y, out=out)
+                elif algorithm == "axpy":
+                    y.add_(x, alpha=1e-3)
+                elif algorithm == "sum":
+                    torch.sum(x, dim=0, keepdim=True, out=out)
+                elif algorithm == "dot":
+                    out.copy_(torch.dot(x, y).reshape(1))
+                elif algorithm == "scan":
+                    torch.cumsum(x, dim=0, out=out)
+                else:
+                    torch.mm(x, y, out=out)
+
+            nbytes = {"add": 12.0 * n, "axpy": 12.0 * n, "sum": 4.0 * n, "dot": 8.0 * n, "scan": 8.0 * n,
+                      "matmul": 12.0 * n * n}[algorithm]
+            flops = 2.0 * n * n * n if mm else 0.0
+            flush = flusher is not None and 3 * 4 * elems < flush_bytes
+
+            # The limit beside it, as the sweep measures it: a device copy of n floats.
+            ca = torch.empty(elems, dtype=torch.float32, device=dev)
+            cb = torch.empty(elems, dtype=torch.float32, device=dev)
+            ca.fill_(1.0)
+            copy_ms = time_kernel(lambda: cb.copy_(ca), flush)[0]
+            del ca, cb
+
+            y0 = y.clone()
+            median, lo, hi, reps = time_kernel(kernel, flush)
+
+            # End to end from host data: the inputs go up, the kernel runs, the result comes back.
+            uses_y = algorithm not in ("sum", "scan")
+            result = y if algorithm == "axpy" else out
+            page_x = torch.from_numpy(hx.copy())
+            page_y = torch.from_numpy(hy.copy())
+            page_out = torch.empty(result.numel(), dtype=torch.float32)
+
+            def e2e_pageable():
+                x.view(-1).copy_(page_x)
+                if uses_y:
+                    y.view(-1).copy_(page_y)
+                kernel()
+                page_out.copy_(result.view(-1))
+
+            pageable_ms = time_host(e2e_pageable)
+            pinned_ms = 0.0
+            if gpu:
+                pin_x, pin_y = page_x.pin_memory(), page_y.pin_memory()
+                pin_out = torch.empty(result.numel(), dtype=torch.float32).pin_memory()
+
+                def e2e_pinned():
+                    x.view(-1).copy_(pin_x, non_blocking=True)
+                    if uses_y:
+                        y.view(-1).copy_(pin_y, non_blocking=True)
+                    kernel()
+                    pin_out.copy_(result.view(-1), non_blocking=True)
+
+                pinned_ms = time_host(e2e_pinned)
+
+            # Checked once more from the inputs (axpy from y as it was), against float64 NumPy.
+            y.copy_(y0)
+            kernel()
+            got = result.double().cpu().numpy().reshape(-1)
+            dx, dy = hx.astype(np.float64), hy.astype(np.float64)
+            if algorithm == "add":
+                want, scale = dx + dy, 2.0
+            elif algorithm == "axpy":
+                want, scale = dy + 1e-3 * dx, 1.0
+            elif algorithm == "sum":
+                want, scale = np.array([dx.sum()]), float(np.abs(dx).sum())
+            elif algorithm == "dot":
+                want, scale = np.array([dx @ dy]), float(np.abs(dx * dy).sum())
+            elif algorithm == "scan":
+                want, scale = np.cumsum(dx), float(np.abs(dx).sum())
+            else:
+                want = (dx.reshape(n, n) @ dy.reshape(n, n)).reshape(-1)
+                scale = float(n)
+            err = float(np.max(np.abs(got - want)))
+            bound = 1e-5 * scale * (np.log2(max(elems, 2)) if algorithm in ("sum", "dot", "scan") else 1) + 1e-6
+            if not err <= bound:
+                print(f"pytorch_ops.py: {algorithm} at {n} is off by {err:g} (bound {bound:g}) on {backend}",
+                      file=sys.stderr)
+                return 1
+
+            row = {"algorithm": algorithm, "backend": backend, "kind": "gpu" if gpu else "cpu", "variant": "torch",
+                   "size": n, "bytes": nbytes, "flops": flops, "kernel_ms": median, "kernel_min_ms": lo,
+                   "kernel_max_ms": hi, "reps": reps, "e2e_pageable_ms": pageable_ms, "e2e_pinned_ms": pinned_ms,
+                   "e2e_overlap_ms": 0, "e2e_managed_ms": 0, "flushed": flush,
+                   "gbps": nbytes / (median * 1e6), "gflops": flops / (median * 1e6) if mm else 0,
+                   "copy_gbps": 8.0 * elems / (copy_ms * 1e6), "vendor_gflops": 0}
+            results.append(row)
+            rate = f"{row['gflops']:.1f} GFLOP/s" if mm else f"{row['gbps']:.1f} GB/s"
+            print(f"{backend:10} {algorithm:7} {n:>10}  kernel {median:10.4f} ms  {rate:>16}  "
+                  f"end to end {pageable_ms:10.4f} ms{f' (pinned {pinned_ms:.4f})' if gpu else ''}"
+                  f"{'  (cold)' if flush else ''}", flush=True)
+            del x, y, out, y0
+
+    doc = {"command": "python3 bench/pytorch_ops.py " + " ".join(sys.argv[1:]),
+           "date": datetime.date.today().isoformat(), "torch": torch.__version__,
+           "backends": {backend: name}, "results": results}
+    if args.json:
+        with open(args.json, "w") as f:
+            json.dump(doc, f, indent=1)
+        print(f"wrote {args.json}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
