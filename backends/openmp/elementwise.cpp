@@ -39,9 +39,13 @@ inline void for_each_index(std::size_t n, F&& f) {
   }
 }
 
-// memmove semantics: overlapping ranges (and small copies) go to one thread.
+// memmove semantics: overlapping ranges (and small copies) go to one thread. From 128 KiB (the
+// f32 size from which the kernels run on every thread) each thread copies the share it will then
+// compute on, so that the data is in its own cache: copied by one thread, the other thread's half
+// comes from that thread's cache instead, which on the 2-vCPU Xeon VM made an upload + sum of 64K
+// floats take 38 us against 11 us with the copy split.
 void parallel_copy(void* dst, const void* src, std::size_t bytes) {
-  constexpr std::size_t kParallelBytes = std::size_t(1) << 20;
+  constexpr std::size_t kParallelBytes = kParallelThreshold * sizeof(float);
   auto* d = static_cast<unsigned char*>(dst);
   const auto* s = static_cast<const unsigned char*>(src);
   if (bytes < kParallelBytes || (d < s + bytes && s < d + bytes)) {
