@@ -136,8 +136,22 @@ void collectives(Backend& be) {
   }
   expect(started_raised, "a size mismatch in a started allreduce raises ShapeMismatch on every rank", r);
   w.start_allreduce({started[2]});
+  // While it is pending, the communicator's other calls are refused (its thread may be in MPI).
+  bool refused = false;
+  try {
+    w.barrier();
+  } catch (const InvalidArgument& e) {
+    refused = std::string(e.what()).find("finish_allreduces") != std::string::npos;
+  }
+  expect(refused, "a barrier while an allreduce is pending raises InvalidArgument", r);
   w.finish_allreduces();
   expect(started[2].to_vector<double>()[0] == double(s) * s * (s - 1) / 2.0, "a started allreduce after an error", r);
+  // Discarded: the sum runs to its end on every rank, the buffer keeps what it held.
+  Buffer kept = Buffer::from(be, std::vector<double>(5, double(r)));
+  w.start_allreduce({kept});
+  w.discard_allreduces();
+  expect(kept.to_vector<double>()[4] == double(r), "a discarded allreduce leaves its buffer", r);
+  expect(w.allreduce(1.0, dist::Combine::sum) == double(s), "the communicator works after a discard", r);
   expect(w.allreduce(double(r + 1), dist::Combine::sum) == s * (s + 1) / 2.0, "scalar allreduce", r);
   bool bad_root = false;
   try {

@@ -112,9 +112,11 @@ MPI_Op mpi_op(DType t, Combine op) {
 // Counts in MPI are int: large arrays go in pieces.
 constexpr std::size_t kPiece = std::size_t(1) << 28;
 
-// Waits for a non-blocking operation without spinning: Open MPI's blocking calls poll the
-// network and take a core, which the caller's computation needs when a communication thread
-// runs beside it (the communication thread's calls wait this way).
+// Waits for a non-blocking operation, yielding the core between tests: Open MPI's blocking calls
+// poll without yielding, and take the core the caller's computation needs when a communication
+// thread runs beside it (the communication thread's calls wait this way). Open MPI's non-blocking
+// collectives move only when tested, so the tests cannot be far apart (sleeping 50 us between
+// them made each sum 10x slower).
 void wait_politely(MPI_Request& request, const char* what) {
   for (;;) {
     int done = 0;
@@ -270,9 +272,14 @@ CommStream& comm_stream() {
 
 bool g_nccl_pending = false;  // a started NCCL allreduce (the stream exists only once one was)
 
+int g_nccl_device = 0;  // of the started NCCL allreduces
+
 bool nccl_start(std::span<Buffer> xs, Combine op, int rank, int size) {
-  if (cuda_device_of(xs.front()) < 0) return false;
+  const int device = cuda_device_of(xs.front());
+  if (device < 0) return false;
+  cuda_check(cudaSetDevice(device), "cudaSetDevice");
   g_nccl_pending = true;
+  g_nccl_device = device;
   CommStream& c = comm_stream();
   cuda_check(cudaEventRecord(c.ready, nullptr), "cudaEventRecord");
   cuda_check(cudaStreamWaitEvent(c.stream, c.ready, 0), "cudaStreamWaitEvent");
@@ -283,6 +290,7 @@ bool nccl_start(std::span<Buffer> xs, Combine op, int rank, int size) {
 void nccl_finish() {
   if (!g_nccl_pending) return;
   g_nccl_pending = false;
+  cuda_check(cudaSetDevice(g_nccl_device), "cudaSetDevice");
   CommStream& c = comm_stream();
   cuda_check(cudaEventRecord(c.done, c.stream), "cudaEventRecord");
   cuda_check(cudaStreamWaitEvent(nullptr, c.done, 0), "cudaStreamWaitEvent");
@@ -339,15 +347,21 @@ struct Background {
   }
 #endif
 
-  bool busy() {
+  bool pending() {
     std::lock_guard<std::mutex> lock(m);
-    return done < jobs.size();
+    return !jobs.empty();
   }
-  // At exit, before MPI is finalised: false when the thread is still inside MPI (an allreduce
-  // started and never finished), and MPI must then not be finalised.
+  // Waits up to `limit` for the thread to finish the jobs started; true when it has.
+  bool wait_done(std::chrono::milliseconds limit) {
+    std::unique_lock<std::mutex> lock(m);
+    return cv.wait_for(lock, limit, [&] { return done == jobs.size(); });
+  }
+  // At exit, before MPI is finalised: false when the thread is still inside MPI after a few
+  // seconds (an allreduce started that the other ranks never joined), and MPI must then not be
+  // finalised.
   bool stop_thread() {
     if (!thread.joinable()) return true;
-    if (busy()) {
+    if (!wait_done(std::chrono::seconds(5))) {
       thread.detach();
       return false;
     }
@@ -403,6 +417,13 @@ void Communicator::start_allreduce(std::vector<Buffer> xs, Combine op) {
   const auto t0 = Clock::now();
   ++started_;
 #ifdef TANDEM_HAVE_NCCL
+  if (cuda_device_of(xs.front()) >= 0) {
+    // On this thread (NCCL needs no communication thread): every rank passed the same buffers.
+    std::int64_t total = 0;
+    for (const Buffer& b : xs) total += static_cast<std::int64_t>(b.size());
+    check_same_shape(total, static_cast<int>(t) * 4096 + static_cast<int>(std::min<std::size_t>(xs.size(), 4095)),
+                     "allreduce (started)");
+  }
   if (nccl_start(std::span<Buffer>(xs), op, rank_, size_)) {
     seconds_ += since(t0);
     return;
@@ -511,7 +532,28 @@ Communicator& Communicator::world() {
   return *w;
 }
 
+void Communicator::check_idle(const char* what) {
+  if (background_->pending()) {
+    throw InvalidArgument(std::string(what) +
+                          ": allreduces started on this communicator are still pending; call "
+                          "finish_allreduces() (or discard_allreduces() after an error) first");
+  }
+}
+
+void Communicator::discard_allreduces() {
+#ifdef TANDEM_HAVE_NCCL
+  nccl_finish();
+#endif
+  detail::Background& bg = *background_;
+  if (!bg.wait_done(std::chrono::seconds(10))) return;  // still inside MPI: they stay pending
+  std::lock_guard<std::mutex> lock(bg.m);
+  bg.jobs.clear();
+  bg.taken = bg.done = 0;
+  bg.error = nullptr;
+}
+
 void Communicator::barrier() {
+  check_idle("barrier");
 #ifdef TANDEM_HAVE_MPI
   check(MPI_Barrier(g_comm), "barrier");
 #endif
@@ -519,6 +561,7 @@ void Communicator::barrier() {
 
 // Every rank passed the same count and dtype, or every rank raises ShapeMismatch.
 void Communicator::check_same_shape(std::int64_t count, int dtype, const char* what) {
+  check_idle(what);
 #ifdef TANDEM_HAVE_MPI
   if (size_ == 1) return;
   same_shape(g_comm, count, dtype, what);
@@ -793,7 +836,17 @@ std::vector<ml::EpochReport> train(Communicator& comm, ml::Mlp& model, const dat
     }
     if (on_epoch) on_epoch(rep);
   };
-  return ml::train(model, train_set, test, options, each_epoch);
+  try {
+    return ml::train(model, train_set, test, options, each_epoch);
+  } catch (...) {
+    // An error between a layer's started sum and the step: let the communication thread end
+    // (the other ranks took part, or it is left pending) and keep the gradients as they are.
+    try {
+      comm.discard_allreduces();
+    } catch (...) {
+    }
+    throw;
+  }
 }
 
 }  // namespace tandem::dist

@@ -30,7 +30,8 @@ class OpenMPBackend final : public host::HostBackend {
                   double beta, const void* b, std::int64_t ldb, void* c, std::int64_t ldc) override;
   void transpose(Queue q, DType t, std::int64_t rows, std::int64_t cols, const void* a, std::int64_t lda, void* out,
                  std::int64_t ldo) override;
-  // Copies split over the threads from 1 MiB up: one core does not reach the memory bandwidth.
+  // Copies split over the threads from 128 KiB up, each thread copying the share its kernels then
+  // compute on (in its own cache); one core alone does not reach the memory bandwidth either.
   void copy_to_device(Queue q, void* d_dst, const void* h_src, std::size_t bytes) override;
   void copy_to_host(Queue q, void* h_dst, const void* d_src, std::size_t bytes) override;
   void copy_on_device(Queue q, void* d_dst, const void* d_src, std::size_t bytes) override;

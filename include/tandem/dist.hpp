@@ -63,8 +63,15 @@ class Communicator {
   // mismatch). Between the two the buffers must not be written and this communicator must not be
   // used otherwise. Every rank starts the same sequence. The host path needs MPI initialised with
   // MPI_THREAD_SERIALIZED or more (as world() does; Unsupported otherwise).
+  // While any are pending, every other call of this communicator raises InvalidArgument (the
+  // communication thread may be inside MPI). Host and CUDA (NCCL) buffers are not started in one
+  // sequence: the NCCL path checks the shapes on the calling thread.
   void start_allreduce(std::vector<Buffer> xs, Combine op = Combine::sum);
   void finish_allreduces();
+  // After an error between start and finish: waits (up to 10 s) for the started allreduces to end
+  // and drops them, leaving the buffers as they are; if they do not end (another rank never
+  // joined), they stay pending.
+  void discard_allreduces();
 
   // Seconds the caller spent in allreduce and broadcast so far (staging included); of a
   // started allreduce, only staging and the wait in finish_allreduces: what was not hidden.
@@ -79,6 +86,7 @@ class Communicator {
  private:
   Communicator(int rank, int size);
   void check_same_shape(std::int64_t count, int dtype, const char* what);
+  void check_idle(const char* what);
   int rank_ = 0, size_ = 1;
   double seconds_ = 0;
   std::size_t started_ = 0;
