@@ -161,7 +161,7 @@ def main() -> int:
                 elif algorithm == "sum":
                     torch.sum(x, dim=0, keepdim=True, out=out)
                 elif algorithm == "dot":
-                    out.copy_(torch.dot(x, y).reshape(1))
+                    torch.dot(x, y, out=out.view(()))  # into out itself: no second kernel
                 elif algorithm == "scan":
                     torch.cumsum(x, dim=0, out=out)
                 else:
