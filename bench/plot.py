@@ -64,6 +64,15 @@ def human(b):
     return f"{b} B"
 
 
+def save(fig, out, name):
+    """Writes the figure as out/name and returns the path."""
+    path = os.path.join(out, name)
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+    return path
+
+
 def plot_bandwidth(data, out):
     rows = data["bandwidth"]
     sizes = [r["bytes"] for r in rows]
@@ -81,11 +90,7 @@ def plot_bandwidth(data, out):
     ax.set_title(f"{data['backend']}: host-device copies{note}", fontsize=10)
     ax.grid(True, which="both", alpha=0.3)
     ax.legend(fontsize=8)
-    path = os.path.join(out, "bandwidth.png")
-    fig.tight_layout()
-    fig.savefig(path, dpi=110)
-    plt.close(fig)
-    return [path]
+    return [save(fig, out, "bandwidth.png")]
 
 
 def plot_memory(data, out):
@@ -113,11 +118,7 @@ def plot_memory(data, out):
     ax.set_title(f"memory hierarchy, measured: {who} ({data['date']})", fontsize=10)
     ax.grid(True, which="both", alpha=0.3)
     ax.legend(fontsize=8)
-    path = os.path.join(out, "memory.png")
-    fig.tight_layout()
-    fig.savefig(path, dpi=110)
-    plt.close(fig)
-    return [path]
+    return [save(fig, out, "memory.png")]
 
 
 def main():
@@ -164,11 +165,7 @@ def main():
         ax.set_title(f"{algo}: time vs size ({data.get('date', '')})")
         ax.grid(True, which="both", alpha=0.3)
         ax.legend(fontsize=8)
-        path = os.path.join(out, f"time_{algo}.png")
-        fig.tight_layout()
-        fig.savefig(path, dpi=110)
-        plt.close(fig)
-        written.append(path)
+        written.append(save(fig, out, f"time_{algo}.png"))
 
         others = [b for b in backends if b != base]
         if base is None or not others:
@@ -201,11 +198,7 @@ def main():
         ax.set_title(f"{algo}: speed-up over {base}")
         ax.grid(True, which="both", alpha=0.3)
         ax.legend(fontsize=8)
-        path = os.path.join(out, f"speedup_{algo}.png")
-        fig.tight_layout()
-        fig.savefig(path, dpi=110)
-        plt.close(fig)
-        written.append(path)
+        written.append(save(fig, out, f"speedup_{algo}.png"))
 
     # Transfers: each way of moving the data end to end, per backend, for the algorithms that have
     # more than two ways measured (overlap and managed memory).
@@ -231,11 +224,7 @@ def main():
             ax.set_title(f"{algo} on {b}: end to end, by transfer", fontsize=10)
             ax.grid(True, which="both", alpha=0.3)
             ax.legend(fontsize=8)
-        path = os.path.join(out, f"transfers_{algo}.png")
-        fig.tight_layout()
-        fig.savefig(path, dpi=110)
-        plt.close(fig)
-        written.append(path)
+        written.append(save(fig, out, f"transfers_{algo}.png"))
 
     # Roofline: per backend, the best copy bandwidth and the best matmul rate it reached, and each
     # algorithm at its largest size placed by arithmetic intensity (flops per byte moved).
@@ -269,11 +258,7 @@ def main():
     ax.set_title("roofline: measured roofs, each kernel at its largest size")
     ax.grid(True, which="both", alpha=0.3)
     ax.legend(fontsize=8)
-    path = os.path.join(out, "roofline.png")
-    fig.tight_layout()
-    fig.savefig(path, dpi=110)
-    plt.close(fig)
-    written.append(path)
+    written.append(save(fig, out, "roofline.png"))
     for p in written:
         print(p)
     return 0

@@ -3,12 +3,25 @@
 // matmul comes in tiers (see matmul.cpp).
 #pragma once
 
+#include <cstdint>
+
 #include "../host/host_backend.hpp"
 
 namespace tandem::openmp {
 
 // Below this many elements a loop runs on one thread: forking costs more than it saves.
 inline constexpr std::size_t kParallelThreshold = 1 << 15;
+
+// The accumulator of sums and scans per element type: the type itself for floating point (f32
+// lanes: the error bound gamma(n, u) holds for any order), wrapping unsigned for i32 (no UB).
+template <class T>
+struct SumAcc {
+  using type = T;
+};
+template <>
+struct SumAcc<std::int32_t> {
+  using type = std::uint32_t;
+};
 
 class OpenMPBackend final : public host::HostBackend {
  public:

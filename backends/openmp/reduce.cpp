@@ -47,17 +47,6 @@ inline void prefetch_ahead(const void* p, std::int64_t at, std::size_t elem, std
   for (std::uintptr_t o = 0; o < bytes; o += 64) __builtin_prefetch(reinterpret_cast<const void*>(from + o), 0, 2);
 }
 
-// Accumulator type per element type: float lanes for f32 sums (the bound gamma(n, u) holds for any
-// order), wrapping unsigned lanes for i32.
-template <class T>
-struct SumAcc {
-  using type = T;
-};
-template <>
-struct SumAcc<std::int32_t> {
-  using type = std::uint32_t;
-};
-
 // Sum of f(i) over [begin, end) in kWidth lanes per stream, kStreams streams at once.
 template <class Acc, class F>
 Acc lane_sum(std::int64_t begin, std::int64_t end, F f, Reads reads = {}) {

@@ -29,15 +29,6 @@ namespace {
 constexpr std::int64_t kPiece = 1 << 15;  // elements per thread per super-block (128 KiB of f32)
 constexpr int kStreams = 4;               // concurrent sub-streams in the memory pass
 
-template <class T>
-struct ScanAcc {
-  using type = T;
-};
-template <>
-struct ScanAcc<std::int32_t> {
-  using type = std::uint32_t;
-};  // wraps, no UB
-
 template <class Acc, class T>
 Acc stream_sum(const T* x, std::int64_t n) {
   constexpr int kWidth = 8;
@@ -191,7 +182,7 @@ void piece_scan(const T* x, T* out, std::int64_t n, Acc offset, bool, bool) {
 
 template <bool inclusive, class T>
 void scan_impl(const T* x, T* out, std::int64_t n, std::size_t stream_from) {
-  using Acc = typename ScanAcc<T>::type;
+  using Acc = typename SumAcc<T>::type;
   // An output that is not the input, and too large to stay cached, goes around the caches.
   const bool streamed = (out + n <= x || x + n <= out) && static_cast<std::size_t>(n) * sizeof(T) >= stream_from;
   static const bool avx512 = isa_allowed("avx512");
