@@ -31,15 +31,11 @@ std::string cat(std::initializer_list<std::string_view> parts) {
   for (std::string_view p : parts) s.append(p);
   return s;
 }
-std::string vec(const Buffer& b) {
-  return cat({name_of(b.dtype()), "[", std::to_string(b.size()), "]"});
-}
+std::string vec(const Buffer& b) { return cat({name_of(b.dtype()), "[", std::to_string(b.size()), "]"}); }
 std::string mat(const Matrix& m) {
   return cat({name_of(m.buffer.dtype()), "(", std::to_string(m.rows), ", ", std::to_string(m.cols), ")"});
 }
-std::size_t mat_bytes(const Matrix& m) {
-  return static_cast<std::size_t>(m.rows * m.cols) * size_of(m.buffer.dtype());
-}
+std::size_t mat_bytes(const Matrix& m) { return static_cast<std::size_t>(m.rows * m.cols) * size_of(m.buffer.dtype()); }
 std::string gemm(const GemmArgs& g) {
   return cat({std::to_string(g.m), "x", std::to_string(g.n), "x", std::to_string(g.k), " ", name_of(g.ab_type),
               g.trans_a == Transpose::yes ? " A^T" : "", g.trans_b == Transpose::yes ? " B^T" : "", " ",
@@ -173,12 +169,12 @@ void add_row_vector(const Matrix& x, const Buffer& bias, Matrix& out, Queue q) {
                         "), x is (" + std::to_string(x.rows) + ", " + std::to_string(x.cols) + ")");
   }
   if (x.rows == 0 || x.cols == 0) return;
-  if (x.buffer.data() != out.buffer.data() || x.ld != out.ld) checks::no_overlap(out.buffer, x.buffer, "add_row_vector", "out", "x");
+  if (x.buffer.data() != out.buffer.data() || x.ld != out.ld)
+    checks::no_overlap(out.buffer, x.buffer, "add_row_vector", "out", "x");
   checks::no_overlap(out.buffer, bias, "add_row_vector", "out", "bias");
   profile::OpTimer timer(be, q, "add_row_vector");
   if (timer.on()) timer.set(mat(x), 2 * mat_bytes(x) + bias.bytes());
-  be.add_row_vector(q, x.buffer.dtype(), x.rows, x.cols, x.buffer.data(), x.ld, bias.data(),
-                    out.buffer.data(), out.ld);
+  be.add_row_vector(q, x.buffer.dtype(), x.rows, x.cols, x.buffer.data(), x.ld, bias.data(), out.buffer.data(), out.ld);
 }
 
 void bias_activation(const Matrix& x, const Buffer& bias, UnaryOp act, Matrix& out, Matrix* z, Queue q) {
@@ -192,12 +188,14 @@ void bias_activation(const Matrix& x, const Buffer& bias, UnaryOp act, Matrix& o
   same_dtype(x.buffer.dtype(), out.buffer, "bias_activation", "out");
   same_size(static_cast<std::size_t>(x.cols), bias, "bias_activation", "bias");
   if (act != UnaryOp::relu && act != UnaryOp::sigmoid && act != UnaryOp::tanh && act != UnaryOp::gelu) {
-    throw InvalidArgument("bias_activation: " + std::string(name_of(act)) + " is not an activation (relu, sigmoid, tanh, gelu)");
+    throw InvalidArgument("bias_activation: " + std::string(name_of(act)) +
+                          " is not an activation (relu, sigmoid, tanh, gelu)");
   }
   auto same_shape = [&](const Matrix& m, const char* role) {
     if (m.rows != x.rows || m.cols != x.cols) {
       throw ShapeMismatch(std::string("bias_activation: ") + role + " is (" + std::to_string(m.rows) + ", " +
-                          std::to_string(m.cols) + "), x is (" + std::to_string(x.rows) + ", " + std::to_string(x.cols) + ")");
+                          std::to_string(m.cols) + "), x is (" + std::to_string(x.rows) + ", " +
+                          std::to_string(x.cols) + ")");
     }
   };
   same_shape(out, "out");
@@ -206,7 +204,8 @@ void bias_activation(const Matrix& x, const Buffer& bias, UnaryOp act, Matrix& o
     same_backend(be, z->buffer, "bias_activation", "z");
     same_dtype(x.buffer.dtype(), z->buffer, "bias_activation", "z");
     same_shape(*z, "z");
-    if (z->buffer.data() != x.buffer.data() || z->ld != x.ld) checks::no_overlap(z->buffer, x.buffer, "bias_activation", "z", "x");
+    if (z->buffer.data() != x.buffer.data() || z->ld != x.ld)
+      checks::no_overlap(z->buffer, x.buffer, "bias_activation", "z", "x");
     checks::no_overlap(out.buffer, z->buffer, "bias_activation", "out", "z");
     checks::no_overlap(z->buffer, bias, "bias_activation", "z", "bias");
   }
@@ -273,12 +272,14 @@ void matrix_add(double alpha, const Matrix& a, double beta, const Matrix& b, Mat
   same_dtype(a.buffer.dtype(), c.buffer, "matrix_add", "c");
   if (b.rows != a.rows || b.cols != a.cols || c.rows != a.rows || c.cols != a.cols) {
     throw ShapeMismatch("matrix_add: a is (" + std::to_string(a.rows) + ", " + std::to_string(a.cols) + "), b is (" +
-                        std::to_string(b.rows) + ", " + std::to_string(b.cols) + "), c is (" +
-                        std::to_string(c.rows) + ", " + std::to_string(c.cols) + "); all must agree");
+                        std::to_string(b.rows) + ", " + std::to_string(b.cols) + "), c is (" + std::to_string(c.rows) +
+                        ", " + std::to_string(c.cols) + "); all must agree");
   }
   if (a.rows == 0 || a.cols == 0) return;
-  if (a.buffer.data() != c.buffer.data() || a.ld != c.ld) checks::no_overlap(c.buffer, a.buffer, "matrix_add", "c", "a");
-  if (b.buffer.data() != c.buffer.data() || b.ld != c.ld) checks::no_overlap(c.buffer, b.buffer, "matrix_add", "c", "b");
+  if (a.buffer.data() != c.buffer.data() || a.ld != c.ld)
+    checks::no_overlap(c.buffer, a.buffer, "matrix_add", "c", "a");
+  if (b.buffer.data() != c.buffer.data() || b.ld != c.ld)
+    checks::no_overlap(c.buffer, b.buffer, "matrix_add", "c", "b");
   profile::OpTimer timer(be, q, "matrix_add");
   if (timer.on()) timer.set(mat(a), 3 * mat_bytes(a));
   be.matrix_add(q, a.buffer.dtype(), a.rows, a.cols, alpha, a.buffer.data(), a.ld, beta, b.buffer.data(), b.ld,
@@ -331,14 +332,18 @@ GemmArgs gemm_args(const Matrix& a, const Matrix& b, const Matrix& c, const Matm
   g.n = o.trans_b == Transpose::no ? b.cols : b.rows;
   if (kb != g.k || c.rows != g.m || c.cols != g.n) {
     throw ShapeMismatch("matmul: op(a) is (" + std::to_string(g.m) + ", " + std::to_string(g.k) + "), op(b) is (" +
-                        std::to_string(kb) + ", " + std::to_string(g.n) + "), c is (" + std::to_string(c.rows) +
-                        ", " + std::to_string(c.cols) + "); need op(a) (m, k), op(b) (k, n), c (m, n)");
+                        std::to_string(kb) + ", " + std::to_string(g.n) + "), c is (" + std::to_string(c.rows) + ", " +
+                        std::to_string(c.cols) + "); need op(a) (m, k), op(b) (k, n), c (m, n)");
   }
   checks::no_overlap(c.buffer, a.buffer, "matmul", "c", "a");
   checks::no_overlap(c.buffer, b.buffer, "matmul", "c", "b");
   if (!std::isfinite(o.alpha) || !std::isfinite(o.beta)) {
     throw InvalidArgument("matmul: alpha and beta must be finite");
   }
+  if (o.tf32 && ab != DType::f32) {
+    throw InvalidArgument("matmul: tf32 applies to f32 inputs, not " + std::string(name_of(ab)));
+  }
+  g.tf32 = o.tf32;
   g.alpha = o.alpha;
   g.beta = o.beta;
   g.ab_type = ab;
@@ -391,7 +396,8 @@ void matmul(const Matrix& a, const Matrix& b, Matrix& c, const MatmulOptions& op
     return;
   }
   profile::OpTimer timer(be, q, "matmul");
-  if (timer.on()) timer.set(gemm(g), mat_bytes(a) + mat_bytes(b) + mat_bytes(c), 2.0 * double(g.m) * double(g.n) * double(g.k));
+  if (timer.on())
+    timer.set(gemm(g), mat_bytes(a) + mat_bytes(b) + mat_bytes(c), 2.0 * double(g.m) * double(g.n) * double(g.k));
   be.matmul(q, g);
 }
 
@@ -446,10 +452,14 @@ void dot(const Buffer& x, const Buffer& y, Buffer& result, Queue q) {
 namespace {
 double read_scalar(const Buffer& result) {
   switch (result.dtype()) {
-    case DType::f32: return result.to_vector<float>()[0];
-    case DType::f64: return result.to_vector<double>()[0];
-    case DType::i32: return result.to_vector<std::int32_t>()[0];
-    default: throw DTypeMismatch("internal: scalar result of unexpected dtype");
+    case DType::f32:
+      return result.to_vector<float>()[0];
+    case DType::f64:
+      return result.to_vector<double>()[0];
+    case DType::i32:
+      return result.to_vector<std::int32_t>()[0];
+    default:
+      throw DTypeMismatch("internal: scalar result of unexpected dtype");
   }
 }
 double reduce_value(ReduceOp op, const Buffer& x) {
@@ -548,7 +558,8 @@ void softmax_cross_entropy(const Matrix& logits, const Buffer& labels, Matrix& p
   if (logits.rows == 0) return;
   if (logits.cols == 0) throw InvalidArgument(std::string(name) + ": logits has no columns (no classes)");
   checks::no_overlap(losses, logits.buffer, name, "losses", "logits");
-  checks::no_overlap(probs.buffer, logits.buffer, name, "probs", "logits (the loss reads the logits after probs are written)");
+  checks::no_overlap(probs.buffer, logits.buffer, name, "probs",
+                     "logits (the loss reads the logits after probs are written)");
   checks::no_overlap(losses, probs.buffer, name, "losses", "probs");
   profile::OpTimer timer(be, q, "softmax_cross_entropy");
   if (timer.on()) timer.set(mat(logits), 3 * mat_bytes(logits) + labels.bytes());

@@ -3,6 +3,8 @@
 // memory (static and dynamic), atomics, warp width, and replay of the thread order by seed.
 #include <doctest/doctest.h>
 
+#include <algorithm>
+#include <array>
 #include <bit>
 #include <cmath>
 #include <cstdlib>
@@ -394,5 +396,79 @@ TEST_SUITE("sim") {
     expect_error<Unsupported>([&] { inclusive_scan(x, x, {}, "nope"); }, {"decoupled_lookback"});
     Buffer on_cpu = Buffer::from(get_backend("reference"), iota_ints(3)), rc(get_backend("reference"), DType::i32, 1);
     expect_error<Unsupported>([&] { reduce(ReduceOp::sum, on_cpu, rc, {}, "single_pass"); }, {"one way only"});
+  }
+
+  TEST_CASE("tensor_core: mma fragments give the exact product of small integers, every transpose and edge") {
+    // Small integers are exact in bf16 and f16, and so are their products and sums in f32: any
+    // element of a fragment read from the wrong row, column or lane changes the result.
+    for (DType t : {DType::bf16, DType::f16}) {
+      for (const auto [m, n, k] : {std::array<std::int64_t, 3>{16, 8, 16}, {64, 64, 32}, {37, 70, 45}, {130, 9, 17}}) {
+        for (const Transpose ta : {Transpose::no, Transpose::yes}) {
+          for (const Transpose tb : {Transpose::no, Transpose::yes}) {
+            CAPTURE(name_of(t));
+            CAPTURE(m);
+            CAPTURE(n);
+            CAPTURE(k);
+            CAPTURE(ta == Transpose::yes);
+            CAPTURE(tb == Transpose::yes);
+            std::vector<float> a(std::size_t(m * k)), b(std::size_t(k * n));
+            for (std::size_t i = 0; i < a.size(); ++i) a[i] = float(int((i * 7 + 3) % 9) - 4);
+            for (std::size_t i = 0; i < b.size(); ++i) b[i] = float(int((i * 5 + 1) % 7) - 3);
+            const std::int64_t ar = ta == Transpose::no ? m : k, ac = ta == Transpose::no ? k : m;
+            const std::int64_t br = tb == Transpose::no ? k : n, bc = tb == Transpose::no ? n : k;
+            auto on = [&](Backend& be, const std::vector<float>& v, std::int64_t r, std::int64_t c) {
+              Buffer f = Buffer::from(be, v), h(be, t, v.size());
+              convert(f, h);
+              return matrix(h, r, c);
+            };
+            Backend& sim = sim_backend();
+            Matrix c = matrix(Buffer(sim, DType::f32, std::size_t(m * n)), m, n);
+            c.buffer.fill(5);  // beta = 0: never read
+            matmul(on(sim, a, ar, ac), on(sim, b, br, bc), c,
+                   {.trans_a = ta, .trans_b = tb, .tier = MatmulTier::tensor_core});
+            Backend& ref = get_backend("reference");
+            Matrix want = matrix(Buffer(ref, DType::f32, std::size_t(m * n)), m, n);
+            matmul(on(ref, a, ar, ac), on(ref, b, br, bc), want, {.trans_a = ta, .trans_b = tb});
+            CHECK(c.buffer.to_vector<float>() == want.buffer.to_vector<float>());
+          }
+        }
+      }
+    }
+    // alpha and beta in the epilogue.
+    Backend& sim = sim_backend();
+    Buffer a16(sim, DType::bf16, 16 * 16), b16(sim, DType::bf16, 16 * 8);
+    a16.fill(1);
+    b16.fill(2);
+    Matrix c = matrix(Buffer(sim, DType::f32, 16 * 8), 16, 8);
+    c.buffer.fill(1);
+    matmul(matrix(a16, 16, 16), matrix(b16, 16, 8), c, {.alpha = 0.5, .beta = 3, .tier = MatmulTier::tensor_core});
+    for (float v : c.buffer.to_vector<float>()) CHECK(v == 0.5f * 32 + 3);
+  }
+
+  TEST_CASE("tensor_core: offered for f16 and bf16 on 32-lane warps only") {
+    auto has = [](Backend& be, DType t) {
+      const auto tiers = be.matmul_tiers(t);
+      return std::find(tiers.begin(), tiers.end(), MatmulTier::tensor_core) != tiers.end();
+    };
+    CHECK(has(sim_backend(), DType::bf16));
+    CHECK(has(sim_backend(), DType::f16));
+    CHECK_FALSE(has(sim_backend(), DType::f32));
+    Backend& sim64 = get_backend("sim64");
+    CHECK_FALSE(has(sim64, DType::bf16));
+    Buffer a(sim64, DType::bf16, 256), b(sim64, DType::bf16, 256);
+    a.fill(1);
+    b.fill(1);
+    Matrix c = matrix(Buffer(sim64, DType::f32, 256), 16, 16);
+    expect_error<Unsupported>(
+        [&] { matmul(matrix(a, 16, 16), matrix(b, 16, 16), c, {.tier = MatmulTier::tensor_core}); },
+        {"has no tier 'tensor_core'", "register_blocked"});
+    Buffer f(sim_backend(), DType::f32, 256);
+    f.fill(1);
+    Matrix cf = matrix(Buffer(sim_backend(), DType::f32, 256), 16, 16);
+    expect_error<Unsupported>(
+        [&] { matmul(matrix(f, 16, 16), matrix(f, 16, 16), cf, {.tier = MatmulTier::tensor_core}); },
+        {"has no tier 'tensor_core' for f32"});
+    expect_error<InvalidArgument>([&] { matmul(matrix(a, 16, 16), matrix(b, 16, 16), c, {.tf32 = true}); },
+                                  {"tf32 applies to f32 inputs"});
   }
 }

@@ -1,16 +1,116 @@
-// The cuda backend: the GPU Backend of backends/gpu over the CUDA runtime (compiled by nvcc).
-// cuBLAS, tensor-core tiers and CUB variants join here (issue "CUDA and HIP backends complete").
+// The cuda backend: the GPU Backend of backends/gpu over the CUDA runtime (compiled by nvcc), and
+// what only CUDA has: the `vendor` matmul tier through cuBLAS.
+//   vendor: cublasGemmEx on the queue's stream. f32 (exact f32 products, or TF32 tensor cores
+//     with MatmulOptions::tf32), f64, and f16 or bf16 inputs with f32 accumulation and f32 C.
+//     tandem is row-major and cuBLAS column-major: C^T = op(B)^T op(A)^T is what cuBLAS computes,
+//     so the operands go in swapped, with no copy.
+#include <cublas_v2.h>
+
+#include <mutex>
+
 #include "../../core/factories.hpp"
 #include "../gpu/device_runtime.hpp"
 #include "../gpu/gpu_backend.hpp"
 
 namespace tandem::detail {
 
+namespace {
+
+const char* cublas_text(cublasStatus_t s) {
+  switch (s) {
+    case CUBLAS_STATUS_NOT_INITIALIZED:
+      return "not initialised (no usable device or driver)";
+    case CUBLAS_STATUS_ALLOC_FAILED:
+      return "out of device memory";
+    case CUBLAS_STATUS_INVALID_VALUE:
+      return "invalid value";
+    case CUBLAS_STATUS_ARCH_MISMATCH:
+      return "not supported by this GPU's architecture";
+    case CUBLAS_STATUS_EXECUTION_FAILED:
+      return "the kernel failed to run";
+    case CUBLAS_STATUS_NOT_SUPPORTED:
+      return "not supported";
+    default:
+      return "error";
+  }
+}
+
+class CudaBackend final : public gpu::GpuBackend<gpu::DeviceRuntime> {
+ public:
+  CudaBackend(std::string name, int device) : GpuBackend(std::move(name), device) {}
+  ~CudaBackend() override {
+    if (handle_ != nullptr) {
+      runtime().make_current();
+      (void)cublasDestroy(handle_);
+    }
+  }
+
+  std::vector<MatmulTier> matmul_tiers(DType t) const override {
+    std::vector<MatmulTier> tiers = GpuBackend::matmul_tiers(t);
+    if (t != DType::i32) tiers.push_back(MatmulTier::vendor);
+    return tiers;
+  }
+
+  void matmul(Queue q, const GemmArgs& a) override {
+    if (a.tier != MatmulTier::vendor) return GpuBackend::matmul(q, a);
+    if (a.ab_type == DType::i32) throw DTypeMismatch("matmul: i32 inputs are not offered; use f32, f64, f16 or bf16");
+    std::lock_guard lock(mutex_);  // one handle, bound to the caller's stream for the call
+    runtime().make_current();
+    if (handle_ == nullptr) check(cublasCreate(&handle_), "creating the cuBLAS handle");
+    check(cublasSetStream(handle_, runtime().native_stream(queue_stream(q))), "cublasSetStream");
+    const cublasOperation_t ta = a.trans_a == Transpose::yes ? CUBLAS_OP_T : CUBLAS_OP_N;
+    const cublasOperation_t tb = a.trans_b == Transpose::yes ? CUBLAS_OP_T : CUBLAS_OP_N;
+    const int m = narrow(a.m, "m"), n = narrow(a.n, "n"), k = narrow(a.k, "k");
+    const int lda = narrow(a.lda, "lda"), ldb = narrow(a.ldb, "ldb"), ldc = narrow(a.ldc, "ldc");
+    if (m == 0 || n == 0) return;
+    if (a.ab_type == DType::f64) {
+      const double alpha = a.alpha, beta = a.beta;
+      check(cublasGemmEx(handle_, tb, ta, n, m, k, &alpha, a.b, CUDA_R_64F, ldb, a.a, CUDA_R_64F, lda, &beta, a.c,
+                         CUDA_R_64F, ldc, CUBLAS_COMPUTE_64F, CUBLAS_GEMM_DEFAULT),
+            "cublasGemmEx (f64)");
+      return;
+    }
+    const float alpha = static_cast<float>(a.alpha), beta = static_cast<float>(a.beta);
+    const cudaDataType_t ab = a.ab_type == DType::f32    ? CUDA_R_32F
+                              : a.ab_type == DType::bf16 ? CUDA_R_16BF
+                                                         : CUDA_R_16F;
+    const cublasComputeType_t compute =
+        a.ab_type == DType::f32 && a.tf32 ? CUBLAS_COMPUTE_32F_FAST_TF32 : CUBLAS_COMPUTE_32F;
+    check(cublasGemmEx(handle_, tb, ta, n, m, k, &alpha, a.b, ab, ldb, a.a, ab, lda, &beta, a.c, CUDA_R_32F, ldc,
+                       compute, CUBLAS_GEMM_DEFAULT),
+          "cublasGemmEx");
+  }
+
+ private:
+  void check(cublasStatus_t s, const char* what) const {
+    if (s == CUBLAS_STATUS_SUCCESS) return;
+    if (s == CUBLAS_STATUS_ALLOC_FAILED) {
+      throw DeviceError("cuBLAS " + std::string(what) + " on " + backend_name() +
+                        ": no device memory for its workspace (" + std::to_string(device_free_bytes()) +
+                        " bytes free); free buffers or call empty_cache()");
+    }
+    throw DeviceError("cuBLAS " + std::string(what) + " on " + backend_name() + ": " + cublas_text(s) + " (status " +
+                      std::to_string(static_cast<int>(s)) + ")");
+  }
+  // cuBLAS takes int sizes.
+  static int narrow(std::int64_t v, const char* what) {
+    if (v > std::int64_t(2147483647)) {
+      throw InvalidArgument(std::string("matmul (vendor): ") + what + " = " + std::to_string(v) +
+                            " is beyond cuBLAS's 32-bit sizes; use the register_blocked tier");
+    }
+    return static_cast<int>(v);
+  }
+
+  std::mutex mutex_;
+  cublasHandle_t handle_ = nullptr;
+};
+
+}  // namespace
+
 int cuda_device_count(std::string& reason) { return gpu::device_count(reason); }
 
 std::shared_ptr<Backend> make_cuda_backend(int device) {
-  return std::make_shared<gpu::GpuBackend<gpu::DeviceRuntime>>(device == 0 ? "cuda" : "cuda:" + std::to_string(device),
-                                                               device);
+  return std::make_shared<CudaBackend>(device == 0 ? "cuda" : "cuda:" + std::to_string(device), device);
 }
 
 }  // namespace tandem::detail

@@ -63,6 +63,17 @@ inline error_t launch(const void* f, Dim3 g, Dim3 b, void** args, std::size_t sm
   return hipLaunchKernel(f, dim3(g.x, g.y, g.z), dim3(b.x, b.y, b.z), args, smem, s);
 }
 inline std::string architecture(const props_t& p) { return p.gcnArchName; }
+inline std::string capability(const props_t& p) { return p.gcnArchName; }
+inline std::size_t shared_per_multiprocessor(const props_t& p) { return p.maxSharedMemoryPerMultiProcessor; }
+// Peak clocks in kHz (0 when the runtime cannot say).
+inline int memory_clock_khz(int d) {
+  int v = 0;
+  return hipDeviceGetAttribute(&v, hipDeviceAttributeMemoryClockRate, d) == hipSuccess ? v : 0;
+}
+inline int clock_khz(int d) {
+  int v = 0;
+  return hipDeviceGetAttribute(&v, hipDeviceAttributeClockRate, d) == hipSuccess ? v : 0;
+}
 #else
 inline constexpr const char* platform = "CUDA";
 using error_t = cudaError_t;
@@ -99,6 +110,17 @@ inline error_t launch(const void* f, Dim3 g, Dim3 b, void** args, std::size_t sm
   return cudaLaunchKernel(f, dim3(g.x, g.y, g.z), dim3(b.x, b.y, b.z), args, smem, s);
 }
 inline std::string architecture(const props_t& p) { return "sm_" + std::to_string(p.major * 10 + p.minor); }
+inline std::string capability(const props_t& p) { return std::to_string(p.major) + "." + std::to_string(p.minor); }
+inline std::size_t shared_per_multiprocessor(const props_t& p) { return p.sharedMemPerMultiprocessor; }
+// Peak clocks in kHz (0 when the runtime cannot say; CUDA 13 keeps them out of cudaDeviceProp).
+inline int memory_clock_khz(int d) {
+  int v = 0;
+  return cudaDeviceGetAttribute(&v, cudaDevAttrMemoryClockRate, d) == cudaSuccess ? v : 0;
+}
+inline int clock_khz(int d) {
+  int v = 0;
+  return cudaDeviceGetAttribute(&v, cudaDevAttrClockRate, d) == cudaSuccess ? v : 0;
+}
 #endif
 
 // Throws DeviceError with the runtime's text when e is not success.
@@ -128,6 +150,9 @@ class DeviceRuntime {
   explicit DeviceRuntime(int device) : device_(device) {
     select();
     api::check(api::properties(&props_, device_), "reading the device's properties");
+    memory_clock_khz_ = api::memory_clock_khz(device_);
+    clock_khz_ = api::clock_khz(device_);
+    (void)api::last_error();
     streams_[0] = nullptr;  // queue 0: the default stream
   }
   ~DeviceRuntime() {
@@ -192,6 +217,13 @@ class DeviceRuntime {
     p.simd_width = props_.warpSize;
     p.shared_memory_per_block = props_.sharedMemPerBlock;
     p.l2_cache_bytes = static_cast<std::size_t>(props_.l2CacheSize);
+    p.shared_memory_per_multiprocessor = api::shared_per_multiprocessor(props_);
+    p.clock_mhz = clock_khz_ / 1000;
+    p.memory_clock_mhz = memory_clock_khz_ / 1000;
+    p.memory_bus_width_bits = props_.memoryBusWidth;
+    // As deviceQuery: two transfers per memory clock (DDR) over the whole bus.
+    p.memory_bandwidth_gbs = 2.0 * double(memory_clock_khz_) * 1e3 * (props_.memoryBusWidth / 8.0) / 1e9;
+    p.compute_capability = api::capability(props_);
     p.isa_features = {api::architecture(props_)};
     return p;
   }
@@ -213,6 +245,9 @@ class DeviceRuntime {
     return id;
   }
   int streams() const { return count_.load(); }
+  // The runtime's stream behind a queue, for vendor libraries (cuBLAS) that take one.
+  api::stream_t native_stream(int id) const { return streams_[static_cast<std::size_t>(id)]; }
+  void make_current() const { select(); }
   void check_stream(int id) const {
     if (id < 0 || id >= count_.load()) {
       throw InvalidArgument("queue " + std::to_string(id) + " was not created by this backend (create_queue)");
@@ -294,6 +329,7 @@ class DeviceRuntime {
 
   int device_;
   api::props_t props_{};
+  int memory_clock_khz_ = 0, clock_khz_ = 0;
   std::array<api::stream_t, 64> streams_{};
   std::atomic<int> count_{1};
   std::mutex streams_mutex_;

@@ -31,6 +31,7 @@
 #include "../../core/dispatch.hpp"
 #include "kernels/elementwise.hpp"
 #include "kernels/matmul.hpp"
+#include "kernels/matmul_tensor_core.hpp"
 #include "kernels/ml.hpp"
 #include "kernels/probe.hpp"
 #include "kernels/reduce.hpp"
@@ -54,7 +55,7 @@ class GpuBackend : public Backend {
  public:
   template <class... A>
   explicit GpuBackend(std::string name, A&&... runtime_args)
-      : name_(std::move(name)), rt_(std::forward<A>(runtime_args)...) {}
+      : name_(std::move(name)), rt_(std::forward<A>(runtime_args)...), warp_width_(rt_.properties().simd_width) {}
   ~GpuBackend() override { shutdown_memory(); }
 
   Runtime& runtime() { return rt_; }
@@ -111,8 +112,8 @@ class GpuBackend : public Backend {
       const std::size_t shared = std::size_t(shared_per_block) * sizeof(float);
       const std::size_t limit = properties().shared_memory_per_block;
       if (limit != 0 && shared > limit) {
-        throw InvalidArgument("read_probe: " + std::to_string(shared) + " bytes of shared memory per block; the device " +
-                              "has " + std::to_string(limit));
+        throw InvalidArgument("read_probe: " + std::to_string(shared) +
+                              " bytes of shared memory per block; the device " + "has " + std::to_string(limit));
       }
       launch(q, "shared_probe", grid, block_1d(), shared, kernels::shared_probe_kernel, as<float>(data), n,
              shared_per_block, passes, static_cast<float*>(sink));
@@ -279,9 +280,13 @@ class GpuBackend : public Backend {
     });
   }
 
-  std::vector<MatmulTier> matmul_tiers(DType) const override {
-    return {MatmulTier::naive, MatmulTier::tiled, MatmulTier::register_blocked};
+  // tensor_core: f16 and bf16 inputs, on 32-lane warps (the mma.sync fragments are laid out over 32).
+  std::vector<MatmulTier> matmul_tiers(DType t) const override {
+    std::vector<MatmulTier> tiers = {MatmulTier::naive, MatmulTier::tiled, MatmulTier::register_blocked};
+    if (has_tensor_core(t)) tiers.push_back(MatmulTier::tensor_core);
+    return tiers;
   }
+  bool has_tensor_core(DType t) const { return (t == DType::f16 || t == DType::bf16) && warp_width_ == 32; }
   MatmulTier choose_matmul_tier(const GemmArgs&) const override { return MatmulTier::register_blocked; }
 
   void matmul(Queue q, const GemmArgs& a) override {
@@ -318,9 +323,22 @@ class GpuBackend : public Backend {
           case MatmulTier::register_blocked:
             return launch(q, "matmul_register_blocked", grid_2d(a.m, a.n, kernels::kBlockM, kernels::kBlockN),
                           Dim3{kernels::kRegisterThreads, 1, 1}, 0, kernels::matmul_register_kernel<TA, TC>, g);
+          case MatmulTier::tensor_core:
+            if constexpr (std::is_same_v<TA, half> || std::is_same_v<TA, bfloat16>) {
+              if (has_tensor_core(a.ab_type)) {
+                return launch(q, "matmul_tensor_core",
+                              grid_2d(a.m, a.n, kernels::kTensorBlockM, kernels::kTensorBlockN),
+                              Dim3{kernels::kTensorThreads, 1, 1}, 0, kernels::matmul_tensor_core_kernel<TA>, g);
+              }
+              throw Unsupported("matmul: the tensor_core tier needs 32-lane warps (NVIDIA); backend '" + name_ +
+                                "' has " + std::to_string(warp_width_) + "-lane ones");
+            }
+            throw Unsupported("matmul: the tensor_core tier takes f16 or bf16 inputs (f32 accumulation), not " +
+                              std::string(name_of(a.ab_type)) + "; convert them, or use register_blocked");
           default:
             throw Unsupported("matmul: backend '" + name_ + "' has no tier '" + std::string(name_of(a.tier)) +
-                              "'; it has naive, tiled, register_blocked");
+                              "'; it has naive, tiled, register_blocked" +
+                              (has_tensor_core(a.ab_type) ? ", tensor_core" : ""));
         }
       }
     });
@@ -445,6 +463,9 @@ class GpuBackend : public Backend {
   void on_allocate(void* ptr, std::size_t requested, std::size_t) noexcept override {
     rt_.set_requested(ptr, requested);
   }
+  // For a subclass that calls a vendor library on the queue's stream (backends/cuda).
+  int queue_stream(Queue q) const { return stream(q); }
+  const std::string& backend_name() const { return name_; }
 
  private:
   // Device memory for one op's intermediate results, from the caching allocator. Work queued
@@ -534,6 +555,7 @@ class GpuBackend : public Backend {
 
   std::string name_;
   mutable Runtime rt_;
+  int warp_width_;  // the tensor_core tier's fragments are laid out over 32 lanes
 };
 
 }  // namespace tandem::gpu

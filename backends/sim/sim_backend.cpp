@@ -82,6 +82,7 @@ class SimRuntime {
     p.kind = BackendKind::simulator;
     p.simd_width = static_cast<int>(engine_.warp_size());
     p.shared_memory_per_block = engine_.options().shared_memory_per_block;
+    p.shared_memory_per_multiprocessor = p.shared_memory_per_block;  // one block at a time per simulated SM
     p.isa_features = {"warp" + std::to_string(engine_.warp_size())};
     return p;
   }

@@ -73,6 +73,7 @@ struct GemmArgs {
   void* c = nullptr;
   std::int64_t ldc = 0;
   MatmulTier tier = MatmulTier::automatic;  // never automatic when it reaches a backend
+  bool tf32 = false;                        // f32 inputs: TF32 products allowed (cuBLAS vendor tier)
 };
 
 // One Adam step (AdamW: decoupled weight decay) at step t >= 1 on n parameters, in place:

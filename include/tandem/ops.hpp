@@ -33,13 +33,21 @@ inline void tanh(const Buffer& x, Buffer& out, Queue q = {}) { unary(UnaryOp::ta
 inline void gelu(const Buffer& x, Buffer& out, Queue q = {}) { unary(UnaryOp::gelu, x, out, q); }
 inline void exp(const Buffer& x, Buffer& out, Queue q = {}) { unary(UnaryOp::exp, x, out, q); }
 // dx = dy where x > 0, else 0 (x is the layer input).
-inline void relu_grad(const Buffer& x, const Buffer& dy, Buffer& dx, Queue q = {}) { binary(BinaryOp::relu_grad, x, dy, dx, q); }
+inline void relu_grad(const Buffer& x, const Buffer& dy, Buffer& dx, Queue q = {}) {
+  binary(BinaryOp::relu_grad, x, dy, dx, q);
+}
 // dx = dy * y * (1 - y) (y is the sigmoid output).
-inline void sigmoid_grad(const Buffer& y, const Buffer& dy, Buffer& dx, Queue q = {}) { binary(BinaryOp::sigmoid_grad, y, dy, dx, q); }
+inline void sigmoid_grad(const Buffer& y, const Buffer& dy, Buffer& dx, Queue q = {}) {
+  binary(BinaryOp::sigmoid_grad, y, dy, dx, q);
+}
 // dx = dy * (1 - y^2) (y is the tanh output).
-inline void tanh_grad(const Buffer& y, const Buffer& dy, Buffer& dx, Queue q = {}) { binary(BinaryOp::tanh_grad, y, dy, dx, q); }
+inline void tanh_grad(const Buffer& y, const Buffer& dy, Buffer& dx, Queue q = {}) {
+  binary(BinaryOp::tanh_grad, y, dy, dx, q);
+}
 // dx = dy * gelu'(x) (x is the layer input).
-inline void gelu_grad(const Buffer& x, const Buffer& dy, Buffer& dx, Queue q = {}) { binary(BinaryOp::gelu_grad, x, dy, dx, q); }
+inline void gelu_grad(const Buffer& x, const Buffer& dy, Buffer& dx, Queue q = {}) {
+  binary(BinaryOp::gelu_grad, x, dy, dx, q);
+}
 // y += alpha * x
 void axpy(double alpha, const Buffer& x, Buffer& y, Queue q = {});
 // out = alpha * x
@@ -73,6 +81,9 @@ struct MatmulOptions {
   double alpha = 1;
   double beta = 0;
   MatmulTier tier = MatmulTier::automatic;
+  // f32 inputs: let a tier that can use TF32 tensor cores do so (products of 10-bit mantissas,
+  // f32 accumulation; today cuda's vendor tier). Other tiers compute in f32 as always.
+  bool tf32 = false;
 };
 // GEMM: c = alpha * op(a) * op(b) + beta * c. a and b are f32, f64, f16 or bf16 (the same);
 // c is f32 for f16/bf16 inputs (f32 accumulation), else the input type. A tier the backend lacks
