@@ -1,12 +1,23 @@
 // The cuda backend: the GPU Backend of backends/gpu over the CUDA runtime (compiled by nvcc), and
-// what only CUDA has: the `vendor` matmul tier through cuBLAS.
+// what only CUDA has: the `vendor` matmul tier through cuBLAS, and CUB as the `cub` variant of
+// reduce and scan (the peer of tandem's own variants in the benchmark).
 //   vendor: cublasGemmEx on the queue's stream. f32 (exact f32 products, or TF32 tensor cores
 //     with MatmulOptions::tf32), f64, and f16 or bf16 inputs with f32 accumulation and f32 C.
 //     tandem is row-major and cuBLAS column-major: C^T = op(B)^T op(A)^T is what cuBLAS computes,
 //     so the operands go in swapped, with no copy.
+//   cub: cub::DeviceReduce (Sum; Reduce with NaN-propagating min/max and a first-index argmax over
+//     ArgIndexInputIterator; TransformReduce of squares then a square root for norm2) and
+//     cub::DeviceScan (InclusiveSum, ExclusiveSum), with tandem's semantics: i32 sums wrap (summed
+//     as u32), NaN propagates, argmax is the first maximum or the first NaN. Up to 2^31 - 1 elements.
 #include <cublas_v2.h>
 
+#include <climits>
+#include <cub/device/device_reduce.cuh>
+#include <cub/device/device_scan.cuh>
+#include <cub/iterator/arg_index_input_iterator.cuh>
+#include <limits>
 #include <mutex>
+#include <type_traits>
 
 #include "../../core/factories.hpp"
 #include "../gpu/device_runtime.hpp"
@@ -15,6 +26,58 @@
 namespace tandem::detail {
 
 namespace {
+
+// tandem's min and max: a NaN anywhere gives NaN.
+template <class T>
+struct NanMax {
+  __device__ T operator()(const T& a, const T& b) const {
+    if (a != a) return a;
+    if (b != b) return b;
+    return b > a ? b : a;
+  }
+};
+template <class T>
+struct NanMin {
+  __device__ T operator()(const T& a, const T& b) const {
+    if (a != a) return a;
+    if (b != b) return b;
+    return b < a ? b : a;
+  }
+};
+// tandem's argmax: the first NaN if any, else the first maximum.
+template <class T>
+struct FirstArgMax {
+  __device__ cub::KeyValuePair<int, T> operator()(const cub::KeyValuePair<int, T>& a,
+                                                  const cub::KeyValuePair<int, T>& b) const {
+    const bool an = a.value != a.value, bn = b.value != b.value;
+    if (an || bn) {
+      if (an && bn) return a.key < b.key ? a : b;
+      return an ? a : b;
+    }
+    if (a.value != b.value) return a.value > b.value ? a : b;
+    return a.key < b.key ? a : b;
+  }
+};
+template <class T>
+struct Square {
+  __device__ T operator()(const T& v) const { return v * v; }
+};
+template <class T>
+struct Plus {
+  __device__ T operator()(const T& a, const T& b) const { return a + b; }
+};
+template <class T>
+__global__ void sqrt_in_place(T* v) {
+  *v = sqrt(*v);
+}
+template <class T>
+__global__ void copy_key(const cub::KeyValuePair<int, T>* pair, std::int32_t* out) {
+  *out = pair->key;
+}
+
+// i32 sums as u32: wrapping is then defined.
+template <class T>
+using SumType = std::conditional_t<std::is_same_v<T, std::int32_t>, std::uint32_t, T>;
 
 const char* cublas_text(cublasStatus_t s) {
   switch (s) {
@@ -43,6 +106,96 @@ class CudaBackend final : public gpu::GpuBackend<gpu::DeviceRuntime> {
       runtime().make_current();
       (void)cublasDestroy(handle_);
     }
+  }
+
+  std::vector<std::string> variants(std::string_view algorithm) const override {
+    std::vector<std::string> v = GpuBackend::variants(algorithm);
+    if (algorithm == "reduce" || algorithm == "scan") v.emplace_back("cub");
+    return v;
+  }
+
+  void reduce(Queue q, ReduceOp op, DType t, std::size_t n, const void* x, void* result,
+              std::string_view variant) override {
+    if (variant != "cub") return GpuBackend::reduce(q, op, t, n, x, result, variant);
+    const int count = cub_count(n, "reduce");
+    const cudaStream_t s = runtime().native_stream(queue_stream(q));
+    runtime().make_current();
+    dispatch_numeric(t, [&]<class T>() {
+      const T* in = static_cast<const T*>(x);
+      // Each CUB call twice: once for the temporary storage it needs, once to run.
+      auto run = [&](auto&& call) {
+        std::size_t bytes = 0;
+        cuda_check(call(nullptr, bytes), "cub (sizing)");
+        Scratch tmp(*this, q, bytes);
+        cuda_check(call(tmp.ptr, bytes), "cub");
+      };
+      switch (op) {
+        case ReduceOp::sum: {
+          using S = SumType<T>;
+          const S* sin = reinterpret_cast<const S*>(in);
+          S* out = static_cast<S*>(result);
+          return run([&](void* p, std::size_t& b) { return cub::DeviceReduce::Sum(p, b, sin, out, count, s); });
+        }
+        case ReduceOp::max:
+          return run([&](void* p, std::size_t& b) {
+            return cub::DeviceReduce::Reduce(p, b, in, static_cast<T*>(result), count, NanMax<T>{},
+                                             std::numeric_limits<T>::lowest(), s);
+          });
+        case ReduceOp::min:
+          return run([&](void* p, std::size_t& b) {
+            return cub::DeviceReduce::Reduce(p, b, in, static_cast<T*>(result), count, NanMin<T>{},
+                                             std::numeric_limits<T>::max(), s);
+          });
+        case ReduceOp::argmax: {
+          using Pair = cub::KeyValuePair<int, T>;
+          Scratch best(*this, q, sizeof(Pair));
+          Pair* pair = static_cast<Pair*>(best.ptr);
+          cub::ArgIndexInputIterator<const T*, int> it(in);
+          const T low = std::numeric_limits<T>::has_infinity ? -std::numeric_limits<T>::infinity()
+                                                             : std::numeric_limits<T>::lowest();
+          run([&](void* p, std::size_t& b) {
+            return cub::DeviceReduce::Reduce(p, b, it, pair, count, FirstArgMax<T>{}, Pair(INT_MAX, low), s);
+          });
+          runtime().launch(queue_stream(q), gpu::LaunchConfig{"cub_argmax_key", {1, 1, 1}, {1, 1, 1}, 0}, copy_key<T>,
+                           static_cast<const Pair*>(pair), static_cast<std::int32_t*>(result));
+          return;
+        }
+        case ReduceOp::norm2:
+          if constexpr (std::is_same_v<T, std::int32_t>) {
+            throw DTypeMismatch("reduce: norm2 of i32 is not offered");
+          } else {
+            run([&](void* p, std::size_t& b) {
+              return cub::DeviceReduce::TransformReduce(p, b, in, static_cast<T*>(result), count, Plus<T>{},
+                                                        Square<T>{}, T(0), s);
+            });
+            runtime().launch(queue_stream(q), gpu::LaunchConfig{"cub_norm2_sqrt", {1, 1, 1}, {1, 1, 1}, 0},
+                             sqrt_in_place<T>, static_cast<T*>(result));
+            return;
+          }
+      }
+    });
+  }
+
+  void scan(Queue q, ScanKind kind, DType t, std::size_t n, const void* x, void* out,
+            std::string_view variant) override {
+    if (variant != "cub") return GpuBackend::scan(q, kind, t, n, x, out, variant);
+    if (n == 0) return;
+    const int count = cub_count(n, "scan");
+    const cudaStream_t s = runtime().native_stream(queue_stream(q));
+    runtime().make_current();
+    dispatch_numeric(t, [&]<class T>() {
+      using S = SumType<T>;
+      const S* in = static_cast<const S*>(x);
+      S* o = static_cast<S*>(out);
+      std::size_t bytes = 0;
+      auto call = [&](void* p, std::size_t& b) {
+        return kind == ScanKind::inclusive ? cub::DeviceScan::InclusiveSum(p, b, in, o, count, s)
+                                           : cub::DeviceScan::ExclusiveSum(p, b, in, o, count, s);
+      };
+      cuda_check(call(nullptr, bytes), "cub scan (sizing)");
+      Scratch tmp(*this, q, bytes);
+      cuda_check(call(tmp.ptr, bytes), "cub scan");
+    });
   }
 
   std::vector<MatmulTier> matmul_tiers(DType t) const override {
@@ -82,6 +235,19 @@ class CudaBackend final : public gpu::GpuBackend<gpu::DeviceRuntime> {
   }
 
  private:
+  static int cub_count(std::size_t n, const char* what) {
+    if (n > std::size_t(INT_MAX)) {
+      throw Unsupported(std::string(what) + ": the cub variant takes up to 2^31 - 1 elements, not " +
+                        std::to_string(n) + "; use tandem's own variants");
+    }
+    return static_cast<int>(n);
+  }
+  void cuda_check(cudaError_t e, const char* what) const {
+    if (e == cudaSuccess) return;
+    (void)cudaGetLastError();
+    throw DeviceError(std::string(what) + " on " + backend_name() + ": " + cudaGetErrorName(e) + " (" +
+                      cudaGetErrorString(e) + ")");
+  }
   void check(cublasStatus_t s, const char* what) const {
     if (s == CUBLAS_STATUS_SUCCESS) return;
     if (s == CUBLAS_STATUS_ALLOC_FAILED) {

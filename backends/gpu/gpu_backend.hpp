@@ -467,7 +467,6 @@ class GpuBackend : public Backend {
   int queue_stream(Queue q) const { return stream(q); }
   const std::string& backend_name() const { return name_; }
 
- private:
   // Device memory for one op's intermediate results, from the caching allocator. Work queued
   // after this op on the same queue runs after it, so with one queue the block can go back to the
   // cache as soon as the op is queued. The cache does not know queues, though: once the program
@@ -493,6 +492,7 @@ class GpuBackend : public Backend {
     Scratch& operator=(const Scratch&) = delete;
   };
 
+ private:
   template <class T>
   static const T* as(const void* p) {
     return static_cast<const T*>(p);
