@@ -247,6 +247,22 @@ void Backend::read_probe(Queue, const void*, std::size_t, unsigned, unsigned, vo
                     "' has no device memory probe: `tandem bench memory` measures CPU backends on the host");
 }
 
+void Graph::replay() {
+  if (!impl_) throw InvalidArgument("Graph::replay: this Graph is empty (make one with Backend::capture)");
+  impl_->replay();
+}
+
+Graph Backend::capture(Queue, const std::function<void()>& work) {
+  if (!work) throw InvalidArgument("capture: no work to record");
+  struct Recorded final : Graph::Impl {
+    std::function<void()> work;
+    void replay() override { work(); }
+  };
+  auto g = std::make_shared<Recorded>();
+  g->work = work;
+  return Graph(std::move(g));
+}
+
 Event Backend::record_event(Queue q) {
   synchronize(q);
   return Event(std::make_shared<HostEvent>());

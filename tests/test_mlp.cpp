@@ -408,3 +408,36 @@ TEST_CASE("queues: one queue waits for another's event and the host waits for an
   CHECK(be->transfer_queue().id == be->transfer_queue().id);
   CHECK_THROWS_AS(be->synchronize_event(Event{}), InvalidArgument);
 }
+
+TEST_CASE("graphs: a captured sequence of ops runs only when replayed, and each replay runs all of it") {
+  Backend* be = test::backend_or_skip();
+  if (!be) return;
+  const Queue q = be->create_queue();
+  const std::size_t n = 5000;
+  Buffer x = Buffer::from(*be, std::vector<float>(n, 1.0f)), y = Buffer::from(*be, std::vector<float>(n, 2.0f));
+  Buffer total(*be, DType::f32, 1);
+  total.fill(-1);
+  // y = (y + 2 x) / 2, then total = sum(y): a reduction needs scratch memory, which the graph keeps.
+  Graph g = be->capture(q, [&] {
+    axpy(2.0, x, y, q);
+    scale(0.5, y, y, q);
+    reduce(ReduceOp::sum, y, total, q);
+  });
+  be->synchronize(q);
+  CHECK(y.to_vector<float>()[0] == 2.0f);  // recorded, not run
+  CHECK(total.to_vector<float>()[0] == -1.0f);
+  float want = 2.0f;
+  for (int r = 1; r <= 3; ++r) {
+    g.replay();
+    be->synchronize(q);
+    want = (want + 2.0f) / 2.0f;
+    CAPTURE(r);
+    CHECK(y.to_vector<float>() == std::vector<float>(n, want));
+    CHECK(total.to_vector<float>()[0] == doctest::Approx(double(want) * double(n)).epsilon(1e-6));
+  }
+  CHECK_THROWS_AS(Graph{}.replay(), InvalidArgument);
+  CHECK_THROWS_AS(be->capture(q, {}), InvalidArgument);
+  if (be->name().rfind("cuda", 0) == 0) {
+    CHECK_THROWS_AS(be->capture(Queue{}, [&] { scale(1.0, x, x); }), InvalidArgument);  // the legacy stream
+  }
+}

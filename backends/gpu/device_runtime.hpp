@@ -305,6 +305,41 @@ class DeviceRuntime {
     api::check(api::event_synchronize(x->event), "waiting for an event");
   }
 
+#if !defined(TANDEM_HIP)
+  // CUDA graphs: stream capture (relaxed: the caching allocator may still call cudaMalloc), one
+  // instantiation, replays as single launches.
+  void begin_capture(int stream) {
+    select();
+    api::check(cudaStreamBeginCapture(streams_[static_cast<std::size_t>(stream)], cudaStreamCaptureModeRelaxed),
+               "starting a capture");
+  }
+  void abort_capture(int stream) noexcept {
+    cudaGraph_t g = nullptr;
+    (void)cudaStreamEndCapture(streams_[static_cast<std::size_t>(stream)], &g);
+    if (g != nullptr) (void)cudaGraphDestroy(g);
+    (void)cudaGetLastError();
+  }
+  void* end_capture(int stream) {
+    cudaGraph_t g = nullptr;
+    api::check(cudaStreamEndCapture(streams_[static_cast<std::size_t>(stream)], &g),
+               "ending a capture (an op in it waited for the host, or used another queue)");
+    cudaGraphExec_t exec = nullptr;
+    const cudaError_t e = cudaGraphInstantiate(&exec, g, 0);
+    (void)cudaGraphDestroy(g);
+    api::check(e, "instantiating a captured graph");
+    return exec;
+  }
+  void launch_graph(void* exec, int stream) {
+    select();
+    api::check(cudaGraphLaunch(static_cast<cudaGraphExec_t>(exec), streams_[static_cast<std::size_t>(stream)]),
+               "replaying a graph");
+  }
+  void destroy_graph(void* exec) noexcept {
+    (void)api::set_device(device_);
+    (void)cudaGraphExecDestroy(static_cast<cudaGraphExec_t>(exec));
+  }
+#endif
+
   template <class... P, class... A>
   void launch(int stream, const LaunchConfig& config, void (*kernel)(P...), A&&... args) {
     std::tuple<std::decay_t<P>...> params(std::forward<A>(args)...);

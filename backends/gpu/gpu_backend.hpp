@@ -24,7 +24,9 @@
 #include <bit>
 #include <cmath>
 #include <cstring>
+#include <functional>
 #include <limits>
+#include <mutex>
 #include <string>
 #include <utility>
 
@@ -131,6 +133,51 @@ class GpuBackend : public Backend {
   }
 
   Queue create_queue() override { return Queue{rt_.create_stream()}; }
+
+  // A runtime with graphs (CUDA) captures for real; the others (HIP 5.2 here, the simulator)
+  // record the work (Backend::capture).
+  Graph capture(Queue q, const std::function<void()>& work) override {
+    if constexpr (requires(Runtime & r) { r.begin_capture(0); }) {
+      if (!work) throw InvalidArgument("capture: no work to record");
+      if (q.id == 0) {
+        throw InvalidArgument("capture: the default queue of '" + name_ +
+                              "' cannot be captured; capture on a queue from create_queue()");
+      }
+      const int s = stream(q);
+      struct Captured final : Graph::Impl {
+        GpuBackend& be;
+        int stream;
+        void* exec = nullptr;
+        std::vector<void*> kept;  // scratch memory the recorded ops use, for the graph's life
+        Captured(GpuBackend& b, int st) : be(b), stream(st) {}
+        ~Captured() override {
+          try {
+            be.rt_.synchronize(stream);
+          } catch (const Error&) {
+          }
+          if (exec != nullptr) be.rt_.destroy_graph(exec);
+          for (void* p : kept) be.deallocate(p);
+        }
+        void replay() override { be.rt_.launch_graph(exec, stream); }
+      };
+      auto graph = std::make_shared<Captured>(*this, s);
+      std::lock_guard lock(capture_mutex_);
+      capture_keep_ = &graph->kept;
+      rt_.begin_capture(s);
+      try {
+        work();
+      } catch (...) {
+        rt_.abort_capture(s);
+        capture_keep_ = nullptr;
+        throw;
+      }
+      capture_keep_ = nullptr;
+      graph->exec = rt_.end_capture(s);
+      return Graph(std::move(graph));
+    } else {
+      return Backend::capture(q, work);
+    }
+  }
   void synchronize(Queue q) override { rt_.synchronize(stream(q)); }
   Event record_event(Queue q) override { return Event(rt_.record(stream(q))); }
   double elapsed_ms(const Event& start, const Event& stop) override {
@@ -479,6 +526,10 @@ class GpuBackend : public Backend {
     Scratch(GpuBackend& b, Queue q, std::size_t bytes)
         : owner(b), queue(q), ptr(b.allocate(std::max<std::size_t>(bytes, 16))) {}
     ~Scratch() {
+      if (owner.capture_keep_ != nullptr) {  // recorded into a graph: it lives as long as the graph
+        owner.capture_keep_->push_back(ptr);
+        return;
+      }
       if (owner.rt_.streams() > 1) {
         try {
           owner.rt_.synchronize(queue.id);
@@ -556,6 +607,8 @@ class GpuBackend : public Backend {
   std::string name_;
   mutable Runtime rt_;
   int warp_width_;  // the tensor_core tier's fragments are laid out over 32 lanes
+  std::mutex capture_mutex_;
+  std::vector<void*>* capture_keep_ = nullptr;  // during a capture: where scratch memory goes
 };
 
 }  // namespace tandem::gpu

@@ -9,6 +9,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -51,6 +52,24 @@ class Event {
   Event() = default;
   explicit Event(std::shared_ptr<Impl> impl) : impl_(std::move(impl)) {}
   Impl* impl() const { return impl_.get(); }
+
+ private:
+  std::shared_ptr<Impl> impl_;
+};
+
+// A sequence of ops recorded on one queue, replayed as a whole (Backend::capture).
+class Graph {
+ public:
+  struct Impl {
+    virtual ~Impl() = default;
+    virtual void replay() = 0;
+  };
+  Graph() = default;
+  explicit Graph(std::shared_ptr<Impl> impl) : impl_(std::move(impl)) {}
+  // Queues the recorded ops again, on the queue they were captured on, reading and writing the
+  // same buffers (which must stay alive). InvalidArgument on an empty Graph.
+  void replay();
+  bool empty() const { return !impl_; }
 
  private:
   std::shared_ptr<Impl> impl_;
@@ -140,6 +159,16 @@ class Backend : public std::enable_shared_from_this<Backend> {
   virtual void wait_event(Queue q, const Event& e);
   // The host waits until e has passed.
   virtual void synchronize_event(const Event& e);
+
+  // ---- graphs ----
+  // Records the ops `work` queues on q, without running them, as a Graph to replay. On cuda:
+  // CUDA stream capture into a graph instantiated once, every replay one launch of the whole
+  // sequence (q must come from create_queue(), since CUDA's default stream cannot be captured;
+  // work must queue on q alone and not wait for the host: a synchronous copy or a download in it
+  // invalidates the capture, which raises DeviceError saying so). Elsewhere the work itself is
+  // kept and a replay runs it again, op by op: the same results, so code written against
+  // capture runs on every backend.
+  virtual Graph capture(Queue q, const std::function<void()>& work);
 
   // ---- primitive ops ----
   // out[i] = op(x[i], y[i]); dtype f32 or f64.
