@@ -75,6 +75,16 @@ __global__ void copy_key(const cub::KeyValuePair<int, T>* pair, std::int32_t* ou
   *out = pair->key;
 }
 
+// The identities of max and min: -inf and +inf (not -FLT_MAX: the max of [-inf] is -inf).
+template <class T>
+T lowest() {
+  return std::numeric_limits<T>::has_infinity ? -std::numeric_limits<T>::infinity() : std::numeric_limits<T>::lowest();
+}
+template <class T>
+T highest() {
+  return std::numeric_limits<T>::has_infinity ? std::numeric_limits<T>::infinity() : std::numeric_limits<T>::max();
+}
+
 // i32 sums as u32: wrapping is then defined.
 template <class T>
 using SumType = std::conditional_t<std::is_same_v<T, std::int32_t>, std::uint32_t, T>;
@@ -138,21 +148,18 @@ class CudaBackend final : public gpu::GpuBackend<gpu::DeviceRuntime> {
         }
         case ReduceOp::max:
           return run([&](void* p, std::size_t& b) {
-            return cub::DeviceReduce::Reduce(p, b, in, static_cast<T*>(result), count, NanMax<T>{},
-                                             std::numeric_limits<T>::lowest(), s);
+            return cub::DeviceReduce::Reduce(p, b, in, static_cast<T*>(result), count, NanMax<T>{}, lowest<T>(), s);
           });
         case ReduceOp::min:
           return run([&](void* p, std::size_t& b) {
-            return cub::DeviceReduce::Reduce(p, b, in, static_cast<T*>(result), count, NanMin<T>{},
-                                             std::numeric_limits<T>::max(), s);
+            return cub::DeviceReduce::Reduce(p, b, in, static_cast<T*>(result), count, NanMin<T>{}, highest<T>(), s);
           });
         case ReduceOp::argmax: {
           using Pair = cub::KeyValuePair<int, T>;
           Scratch best(*this, q, sizeof(Pair));
           Pair* pair = static_cast<Pair*>(best.ptr);
           cub::ArgIndexInputIterator<const T*, int> it(in);
-          const T low = std::numeric_limits<T>::has_infinity ? -std::numeric_limits<T>::infinity()
-                                                             : std::numeric_limits<T>::lowest();
+          const T low = lowest<T>();
           run([&](void* p, std::size_t& b) {
             return cub::DeviceReduce::Reduce(p, b, it, pair, count, FirstArgMax<T>{}, Pair(INT_MAX, low), s);
           });
@@ -235,6 +242,12 @@ class CudaBackend final : public gpu::GpuBackend<gpu::DeviceRuntime> {
   }
 
  private:
+  // cublasCreate allocates and synchronizes: never inside a capture.
+  void before_capture() override {
+    std::lock_guard lock(mutex_);
+    runtime().make_current();
+    if (handle_ == nullptr) check(cublasCreate(&handle_), "creating the cuBLAS handle");
+  }
   static int cub_count(std::size_t n, const char* what) {
     if (n > std::size_t(INT_MAX)) {
       throw Unsupported(std::string(what) + ": the cub variant takes up to 2^31 - 1 elements, not " +

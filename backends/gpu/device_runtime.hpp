@@ -322,7 +322,8 @@ class DeviceRuntime {
   void* end_capture(int stream) {
     cudaGraph_t g = nullptr;
     api::check(cudaStreamEndCapture(streams_[static_cast<std::size_t>(stream)], &g),
-               "ending a capture (an op in it waited for the host, or used another queue)");
+               "ending a capture (an op in it waited for the host: a synchronous copy, a download, or "
+               "profiling with TANDEM_PROFILE)");
     cudaGraphExec_t exec = nullptr;
     const cudaError_t e = cudaGraphInstantiate(&exec, g, 0);
     (void)cudaGraphDestroy(g);

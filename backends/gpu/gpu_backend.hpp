@@ -21,6 +21,7 @@
 #pragma once
 
 #include <algorithm>
+#include <atomic>
 #include <bit>
 #include <cmath>
 #include <cstring>
@@ -145,11 +146,13 @@ class GpuBackend : public Backend {
       }
       const int s = stream(q);
       struct Captured final : Graph::Impl {
+        std::shared_ptr<Backend> keep_alive;  // the graph may outlive every other handle
         GpuBackend& be;
         int stream;
         void* exec = nullptr;
         std::vector<void*> kept;  // scratch memory the recorded ops use, for the graph's life
-        Captured(GpuBackend& b, int st) : be(b), stream(st) {}
+        Captured(std::shared_ptr<Backend> owner, GpuBackend& b, int st)
+            : keep_alive(std::move(owner)), be(b), stream(st) {}
         ~Captured() override {
           try {
             be.rt_.synchronize(stream);
@@ -160,18 +163,28 @@ class GpuBackend : public Backend {
         }
         void replay() override { be.rt_.launch_graph(exec, stream); }
       };
-      auto graph = std::make_shared<Captured>(*this, s);
-      std::lock_guard lock(capture_mutex_);
-      capture_keep_ = &graph->kept;
+      std::shared_ptr<Backend> owner = weak_from_this().lock();  // null for a backend not held by a shared_ptr
+      auto graph = std::make_shared<Captured>(std::move(owner), *this, s);
+      graph->kept.reserve(64);
+      std::unique_lock lock(capture_mutex_, std::try_to_lock);
+      if (!lock.owns_lock()) {
+        throw InvalidArgument("capture: a capture is already under way on '" + name_ +
+                              "' (captures do not nest, and one runs at a time per backend)");
+      }
+      before_capture();
       rt_.begin_capture(s);
+      capture_stream_.store(s);
+      capture_keep_.store(&graph->kept);
       try {
         work();
       } catch (...) {
+        capture_keep_.store(nullptr);
+        capture_stream_.store(-1);
         rt_.abort_capture(s);
-        capture_keep_ = nullptr;
         throw;
       }
-      capture_keep_ = nullptr;
+      capture_keep_.store(nullptr);
+      capture_stream_.store(-1);
       graph->exec = rt_.end_capture(s);
       return Graph(std::move(graph));
     } else {
@@ -510,6 +523,8 @@ class GpuBackend : public Backend {
   void on_allocate(void* ptr, std::size_t requested, std::size_t) noexcept override {
     rt_.set_requested(ptr, requested);
   }
+  // Called before a capture starts: what must not happen inside one (creating a library handle).
+  virtual void before_capture() {}
   // For a subclass that calls a vendor library on the queue's stream (backends/cuda).
   int queue_stream(Queue q) const { return stream(q); }
   const std::string& backend_name() const { return name_; }
@@ -526,8 +541,13 @@ class GpuBackend : public Backend {
     Scratch(GpuBackend& b, Queue q, std::size_t bytes)
         : owner(b), queue(q), ptr(b.allocate(std::max<std::size_t>(bytes, 16))) {}
     ~Scratch() {
-      if (owner.capture_keep_ != nullptr) {  // recorded into a graph: it lives as long as the graph
-        owner.capture_keep_->push_back(ptr);
+      // Used by ops recorded into a graph (on the capturing queue): it lives as long as the graph.
+      if (std::vector<void*>* keep = owner.capture_keep_.load(); keep != nullptr && queue.id == owner.capture_stream_) {
+        try {
+          keep->push_back(ptr);
+        } catch (...) {
+          // Not kept and not freed: the graph may still use it (a leak, never a use after free).
+        }
         return;
       }
       if (owner.rt_.streams() > 1) {
@@ -608,7 +628,8 @@ class GpuBackend : public Backend {
   mutable Runtime rt_;
   int warp_width_;  // the tensor_core tier's fragments are laid out over 32 lanes
   std::mutex capture_mutex_;
-  std::vector<void*>* capture_keep_ = nullptr;  // during a capture: where scratch memory goes
+  std::atomic<std::vector<void*>*> capture_keep_{nullptr};  // during a capture: where its scratch memory goes
+  std::atomic<int> capture_stream_{-1};                     // and the queue being captured
 };
 
 }  // namespace tandem::gpu

@@ -163,11 +163,12 @@ class Backend : public std::enable_shared_from_this<Backend> {
   // ---- graphs ----
   // Records the ops `work` queues on q, without running them, as a Graph to replay. On cuda:
   // CUDA stream capture into a graph instantiated once, every replay one launch of the whole
-  // sequence (q must come from create_queue(), since CUDA's default stream cannot be captured;
-  // work must queue on q alone and not wait for the host: a synchronous copy or a download in it
-  // invalidates the capture, which raises DeviceError saying so). Elsewhere the work itself is
-  // kept and a replay runs it again, op by op: the same results, so code written against
-  // capture runs on every backend.
+  // sequence. q must come from create_queue() (CUDA's default stream cannot be captured), and
+  // work must queue on q alone: ops on other queues would run once, at capture, and not be part
+  // of the graph. Nothing in it may wait for the host (a synchronous copy, a download, a
+  // TANDEM_PROFILE timer): that invalidates the capture, which raises DeviceError saying so. One
+  // capture at a time per backend; a nested one raises InvalidArgument. Elsewhere the work itself
+  // is kept and a replay runs it again, op by op: the same results on the queue q.
   virtual Graph capture(Queue q, const std::function<void()>& work);
 
   // ---- primitive ops ----
