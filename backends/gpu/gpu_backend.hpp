@@ -346,7 +346,9 @@ class GpuBackend : public Backend {
     if (has_tensor_core(t)) tiers.push_back(MatmulTier::tensor_core);
     return tiers;
   }
-  bool has_tensor_core(DType t) const { return (t == DType::f16 || t == DType::bf16) && warp_width_ == 32; }
+  bool has_tensor_core(DType t) const {
+    return (t == DType::f16 || t == DType::bf16) && warp_width_ == int(kernels::kMmaLanes);
+  }
   MatmulTier choose_matmul_tier(const GemmArgs&) const override { return MatmulTier::register_blocked; }
 
   void matmul(Queue q, const GemmArgs& a) override {

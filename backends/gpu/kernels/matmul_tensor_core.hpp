@@ -25,6 +25,11 @@ namespace tandem::gpu::kernels {
 inline namespace TANDEM_GPU_ABI {
 
 inline constexpr unsigned kTensorBlockM = 64, kTensorBlockN = 64, kTensorK = 16, kTensorThreads = 128;
+// The lanes mma.sync's fragments are laid out over: the tier runs only where a warp has this many
+// (the backend checks), unlike the other kernels, which read gpu::warp_size().
+inline constexpr unsigned kMmaLanes = 32;
+// Each of the 4 warps computes a kTensorWarpM x kTensorWarpN part of the block's tile.
+inline constexpr unsigned kTensorWarpM = 32, kTensorWarpN = 32;
 
 // Fragments as the instruction takes them: two 16-bit elements per 32-bit register, the lower
 // index in the low half.
@@ -110,7 +115,7 @@ TANDEM_KERNEL TANDEM_LAUNCH_BOUNDS(128) void matmul_tensor_core_kernel(Gemm<TA, 
   TANDEM_SHARED(std::uint16_t, bs, [kTensorBlockN][kTensorK + 8]);
   const unsigned tid = thread_rank(), lane = lane_id(), warp = warp_id();
   const unsigned lg = lane / 4, lt = lane % 4;
-  const unsigned wm = (warp / 2) * 32, wn = (warp % 2) * 32;  // this warp's 32 x 32 part
+  const unsigned wm = (warp / 2) * kTensorWarpM, wn = (warp % 2) * kTensorWarpN;  // this warp's part
   const std::int64_t tiles_m = (g.m + kTensorBlockM - 1) / kTensorBlockM;
   const std::int64_t tiles_n = (g.n + kTensorBlockN - 1) / kTensorBlockN;
   for (std::int64_t bi = block_idx().y; bi < tiles_m; bi += grid_dim().y) {
