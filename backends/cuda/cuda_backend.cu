@@ -22,72 +22,13 @@
 #include "../../core/factories.hpp"
 #include "../gpu/device_runtime.hpp"
 #include "../gpu/gpu_backend.hpp"
+#include "../gpu/vendor_semantics.hpp"
 
 namespace tandem::detail {
 
 namespace {
 
-// tandem's min and max: a NaN anywhere gives NaN.
-template <class T>
-struct NanMax {
-  __device__ T operator()(const T& a, const T& b) const {
-    if (a != a) return a;
-    if (b != b) return b;
-    return b > a ? b : a;
-  }
-};
-template <class T>
-struct NanMin {
-  __device__ T operator()(const T& a, const T& b) const {
-    if (a != a) return a;
-    if (b != b) return b;
-    return b < a ? b : a;
-  }
-};
-// tandem's argmax: the first NaN if any, else the first maximum.
-template <class T>
-struct FirstArgMax {
-  __device__ cub::KeyValuePair<int, T> operator()(const cub::KeyValuePair<int, T>& a,
-                                                  const cub::KeyValuePair<int, T>& b) const {
-    const bool an = a.value != a.value, bn = b.value != b.value;
-    if (an || bn) {
-      if (an && bn) return a.key < b.key ? a : b;
-      return an ? a : b;
-    }
-    if (a.value != b.value) return a.value > b.value ? a : b;
-    return a.key < b.key ? a : b;
-  }
-};
-template <class T>
-struct Square {
-  __device__ T operator()(const T& v) const { return v * v; }
-};
-template <class T>
-struct Plus {
-  __device__ T operator()(const T& a, const T& b) const { return a + b; }
-};
-template <class T>
-__global__ void sqrt_in_place(T* v) {
-  *v = sqrt(*v);
-}
-template <class T>
-__global__ void copy_key(const cub::KeyValuePair<int, T>* pair, std::int32_t* out) {
-  *out = pair->key;
-}
-
-// The identities of max and min: -inf and +inf (not -FLT_MAX: the max of [-inf] is -inf).
-template <class T>
-T lowest() {
-  return std::numeric_limits<T>::has_infinity ? -std::numeric_limits<T>::infinity() : std::numeric_limits<T>::lowest();
-}
-template <class T>
-T highest() {
-  return std::numeric_limits<T>::has_infinity ? std::numeric_limits<T>::infinity() : std::numeric_limits<T>::max();
-}
-
-// i32 sums as u32: wrapping is then defined.
-template <class T>
-using SumType = std::conditional_t<std::is_same_v<T, std::int32_t>, std::uint32_t, T>;
+using namespace gpu::vendor;
 
 const char* cublas_text(cublasStatus_t s) {
   switch (s) {
@@ -161,10 +102,10 @@ class CudaBackend final : public gpu::GpuBackend<gpu::DeviceRuntime> {
           cub::ArgIndexInputIterator<const T*, int> it(in);
           const T low = lowest<T>();
           run([&](void* p, std::size_t& b) {
-            return cub::DeviceReduce::Reduce(p, b, it, pair, count, FirstArgMax<T>{}, Pair(INT_MAX, low), s);
+            return cub::DeviceReduce::Reduce(p, b, it, pair, count, FirstArgMax<Pair>{}, Pair(INT_MAX, low), s);
           });
-          runtime().launch(queue_stream(q), gpu::LaunchConfig{"cub_argmax_key", {1, 1, 1}, {1, 1, 1}, 0}, copy_key<T>,
-                           static_cast<const Pair*>(pair), static_cast<std::int32_t*>(result));
+          runtime().launch(queue_stream(q), gpu::LaunchConfig{"cub_argmax_key", {1, 1, 1}, {1, 1, 1}, 0},
+                           copy_key<Pair>, static_cast<const Pair*>(pair), static_cast<std::int32_t*>(result));
           return;
         }
         case ReduceOp::norm2:

@@ -1,0 +1,75 @@
+// tandem's reduction rules as functors for a vendor's device-wide primitives (CUB on cuda,
+// rocPRIM on hip), so that their `cub` and `rocprim` variants answer as tandem's own kernels do:
+// a NaN anywhere makes min and max NaN, argmax is the first NaN or else the first maximum, i32
+// sums wrap (summed as u32), and max and min start from -inf and +inf (the max of [-inf] is -inf).
+// Compiled by nvcc or clang -x hip only.
+#pragma once
+
+#include <cmath>
+#include <cstdint>
+#include <limits>
+#include <type_traits>
+
+namespace tandem::gpu::vendor {
+
+template <class T>
+struct NanMax {
+  __device__ T operator()(const T& a, const T& b) const {
+    if (a != a) return a;
+    if (b != b) return b;
+    return b > a ? b : a;
+  }
+};
+template <class T>
+struct NanMin {
+  __device__ T operator()(const T& a, const T& b) const {
+    if (a != a) return a;
+    if (b != b) return b;
+    return b < a ? b : a;
+  }
+};
+// Pair: the vendor's key-value pair (key: the index, value: the element).
+template <class Pair>
+struct FirstArgMax {
+  __device__ Pair operator()(const Pair& a, const Pair& b) const {
+    const bool an = a.value != a.value, bn = b.value != b.value;
+    if (an || bn) {
+      if (an && bn) return a.key < b.key ? a : b;
+      return an ? a : b;
+    }
+    if (a.value != b.value) return a.value > b.value ? a : b;
+    return a.key < b.key ? a : b;
+  }
+};
+template <class T>
+struct Square {
+  __device__ T operator()(const T& v) const { return v * v; }
+};
+template <class T>
+struct Plus {
+  __device__ T operator()(const T& a, const T& b) const { return a + b; }
+};
+
+template <class T>
+__global__ void sqrt_in_place(T* v) {
+  *v = sqrt(*v);
+}
+template <class Pair>
+__global__ void copy_key(const Pair* pair, std::int32_t* out) {
+  *out = static_cast<std::int32_t>(pair->key);
+}
+
+template <class T>
+T lowest() {
+  return std::numeric_limits<T>::has_infinity ? -std::numeric_limits<T>::infinity() : std::numeric_limits<T>::lowest();
+}
+template <class T>
+T highest() {
+  return std::numeric_limits<T>::has_infinity ? std::numeric_limits<T>::infinity() : std::numeric_limits<T>::max();
+}
+
+// i32 sums as u32: wrapping is then defined.
+template <class T>
+using SumType = std::conditional_t<std::is_same_v<T, std::int32_t>, std::uint32_t, T>;
+
+}  // namespace tandem::gpu::vendor
