@@ -9,7 +9,9 @@
                            overlapped on two queues, managed), one panel per backend
 and of `tandem bench bandwidth` (bandwidth.png: host <-> device GB/s by size, pageable vs pinned)
 and `tandem bench memory` (memory.png: read bandwidth by working set, the cache sizes marked; on a
-GPU also shared memory and the host-device link).
+GPU also shared memory and the host-device link), and of the targets benchmarks tandem_bench_cpu
+and tandem_bench_gpu (targets.png: each row's ratio to its peer measured in the same run, with
+its target marked).
 
 Peers measured by other programs in the same rows (bench/pytorch_ops.py) are drawn beside the
 backends when their JSON files follow OUT_DIR.
@@ -121,6 +123,29 @@ def plot_memory(data, out):
     return [save(fig, out, "memory.png")]
 
 
+def plot_targets(data, out):
+    rows = [r for r in data["results"] if r["peer_value"] > 0]
+    labels = [f"{r['group']}: {r['name']}  (vs {r['peer']})" for r in rows]
+    ratios = [100 * r["ratio"] for r in rows]
+    colors = ["tab:gray" if r["met"] is None else ("tab:green" if r["met"] else "tab:red") for r in rows]
+    fig, ax = plt.subplots(figsize=(9, 0.35 * len(rows) + 1.5))
+    y = list(range(len(rows)))
+    ax.barh(y, ratios, color=colors)
+    for i, r in enumerate(rows):
+        if r["target"] > 0:
+            ax.plot([100 * r["target"]] * 2, [i - 0.4, i + 0.4], color="black", linewidth=2)
+        ax.annotate(f"{100 * r['ratio']:.0f}%", (ratios[i], i), xytext=(3, -3), textcoords="offset points", fontsize=7)
+    ax.set_yticks(y)
+    ax.set_yticklabels(labels, fontsize=7)
+    ax.invert_yaxis()
+    ax.axvline(100, color="gray", linestyle=":")
+    ax.set_xlabel("% of the peer measured in the same run (black bar: the target; green met, red missed)")
+    who = data.get("device", data.get("machine", ""))
+    ax.set_title(f"{data.get('backend', 'openmp')} on {who} ({data['date']})", fontsize=9)
+    ax.grid(True, axis="x", alpha=0.3)
+    return [save(fig, out, "targets.png")]
+
+
 def main():
     if len(sys.argv) < 3:
         print(__doc__, file=sys.stderr)
@@ -139,6 +164,10 @@ def main():
     if "bandwidth" in data or "memory" in data:
         written = plot_bandwidth(data, out) if "bandwidth" in data else plot_memory(data, out)
         for p in written:
+            print(p)
+        return 0
+    if data["results"] and "group" in data["results"][0]:
+        for p in plot_targets(data, out):
             print(p)
         return 0
     results = data["results"]

@@ -3,7 +3,8 @@
 # ninja and a C++ compiler (no Debian packages; see ../shared/TOOLCHAIN.md). It builds tandem with
 # CUDA (the simulator, HIP and OpenBLAS off), runs the whole test matrix on `cuda`, runs
 # compute-sanitizer memcheck over the cuda tests and racecheck over the shared-memory kernels,
-# then the benchmarks, and writes every log, JSON and plot into DIR, with DIR/summary.txt last.
+# then the benchmarks (tandem_bench_gpu: the GPU targets against CUB, cuBLAS and the device copy;
+# the sweeps; the ML benchmark), and writes every log, JSON and plot into DIR, summary.txt last.
 #
 # doctest comes from Debian's doctest-dev where present, else from a copy of its headers and CMake
 # package under .deps/ (.deps/include/doctest/*.h, .deps/lib/cmake/doctest/*.cmake).
@@ -89,6 +90,8 @@ else
   failed=1
 fi
 
+# The GPU targets, each against its peer in the same run (CUB, cuBLAS, the device copy).
+step bench-gpu "$build/bench/tandem_bench_gpu" --backend cuda --json "$out/bench-gpu.json"
 step bench "$build/tandem" bench --backend cuda --backend openmp --json "$out/bench.json"
 step compare "$build/tandem" compare --full --backend openmp --backend cuda --json "$out/compare.json" \
   --crossover "$out/crossover.txt"
@@ -107,6 +110,7 @@ if python3 -c "import matplotlib" 2>/dev/null; then
   step plots python3 "$root/bench/plot.py" "$out/compare.json" "$out/plots" "${peers[@]}"
   step plot-bandwidth python3 "$root/bench/plot.py" "$out/bandwidth.json" "$out/plots"
   step plot-memory python3 "$root/bench/plot.py" "$out/memory.json" "$out/plots"
+  step plot-targets python3 "$root/bench/plot.py" "$out/bench-gpu.json" "$out/plots"
 else
   note "skipped plots: no matplotlib here (run bench/plot.py on the JSON elsewhere)"
 fi

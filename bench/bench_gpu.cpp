@@ -1,0 +1,412 @@
+// GPU benchmark: a GPU backend (cuda by default) against the peers measured in the same run, with
+// the GPU performance targets of the CUDA/HIP issue checked:
+//   add, matrix_add            >= 90% of the device-to-device copy bandwidth at >= 256 MB;
+//   sum                        >= 95% of the vendor's reduce (CUB DeviceReduce) at 2^28 to 2^30;
+//   inclusive_scan             >= 90% of the vendor's scan (CUB DeviceScan);
+//   sgemm f32 4096^3           register_blocked >= 70% of the vendor tier (cuBLAS); tiled, naive reported;
+//   bf16 8192^3 (f32 result)   tensor_core >= 70% of the vendor tier (cuBLAS bf16);
+//   host <-> device            pageable and pinned bandwidth, and add end to end in chunks on two
+//                              queues (copies overlapping compute) against the same done in order.
+// The vendor peers are the backend's own variants and tiers: `cub` and `vendor` on cuda,
+// `rocprim` on hip (no vendor matmul there); where a backend has none, the row has no ratio.
+// Device time: events around each run on the default queue. Each op is timed alternately with
+// its peer (op, peer, op, peer, ...) and the ratio is of the two medians. Before a ratio is
+// printed, the op's result is compared with the peer's: a fast wrong answer is not a result.
+// On the simulators (--backend sim) the sizes are tiny: that run checks this program, not speed;
+// --reduce-peer, --scan-peer and --matmul-peer name tandem's own variants and tiers as stand-in
+// peers there, so that CI runs the comparisons and the result checks too; targets are not judged.
+// Not a test of speed: it exits 0 whether or not a target is met (1 on a wrong result).
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <cstring>
+#include <ctime>
+#include <functional>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "tandem/tandem.hpp"
+
+using namespace tandem;
+
+namespace {
+
+struct Row {
+  std::string group, name, unit;
+  double value, peer;
+  std::string peer_name;
+  double target = 0;  // minimum value / peer, 0 for none
+  double ratio() const { return peer > 0 ? value / peer : 0; }
+};
+
+using Work = std::function<void()>;
+
+// Medians (ms, device time between events on the default queue) of op and peer timed
+// alternately, after one warm-up call of each. peer may be empty: op alone.
+std::pair<double, double> paired_ms(Backend& be, int reps, const Work& op, const Work& peer) {
+  op();
+  if (peer) peer();
+  be.synchronize(Queue{});
+  std::vector<double> a, b;
+  for (int r = 0; r < reps; ++r) {
+    for (int which = 0; which < (peer ? 2 : 1); ++which) {
+      const Event e0 = be.record_event(Queue{});
+      (which == 0 ? op : peer)();
+      const Event e1 = be.record_event(Queue{});
+      (which == 0 ? a : b).push_back(be.elapsed_ms(e0, e1));
+    }
+  }
+  std::sort(a.begin(), a.end());
+  std::sort(b.begin(), b.end());
+  return {a[a.size() / 2], b.empty() ? 0.0 : b[b.size() / 2]};
+}
+
+// Host clock, for the end-to-end runs (host data in, host result out).
+double median_host_ms(Backend& be, int reps, const Work& f) {
+  f();
+  be.synchronize(Queue{});
+  std::vector<double> ms;
+  for (int r = 0; r < reps; ++r) {
+    const auto t0 = std::chrono::steady_clock::now();
+    f();
+    be.synchronize(Queue{});
+    ms.push_back(std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count());
+  }
+  std::sort(ms.begin(), ms.end());
+  return ms[ms.size() / 2];
+}
+
+std::vector<float> random_floats(std::size_t n, unsigned seed) {
+  std::mt19937 rng(seed);
+  std::uniform_real_distribution<float> dist(-1, 1);
+  std::vector<float> v(n);
+  for (float& x : v) x = dist(rng);
+  return v;
+}
+
+// Thrown when an op's result differs from its peer's beyond rounding.
+struct WrongResult : std::runtime_error {
+  using std::runtime_error::runtime_error;
+};
+// |got - want| <= tol * scale for every element (scale: the magnitude the rounding is relative to).
+void expect_close(const std::string& what, const std::vector<float>& got, const std::vector<float>& want, double tol,
+                  double scale) {
+  for (std::size_t i = 0; i < want.size(); ++i) {
+    if (!(std::fabs(double(got[i]) - double(want[i])) <= tol * scale)) {
+      throw WrongResult(what + ": element " + std::to_string(i) + " is " + std::to_string(got[i]) +
+                        " where the peer gave " + std::to_string(want[i]));
+    }
+  }
+}
+
+std::string peer_variant(Backend& be, const std::string& algorithm) {
+  for (const std::string& v : be.variants(algorithm)) {
+    if (v == "cub" || v == "rocprim") return v;
+  }
+  return "";
+}
+bool has_tier(Backend& be, DType t, MatmulTier tier) {
+  const auto tiers = be.matmul_tiers(t);
+  return std::find(tiers.begin(), tiers.end(), tier) != tiers.end();
+}
+
+const char* usage =
+    "usage: tandem_bench_gpu [--backend NAME] [--quick] [--json FILE]\n"
+    "                        [--reduce-peer V] [--scan-peer V] [--matmul-peer TIER]\n"
+    "  a GPU backend (default cuda) against peers measured in the same run, with the GPU targets checked:\n"
+    "  add and matrix_add vs device copy bandwidth (256 MB and 1 GB), sum vs the vendor reduce at 2^28 and\n"
+    "  2^30 (CUB on cuda, rocPRIM on hip), scan vs the vendor scan, sgemm tiers vs cuBLAS at 4096^3,\n"
+    "  tensor_core bf16 vs cuBLAS bf16 at 8192^3, host <-> device bandwidth and copy/compute overlap.\n"
+    "  --quick: fewer repeats, no 2^30 sum, bf16 at 4096^3. On a simulator the sizes are tiny.\n"
+    "  --reduce-peer, --scan-peer, --matmul-peer: compare with one of tandem's own variants or tiers instead of\n"
+    "  the vendor's (a dry run of the comparisons on a backend without a vendor library, such as sim).\n"
+    "  Exits 0 whether or not a target is met; 1 when a result differs from its peer's.\n";
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  std::string backend = "cuda", json_path, reduce_override, scan_override, peer_tier_override;
+  bool quick = false;
+  for (int i = 1; i < argc; ++i) {
+    const std::string a = argv[i];
+    if (a == "--backend" && i + 1 < argc) {
+      backend = argv[++i];
+    } else if (a == "--json" && i + 1 < argc) {
+      json_path = argv[++i];
+    } else if (a == "--reduce-peer" && i + 1 < argc) {
+      reduce_override = argv[++i];
+    } else if (a == "--scan-peer" && i + 1 < argc) {
+      scan_override = argv[++i];
+    } else if (a == "--matmul-peer" && i + 1 < argc) {
+      peer_tier_override = argv[++i];
+    } else if (a == "--quick") {
+      quick = true;
+    } else {
+      std::fputs(usage, stderr);
+      return a == "--help" ? 0 : 2;
+    }
+  }
+  try {
+    Backend& be = get_backend(backend);
+    const DeviceProperties props = be.properties();
+    if (props.kind == BackendKind::cpu) {
+      std::fprintf(stderr, "tandem_bench_gpu: '%s' is a CPU backend; tandem_bench_cpu measures those\n",
+                   backend.c_str());
+      return 2;
+    }
+    const bool tiny = props.kind == BackendKind::simulator;
+    const int reps = tiny ? 3 : (quick ? 5 : 11);
+    std::vector<Row> rows;
+    const std::string reduce_peer = reduce_override.empty() ? peer_variant(be, "reduce") : reduce_override;
+    const std::string scan_peer = scan_override.empty() ? peer_variant(be, "scan") : scan_override;
+    // The matmul peer: the vendor tier where the backend has one (for each dtype), or the override.
+    const bool tier_override = !peer_tier_override.empty();
+    const MatmulTier override_tier = tier_override ? parse_matmul_tier(peer_tier_override) : MatmulTier::vendor;
+    const std::string peer_label = tier_override                   ? peer_tier_override
+                                   : backend.rfind("cuda", 0) == 0 ? std::string("cuBLAS")
+                                                                   : std::string("vendor");
+
+    // ---- memory-bound against the device copy ----
+    const std::vector<std::size_t> add_sizes =
+        tiny ? std::vector<std::size_t>{std::size_t(1) << 14}
+             : std::vector<std::size_t>{std::size_t(1) << 26, std::size_t(1) << 28};  // 256 MB, 1 GB arrays
+    for (std::size_t n : add_sizes) {
+      const std::string group = "n=2^" + std::to_string(int(std::log2(double(n))));
+      Buffer x = Buffer::from(be, random_floats(n, 1)), y = Buffer::from(be, random_floats(n, 2));
+      Buffer out(be, DType::f32, n), copied(be, DType::f32, n);
+      const double gb = double(n) * 4 / 1e9;
+      const Work device_copy = [&] { copy(x, copied); };
+      auto [add_ms, copy_ms] = paired_ms(
+          be, reps, [&] { add(x, y, out); }, device_copy);
+      rows.push_back({group, "add f32 (2 reads + 1 write)", "GB/s", 3 * gb / add_ms * 1e3, 2 * gb / copy_ms * 1e3,
+                      "device copy", 0.90});
+      // The same arrays as a square-ish matrix (rows x 4096).
+      const auto cols = std::int64_t(std::min<std::size_t>(n, 4096)), mrows = std::int64_t(n) / cols;
+      Matrix xm = matrix(x, mrows, cols), ym = matrix(y, mrows, cols), om = matrix(out, mrows, cols);
+      auto [madd_ms, copy2_ms] = paired_ms(
+          be, reps, [&] { matrix_add(1.0, xm, 1.0, ym, om); }, device_copy);
+      rows.push_back({group, "matrix_add f32 " + std::to_string(mrows) + "x" + std::to_string(cols), "GB/s",
+                      3 * gb / madd_ms * 1e3, 2 * gb / copy2_ms * 1e3, "device copy", 0.90});
+    }
+
+    // ---- sum and scan against the vendor's ----
+    std::vector<std::size_t> sum_sizes =
+        tiny ? std::vector<std::size_t>{std::size_t(1) << 14} : std::vector<std::size_t>{std::size_t(1) << 28};
+    if (!tiny && !quick) sum_sizes.push_back(std::size_t(1) << 30);
+    for (std::size_t n : sum_sizes) {
+      const std::string group = "n=2^" + std::to_string(int(std::log2(double(n))));
+      std::vector<float> h = random_floats(n, 3);
+      double magnitude = 0;
+      for (float v : h) magnitude += std::fabs(v);
+      Buffer x = Buffer::from(be, h), r(be, DType::f32, 1), pr(be, DType::f32, 1);
+      h = {};
+      const double gb = double(n) * 4 / 1e9;
+      const Work ours = [&] { tandem::reduce(ReduceOp::sum, x, r); };
+      if (reduce_peer.empty()) {
+        const double ms = paired_ms(be, reps, ours, {}).first;
+        rows.push_back({group, "sum f32 (1 read)", "GB/s", gb / ms * 1e3, 0, "", 0});
+      } else {
+        const Work peer = [&] { tandem::reduce(ReduceOp::sum, x, pr, Queue{}, reduce_peer); };
+        auto [ms, peer_ms] = paired_ms(be, reps, ours, peer);
+        expect_close("sum at " + group, r.to_vector<float>(), pr.to_vector<float>(), 1e-6, magnitude);
+        rows.push_back({group, "sum f32 (1 read)", "GB/s", gb / ms * 1e3, gb / peer_ms * 1e3, reduce_peer, 0.95});
+      }
+      if (n > (std::size_t(1) << 28)) continue;  // the scan at 2^28 (two 1 GB arrays)
+      Buffer o(be, DType::f32, n), po(be, DType::f32, n);
+      const Work scan_ours = [&] { tandem::inclusive_scan(x, o); };
+      if (scan_peer.empty()) {
+        const double ms = paired_ms(be, reps, scan_ours, {}).first;
+        rows.push_back({group, "inclusive_scan f32 (1 read + 1 write)", "GB/s", 2 * gb / ms * 1e3, 0, "", 0});
+      } else {
+        const Work peer = [&] { tandem::inclusive_scan(x, po, Queue{}, scan_peer); };
+        auto [ms, peer_ms] = paired_ms(be, reps, scan_ours, peer);
+        // The last partial sums: within rounding of the running magnitude.
+        const std::size_t tail = std::min<std::size_t>(n, 1024);
+        Buffer ot = o.slice(n - tail, tail), pt = po.slice(n - tail, tail);
+        expect_close("inclusive_scan at " + group, ot.to_vector<float>(), pt.to_vector<float>(), 1e-6, magnitude);
+        rows.push_back({group, "inclusive_scan f32 (1 read + 1 write)", "GB/s", 2 * gb / ms * 1e3,
+                        2 * gb / peer_ms * 1e3, scan_peer, 0.90});
+      }
+    }
+
+    // ---- matmul tiers against the vendor tier ----
+    struct Gemm {
+      DType type;
+      std::int64_t n;
+      std::vector<MatmulTier> tiers;  // the first one carries the target
+    };
+    const std::int64_t sgemm_n = tiny ? 64 : 4096, bf16_n = tiny ? 64 : (quick ? 4096 : 8192);
+    std::vector<Gemm> gemms = {
+        {DType::f32, sgemm_n, {MatmulTier::register_blocked, MatmulTier::tiled, MatmulTier::naive}}};
+    if (has_tier(be, DType::bf16, MatmulTier::tensor_core)) {
+      gemms.push_back({DType::bf16, bf16_n, {MatmulTier::tensor_core, MatmulTier::register_blocked}});
+    }
+    for (const Gemm& g : gemms) {
+      const std::int64_t N = g.n;
+      const std::size_t nn = static_cast<std::size_t>(N * N);
+      Buffer a32 = Buffer::from(be, random_floats(nn, 4)), b32 = Buffer::from(be, random_floats(nn, 5));
+      Buffer a = a32, b = b32;
+      if (g.type != DType::f32) {
+        a = Buffer(be, g.type, nn);
+        b = Buffer(be, g.type, nn);
+        convert(a32, a);
+        convert(b32, b);
+      }
+      a32 = Buffer();
+      b32 = Buffer();
+      Buffer c(be, DType::f32, nn), pc(be, DType::f32, nn);
+      Matrix am = matrix(a, N, N), bm = matrix(b, N, N), cm = matrix(c, N, N), pcm = matrix(pc, N, N);
+      auto run = [&](MatmulTier tier, Matrix& out) {
+        return Work([&, tier] {
+          MatmulOptions o;
+          o.tier = tier;
+          matmul(am, bm, out, o);
+        });
+      };
+      const double gflop = 2.0 * double(N) * double(N) * double(N) / 1e9;
+      const std::string group =
+          std::string(g.type == DType::f32 ? "sgemm" : name_of(g.type)) + " " + std::to_string(N) + "^3";
+      const MatmulTier peer_tier = override_tier;
+      const bool vendor = has_tier(be, g.type, peer_tier);
+      for (std::size_t i = 0; i < g.tiers.size(); ++i) {
+        const MatmulTier tier = g.tiers[i];
+        const int r = tier == MatmulTier::naive ? std::min(reps, 3) : reps;
+        if (!vendor) {
+          const double ms = paired_ms(be, r, run(tier, cm), {}).first;
+          rows.push_back({group, std::string(name_of(tier)), "GFLOP/s", gflop / ms * 1e3, 0, "", 0});
+          continue;
+        }
+        auto [ms, peer_ms] = paired_ms(be, r, run(tier, cm), run(peer_tier, pcm));
+        // Inputs in [-1, 1]: every product's error is within k * eps(f32) of k; with f32
+        // accumulation in any order, 1e-4 * N bounds it at these sizes.
+        expect_close(group + " " + std::string(name_of(tier)), c.to_vector<float>(), pc.to_vector<float>(), 1e-4,
+                     double(N));
+        rows.push_back({group, std::string(name_of(tier)), "GFLOP/s", gflop / ms * 1e3, gflop / peer_ms * 1e3,
+                        peer_label, i == 0 ? 0.70 : 0});
+      }
+    }
+
+    // ---- host <-> device ----
+    {
+      const std::size_t n = tiny ? (std::size_t(1) << 14) : (std::size_t(1) << 26);  // 256 MB
+      const double gb = double(n) * 4 / 1e9;
+      const std::string group = "transfers";
+      std::vector<float> pageable = random_floats(n, 6), back(n);
+      HostBuffer pinned(be, DType::f32, n), pinned_back(be, DType::f32, n);
+      std::copy(pageable.begin(), pageable.end(), pinned.span<float>().begin());
+      Buffer d(be, DType::f32, n);
+      const double up_pageable = median_host_ms(be, reps, [&] { d.upload(pageable); });
+      const double up_pinned =
+          median_host_ms(be, reps, [&] { be.copy_to_device_async(Queue{}, d.data(), pinned.data(), d.bytes()); });
+      const double down_pageable = median_host_ms(be, reps, [&] { d.download(std::span<float>(back)); });
+      const double down_pinned =
+          median_host_ms(be, reps, [&] { be.copy_to_host_async(Queue{}, pinned_back.data(), d.data(), d.bytes()); });
+      rows.push_back({group, "host -> device, pinned (vs pageable)", "GB/s", gb / up_pinned * 1e3,
+                      gb / up_pageable * 1e3, "pageable", 0});
+      rows.push_back({group, "device -> host, pinned (vs pageable)", "GB/s", gb / down_pinned * 1e3,
+                      gb / down_pageable * 1e3, "pageable", 0});
+
+      // add end to end from pinned memory: in order on one queue, against 8 chunks on two queues.
+      Buffer x(be, DType::f32, n), y(be, DType::f32, n), out(be, DType::f32, n);
+      HostBuffer hy(be, DType::f32, n);
+      std::copy(pageable.rbegin(), pageable.rend(), hy.span<float>().begin());
+      auto in_order = [&] {
+        be.copy_to_device_async(Queue{}, x.data(), pinned.data(), x.bytes());
+        be.copy_to_device_async(Queue{}, y.data(), hy.data(), y.bytes());
+        add(x, y, out);
+        be.copy_to_host_async(Queue{}, pinned_back.data(), out.data(), out.bytes());
+      };
+      constexpr std::size_t chunks = 8;
+      auto overlapped = [&] {
+        const Queue queues[2] = {Queue{}, be.transfer_queue()};
+        for (std::size_t c = 0; c < chunks; ++c) {
+          const Queue q = queues[c % 2];
+          const std::size_t from = n * c / chunks, count = n * (c + 1) / chunks - from;
+          const std::size_t at = from * sizeof(float), bytes = count * sizeof(float);
+          Buffer xc = x.slice(from, count), yc = y.slice(from, count), oc = out.slice(from, count);
+          be.copy_to_device_async(q, xc.data(), static_cast<char*>(pinned.data()) + at, bytes);
+          be.copy_to_device_async(q, yc.data(), static_cast<char*>(hy.data()) + at, bytes);
+          add(xc, yc, oc, q);
+          be.copy_to_host_async(q, static_cast<char*>(pinned_back.data()) + at, oc.data(), bytes);
+        }
+        be.synchronize(queues[1]);
+      };
+      const double serial_ms = median_host_ms(be, reps, in_order);
+      const std::vector<float> want(pinned_back.span<float>().begin(), pinned_back.span<float>().end());
+      const double overlap_ms = median_host_ms(be, reps, overlapped);
+      expect_close("add end to end, overlapped",
+                   std::vector<float>(pinned_back.span<float>().begin(), pinned_back.span<float>().end()), want, 0, 1);
+      rows.push_back({group, "add end to end, 8 chunks on 2 queues (vs in order)", "GB/s", 3 * gb / overlap_ms * 1e3,
+                      3 * gb / serial_ms * 1e3, "in order", 0});
+    }
+
+    char date[32];
+    const std::time_t now = std::time(nullptr);
+    std::strftime(date, sizeof date, "%Y-%m-%dT%H:%M:%SZ", std::gmtime(&now));
+    std::printf("tandem GPU benchmark, backend %s (%s), %s%s\n", backend.c_str(), props.name.c_str(), date,
+                tiny ? " (a simulator: tiny sizes, the timings mean nothing)" : "");
+    std::printf("%-12s %-52s %9s %-8s %9s %-12s %7s  %s\n", "group", "what", "value", "unit", "peer", "(same run)",
+                "ratio", "target");
+    int met = 0, missed = 0;
+    for (const auto& row : rows) {
+      std::string verdict;
+      if (row.target > 0 && row.peer > 0 && !tiny) {
+        const bool ok = row.ratio() >= row.target;
+        (ok ? met : missed) += 1;
+        char t[64];
+        std::snprintf(t, sizeof t, ">= %.0f%%: %s", row.target * 100, ok ? "met" : "MISSED");
+        verdict = t;
+      }
+      if (row.peer > 0) {
+        std::printf("%-12s %-52s %9.4g %-8s %9.4g %-12s %6.1f%%  %s\n", row.group.c_str(), row.name.c_str(), row.value,
+                    row.unit.c_str(), row.peer, row.peer_name.c_str(), row.ratio() * 100, verdict.c_str());
+      } else {
+        std::printf("%-12s %-52s %9.4g %-8s\n", row.group.c_str(), row.name.c_str(), row.value, row.unit.c_str());
+      }
+    }
+    if (tiny) {
+      std::printf("targets: not judged on a simulator\n");
+    } else {
+      std::printf("targets: %d met, %d missed\n", met, missed);
+    }
+    if (reduce_peer.empty())
+      std::printf("(no vendor reduce or scan on %s: those ratios are not available)\n", backend.c_str());
+    if (!has_tier(be, DType::f32, override_tier)) {
+      std::printf("(no vendor matmul on %s: the matmul ratios are not available)\n", backend.c_str());
+    }
+    if (!has_tier(be, DType::bf16, MatmulTier::tensor_core)) {
+      std::printf("(no tensor_core tier on %s: the bf16 rows are not measured)\n", backend.c_str());
+    }
+
+    if (!json_path.empty()) {
+      FILE* f = std::fopen(json_path.c_str(), "w");
+      if (f == nullptr) {
+        std::fprintf(stderr, "tandem_bench_gpu: cannot write %s\n", json_path.c_str());
+        return 1;
+      }
+      std::fprintf(f, "{\"backend\": \"%s\", \"device\": \"%s\", \"date\": \"%s\", \"quick\": %s, \"results\": [",
+                   backend.c_str(), props.name.c_str(), date, quick ? "true" : "false");
+      for (std::size_t i = 0; i < rows.size(); ++i) {
+        const auto& row = rows[i];
+        std::fprintf(f,
+                     "%s\n  {\"group\": \"%s\", \"name\": \"%s\", \"unit\": \"%s\", \"value\": %.3f, \"peer\": \"%s\", "
+                     "\"peer_value\": %.3f, \"ratio\": %.4f, \"target\": %.2f, \"met\": %s}",
+                     i ? "," : "", row.group.c_str(), row.name.c_str(), row.unit.c_str(), row.value,
+                     row.peer_name.c_str(), row.peer, row.ratio(), row.target,
+                     row.target > 0 && row.peer > 0 && !tiny ? (row.ratio() >= row.target ? "true" : "false") : "null");
+      }
+      std::fprintf(f, "\n]}\n");
+      std::fclose(f);
+      std::printf("wrote %s\n", json_path.c_str());
+    }
+    return 0;
+  } catch (const WrongResult& e) {
+    std::fprintf(stderr, "tandem_bench_gpu: WRONG RESULT: %s (the timings would describe a wrong answer)\n", e.what());
+    return 1;
+  } catch (const Error& e) {
+    std::fprintf(stderr, "tandem_bench_gpu: %s\n", e.what());
+    return 1;
+  }
+}
