@@ -4,12 +4,14 @@
 // on the tier the model uses (automatic: the share of the step that is matmul, the rest being
 // activations, softmax, optimizer and gathers) and once on the vendor library where the backend
 // has one (OpenBLAS, later cuBLAS: the step against a vendor-GEMM-bound step); for the regression,
-// one Gram matrix X^T X, the least any QR of X must do.
+// one Gram matrix X^T X, the least any QR of X must do. Each MLP step is also timed with its
+// forward and backward replayed as a graph (TrainOptions::graphs; on cuda one CUDA graph launch
+// instead of one launch per op), against the same step op by op.
 #include <algorithm>
-#include <functional>
 #include <cstdio>
 #include <cstring>
 #include <ctime>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -25,6 +27,7 @@ struct MlpRow {
   std::string backend;
   std::size_t width = 0, batch = 0;
   double step_seconds = 0, samples_per_second = 0, gemm_seconds = 0, vendor_gemm_seconds = 0;  // 0: no vendor tier
+  double graph_step_seconds = 0;  // the same step, forward and backward replayed as a graph
 };
 
 struct RegressionRow {
@@ -86,6 +89,13 @@ MlpRow bench_mlp(Backend& be, std::size_t w, std::size_t b) {
   row.width = w;
   row.batch = b;
   row.step_seconds = seconds / double(2 * 2);  // 2 epochs of 2 steps
+  t.graphs = true;
+  t.epochs = 1;
+  (void)ml::train(model, d, nullptr, t);  // records the pass
+  t.epochs = 2;
+  double graph_seconds = 0;
+  for (const auto& r : ml::train(model, d, nullptr, t)) graph_seconds += r.seconds;
+  row.graph_step_seconds = graph_seconds / double(2 * 2);
   row.samples_per_second = double(b) / row.step_seconds;
   const auto tiers = be.matmul_tiers(DType::f32);
   const bool vendor = std::find(tiers.begin(), tiers.end(), MatmulTier::vendor) != tiers.end();
@@ -155,10 +165,10 @@ int main(int argc, char** argv) {
         names.push_back(info.name);
       }
     }
-    const std::vector<std::size_t> widths = options.quick ? std::vector<std::size_t>{64, 256}
-                                                          : std::vector<std::size_t>{64, 128, 256, 1024};
-    const std::vector<std::size_t> batches = options.quick ? std::vector<std::size_t>{256, 1024}
-                                                           : std::vector<std::size_t>{256, 1024, 4096, 16384};
+    const std::vector<std::size_t> widths =
+        options.quick ? std::vector<std::size_t>{64, 256} : std::vector<std::size_t>{64, 128, 256, 1024};
+    const std::vector<std::size_t> batches =
+        options.quick ? std::vector<std::size_t>{256, 1024} : std::vector<std::size_t>{256, 1024, 4096, 16384};
     const std::size_t reg_rows = options.quick ? 100000 : 1000000;
 
     std::time_t now = std::time(nullptr);
@@ -173,8 +183,8 @@ int main(int argc, char** argv) {
       const bool sim = be.properties().kind == BackendKind::simulator;
       std::printf("MLP training, 784-W-W-10, f32, Adam, data on the device: %s (%s), %s\n", name.c_str(),
                   be.properties().name.c_str(), date);
-      std::printf("%-10s %6s %7s %10s %12s %10s %7s %11s %12s\n", "backend", "width", "batch", "ms/step", "samples/s",
-                  "GEMM ms", "share", "vendor ms", "vendor/step");
+      std::printf("%-10s %6s %7s %10s %12s %10s %7s %11s %12s %10s %8s\n", "backend", "width", "batch", "ms/step",
+                  "samples/s", "GEMM ms", "share", "vendor ms", "vendor/step", "graph ms", "speedup");
       for (std::size_t w : widths) {
         for (std::size_t b : batches) {
           if (sim && (w > 64 || b > 256)) continue;  // the simulator is a correctness tool
@@ -183,19 +193,21 @@ int main(int argc, char** argv) {
           std::printf("%-10s %6zu %7zu %10.3f %12.0f %10.3f %6.0f%%", r.backend.c_str(), w, b, 1e3 * r.step_seconds,
                       r.samples_per_second, 1e3 * r.gemm_seconds, 100 * r.gemm_seconds / r.step_seconds);
           if (r.vendor_gemm_seconds > 0) {
-            std::printf(" %11.3f %11.0f%%\n", 1e3 * r.vendor_gemm_seconds, 100 * r.vendor_gemm_seconds / r.step_seconds);
+            std::printf(" %11.3f %11.0f%%", 1e3 * r.vendor_gemm_seconds, 100 * r.vendor_gemm_seconds / r.step_seconds);
           } else {
-            std::printf(" %11s %12s\n", "-", "-");
+            std::printf(" %11s %12s", "-", "-");
           }
+          std::printf(" %10.3f %7.2fx\n", 1e3 * r.graph_step_seconds, r.step_seconds / r.graph_step_seconds);
           std::fflush(stdout);
         }
       }
       if (!sim) {
         const RegressionRow r = bench_regression(be, reg_rows, 100);
         reg.push_back(r);
-        std::printf("linear regression, closed form (CholeskyQR2 + refinement), %zu x %zu f64: %.3f s fit "
-                    "(upload included); one X^T X %.3f s, %.1f x of it\n\n",
-                    r.rows, r.cols, r.fit_seconds, r.gram_seconds, r.fit_seconds / r.gram_seconds);
+        std::printf(
+            "linear regression, closed form (CholeskyQR2 + refinement), %zu x %zu f64: %.3f s fit "
+            "(upload included); one X^T X %.3f s, %.1f x of it\n\n",
+            r.rows, r.cols, r.fit_seconds, r.gram_seconds, r.fit_seconds / r.gram_seconds);
       }
     }
     if (!options.json_path.empty()) {
@@ -209,12 +221,14 @@ int main(int argc, char** argv) {
       std::fprintf(f, "  \"mlp\": [\n");
       for (std::size_t i = 0; i < mlp.size(); ++i) {
         const MlpRow& r = mlp[i];
-        std::fprintf(f,
-                     "    {\"backend\": \"%s\", \"layers\": [784, %zu, %zu, 10], \"batch\": %zu, \"step_seconds\": %.6g, "
-                     "\"samples_per_second\": %.6g, \"gemm_seconds_auto_tier\": %.6g, \"gemm_seconds_vendor\": %s}%s\n",
-                     r.backend.c_str(), r.width, r.width, r.batch, r.step_seconds, r.samples_per_second,
-                     r.gemm_seconds, r.vendor_gemm_seconds > 0 ? std::to_string(r.vendor_gemm_seconds).c_str() : "null",
-                     i + 1 < mlp.size() ? "," : "");
+        std::fprintf(
+            f,
+            "    {\"backend\": \"%s\", \"layers\": [784, %zu, %zu, 10], \"batch\": %zu, \"step_seconds\": %.6g, "
+            "\"samples_per_second\": %.6g, \"graph_step_seconds\": %.6g, \"gemm_seconds_auto_tier\": %.6g, "
+            "\"gemm_seconds_vendor\": %s}%s\n",
+            r.backend.c_str(), r.width, r.width, r.batch, r.step_seconds, r.samples_per_second, r.graph_step_seconds,
+            r.gemm_seconds, r.vendor_gemm_seconds > 0 ? std::to_string(r.vendor_gemm_seconds).c_str() : "null",
+            i + 1 < mlp.size() ? "," : "");
       }
       std::fprintf(f, "  ],\n  \"regression\": [\n");
       for (std::size_t i = 0; i < reg.size(); ++i) {

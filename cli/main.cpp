@@ -44,6 +44,8 @@ const char* kUsage =
     "      --overlap          with --distributed: sum each layer's gradients while backward goes on\n"
     "      --data-placement P auto (default), device (upload once, gather batches there) or stream\n"
     "                         (pinned staging, next batch copied while this one computes)\n"
+    "      --graphs           each batch's forward and backward recorded once as a graph and replayed\n"
+    "                         (on cuda one CUDA graph launch per batch); not with --overlap\n"
     "      --backend NAME     --save FILE (versioned, checksummed model file)   --json\n"
     "  regress [options]      linear regression with an intercept: coefficients, intercept, R^2, time\n"
     "      --data X.csv       features (CSV, gzip or not)\n"

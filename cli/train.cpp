@@ -158,6 +158,8 @@ int train_main(const std::vector<std::string>& argv) {
       a.distributed = true;
     else if (f == "--overlap")
       a.parallel.overlap = true;
+    else if (f == "--graphs")
+      a.train.graphs = true;
     else {
       std::fprintf(stderr, "tandem train: unknown option '%s' (see tandem --help)\n", f.c_str());
       return 2;
@@ -166,6 +168,9 @@ int train_main(const std::vector<std::string>& argv) {
   if (a.data.empty()) throw InvalidArgument("--data FILE is required (CSV, or IDX images with --labels FILE)");
   a.model.mixed_precision = a.mixed_precision;
   if (a.parallel.overlap && !a.distributed) throw InvalidArgument("--overlap goes with --distributed");
+  if (a.parallel.overlap && a.train.graphs) {
+    throw InvalidArgument("--graphs cannot go with --overlap: the overlapped sums start from inside backward");
+  }
 
   // Data: load, split, standardise (fitted on the training split only).
   data::Dataset all = a.labels.empty() ? data::read_csv(a.data, csv_options(a.label_column, a.delimiter, a.header))
@@ -291,11 +296,11 @@ int train_main(const std::vector<std::string>& argv) {
     for (std::size_t i = 0; i < a.layers.size(); ++i) std::printf("%s%zu", i ? ", " : "", a.layers[i]);
     std::printf(
         "], \"activation\": %s, \"optimizer\": \"%s\", \"learning_rate\": %s, \"batch\": %zu, \"dtype\": \"%s\", "
-        "\"mixed_precision\": %s, \"train_samples\": %zu, \"test_samples\": %zu, \"epochs\": [",
+        "\"mixed_precision\": %s, \"graphs\": %s, \"train_samples\": %zu, \"test_samples\": %zu, \"epochs\": [",
         json_string(std::string(ml::name_of(a.activation))).c_str(), adam ? "adam" : "sgd",
         json_number(a.model.optimizer.learning_rate).c_str(), a.train.batch_size,
-        std::string(name_of(a.model.dtype)).c_str(), a.mixed_precision ? "true" : "false", split.train.rows,
-        split.test.rows);
+        std::string(name_of(a.model.dtype)).c_str(), a.mixed_precision ? "true" : "false",
+        a.train.graphs ? "true" : "false", split.train.rows, split.test.rows);
     for (std::size_t i = 0; i < reports.size(); ++i) {
       const auto& r = reports[i];
       std::printf(

@@ -223,6 +223,12 @@ Queue Backend::transfer_queue() {
   return transfer_queue_;
 }
 
+Queue Backend::graph_queue() {
+  std::lock_guard lock(transfer_mutex_);
+  if (graph_queue_.id < 0) graph_queue_ = create_queue();
+  return graph_queue_;
+}
+
 void* Backend::host_allocate(std::size_t bytes, bool& pinned) {
   pinned = false;
   const std::size_t rounded = (bytes + 63) / 64 * 64;

@@ -441,3 +441,95 @@ TEST_CASE("graphs: a captured sequence of ops runs only when replayed, and each 
     CHECK_THROWS_AS(be->capture(Queue{}, [&] { scale(1.0, x, x); }), InvalidArgument);  // the legacy stream
   }
 }
+
+TEST_CASE("graphs: training with forward and backward replayed as graphs equals training op by op") {
+  Backend* be = test::backend_or_skip();
+  if (!be) return;
+  if (!test::shipped_data_or_skip()) return;
+  const data::Dataset d = digits_head(300);
+  ml::TrainOptions t;
+  t.epochs = 3;
+  t.batch_size = 40;  // 7 full batches and one of 20
+  ml::MlpOptions o;
+  o.seed = 21;
+  for (const auto placement : {ml::DataPlacement::device, ml::DataPlacement::stream}) {
+    const bool stream = placement == ml::DataPlacement::stream;
+    CAPTURE(stream);
+    t.placement = placement;
+    ml::Mlp eager(*be, ml::layers_from_widths({64, 24, 10}), o), graphed(*be, ml::layers_from_widths({64, 24, 10}), o);
+    t.graphs = false;
+    const auto a = ml::train(eager, d, nullptr, t);
+    t.graphs = true;
+    const auto b = ml::train(graphed, d, nullptr, t);
+    for (std::size_t e = 0; e < a.size(); ++e) CHECK(a[e].train_loss == b[e].train_loss);
+    for (std::size_t p = 0; p < eager.parameters().size(); ++p) {
+      CHECK(host(eager.parameters()[p]) == host(graphed.parameters()[p]));
+    }
+    // Recorded once per batch buffers and size: device placement gathers every batch into the
+    // same buffers (a full batch and the last one); streaming alternates two staging slots (8
+    // batches: the last, of 20, in slot 1).
+    CHECK(graphed.graphs_recorded() == (stream ? 3u : 2u));
+    CHECK(graphed.graphs_replayed() == 3 * 8 - graphed.graphs_recorded());
+    CHECK(eager.graphs_recorded() == 0);
+  }
+}
+
+TEST_CASE("graphs: a replayed pass reads the batch rewritten in place, and a new shape or store records again") {
+  Backend* be = test::backend_or_skip();
+  if (!be) return;
+  data::Rng rng(3);
+  const std::size_t rows = 12, big = 30;
+  const Batch b1 = random_batch(rng, rows, 5, 3, ml::LossKind::softmax_cross_entropy);
+  const Batch b2 = random_batch(rng, rows, 5, 3, ml::LossKind::softmax_cross_entropy);
+  const Batch b3 = random_batch(rng, big, 5, 3, ml::LossKind::softmax_cross_entropy);
+  ml::MlpOptions o;
+  o.seed = 4;
+  ml::Mlp graphed(*be, every_kind(3), o), eager(*be, every_kind(3), o);
+  const auto r = static_cast<std::int64_t>(rows);
+  Buffer xs = upload(*be, b1.x, DType::f32), ts = upload(*be, b1.t, DType::f32);
+  Buffer ls = Buffer::from(*be, b1.labels);
+  const Matrix x = matrix(xs, r, 5), tg = matrix(ts, r, 3);
+  auto grads = [](const ml::Mlp& m) {
+    std::vector<std::vector<double>> g;
+    for (const Buffer& b : m.gradients()) g.push_back(host(b));
+    return g;
+  };
+  // First call: run and recorded. Second, on the next batch written into the same buffers: replayed.
+  const double l1 = host(graphed.forward_backward_graph(x, ls, tg))[0];
+  CHECK(l1 == loss_of(eager, b1, rows));
+  CHECK(grads(graphed) == grads(eager));
+  xs.upload(std::vector<float>(b2.x.begin(), b2.x.end()));
+  ts.upload(std::vector<float>(b2.t.begin(), b2.t.end()));
+  ls.upload(b2.labels);
+  const double l2 = host(graphed.forward_backward_graph(x, ls, tg))[0];
+  CHECK(graphed.graphs_recorded() == 1);
+  CHECK(graphed.graphs_replayed() == 1);
+  CHECK(l2 == loss_of(eager, b2, rows));
+  CHECK(l2 != l1);
+  CHECK(grads(graphed) == grads(eager));
+  CHECK(host(graphed.forward(x).buffer) == host(eager.forward(x).buffer));  // the outputs as forward() leaves them
+  // A larger batch reallocates the activation stores: the first recording is stale, and the
+  // same small batch afterwards is recorded again rather than replayed.
+  CHECK(loss_of(graphed, b3, big) == loss_of(eager, b3, big));
+  const double l3 = host(graphed.forward_backward_graph(x, ls, tg))[0];
+  CHECK(graphed.graphs_recorded() == 2);
+  CHECK(graphed.graphs_replayed() == 1);
+  CHECK(l3 == l2);
+  // Bad input is refused as forward() and backward() refuse it, before anything is recorded.
+  const Matrix wrong = matrix(upload(*be, b1.t, DType::f32), r, 3);
+  CHECK_THROWS_AS(graphed.forward_backward_graph(wrong, ls, tg), ShapeMismatch);
+  CHECK_THROWS_AS(graphed.forward_backward_graph(x, ls, matrix(xs, r, 5)), ShapeMismatch);
+  CHECK(graphed.graphs_recorded() == 2);
+  // Graphs with the overlapped allreduce's callbacks would call them once, at recording.
+  ml::TrainOptions t;
+  t.graphs = true;
+  t.gradients_ready = [](ml::Mlp&, std::size_t, std::size_t, std::size_t, std::size_t) {};
+  data::Dataset none;
+  std::string message;
+  try {
+    ml::train(graphed, none, nullptr, t);
+  } catch (const InvalidArgument& e) {
+    message = e.what();
+  }
+  CHECK(message.find("graphs cannot be combined with gradients_ready") != std::string::npos);
+}

@@ -214,6 +214,7 @@ void Mlp::allocate_activations(std::int64_t batch) {
     probs_store_ = Buffer(*backend_, dt, rows * outputs());
     row_losses_ = Buffer(*backend_, dt, rows);
     batch_ = batch;
+    ++store_generation_;
   }
   for (std::size_t i = 0; i < layers_.size(); ++i) {
     acts_[i + 1] = view(act_store_[i + 1], batch, layers_[i].outputs);
@@ -243,36 +244,36 @@ const Matrix& Mlp::forward(const Matrix& x) {
       case LayerKind::linear:
         if (options_.mixed_precision) {
           Buffer hin = half_in_[i].slice(0, static_cast<std::size_t>(x.rows) * l.inputs);
-          convert(in.buffer, hin);
-          convert(params_[p], half_w_[p / 2]);
-          matmul(view(hin, x.rows, l.inputs), view(half_w_[p / 2], static_cast<std::int64_t>(l.inputs), l.outputs),
-                 out);
+          convert(in.buffer, hin, queue_);
+          convert(params_[p], half_w_[p / 2], queue_);
+          matmul(view(hin, x.rows, l.inputs), view(half_w_[p / 2], static_cast<std::int64_t>(l.inputs), l.outputs), out,
+                 {}, queue_);
         } else {
-          matmul(in, view(params_[p], static_cast<std::int64_t>(l.inputs), l.outputs), out);
+          matmul(in, view(params_[p], static_cast<std::int64_t>(l.inputs), l.outputs), out, {}, queue_);
         }
         if (i + 1 < layers_.size() && layers_[i + 1].kind != LayerKind::linear) {
           // Bias and the activation after it in one pass (the layer's epilogue). Only GELU's
           // backward needs the pre-activation, kept in place; the others work from the output.
           const bool keep_z = layers_[i + 1].kind == LayerKind::gelu;
           bias_activation(out, params_[p + 1], activation_op(layers_[i + 1].kind), acts_[i + 2],
-                          keep_z ? &out : nullptr);
+                          keep_z ? &out : nullptr, queue_);
           ++i;
         } else {
-          add_row_vector(out, params_[p + 1], out);
+          add_row_vector(out, params_[p + 1], out, queue_);
         }
         p += 2;
         break;
       case LayerKind::relu:
-        relu(in.buffer, out.buffer);
+        relu(in.buffer, out.buffer, queue_);
         break;
       case LayerKind::sigmoid:
-        sigmoid(in.buffer, out.buffer);
+        sigmoid(in.buffer, out.buffer, queue_);
         break;
       case LayerKind::tanh:
-        tanh(in.buffer, out.buffer);
+        tanh(in.buffer, out.buffer, queue_);
         break;
       case LayerKind::gelu:
-        gelu(in.buffer, out.buffer);
+        gelu(in.buffer, out.buffer, queue_);
         break;
     }
   }
@@ -293,15 +294,15 @@ const Buffer& Mlp::backward(const Buffer& labels, const Matrix& targets,
   if (options_.loss == LossKind::softmax_cross_entropy) {
     Matrix probs = view(probs_store_, b, out_cols);
     Buffer losses = row_losses_.slice(0, std::size_t(b));
-    softmax_cross_entropy(y, labels, probs, losses);
-    reduce(ReduceOp::sum, losses, loss_);
-    scale(1.0 / double(b), loss_, loss_);
-    sub(probs.buffer, targets.buffer, top.buffer);
-    scale(loss_scale_ / double(b), top.buffer, top.buffer);
+    softmax_cross_entropy(y, labels, probs, losses, queue_);
+    reduce(ReduceOp::sum, losses, loss_, queue_);
+    scale(1.0 / double(b), loss_, loss_, queue_);
+    sub(probs.buffer, targets.buffer, top.buffer, queue_);
+    scale(loss_scale_ / double(b), top.buffer, top.buffer, queue_);
   } else {
-    mse(y.buffer, targets.buffer, loss_);
-    sub(y.buffer, targets.buffer, top.buffer);
-    scale(2.0 * loss_scale_ / double(b * static_cast<std::int64_t>(out_cols)), top.buffer, top.buffer);
+    mse(y.buffer, targets.buffer, loss_, queue_);
+    sub(y.buffer, targets.buffer, top.buffer, queue_);
+    scale(2.0 * loss_scale_ / double(b * static_cast<std::int64_t>(out_cols)), top.buffer, top.buffer, queue_);
   }
   std::size_t p = params_.size();
   for (std::size_t i = layers_.size(); i-- > 0;) {
@@ -317,28 +318,28 @@ const Buffer& Mlp::backward(const Buffer& labels, const Matrix& targets,
         Matrix dw = view(grads_[p], in, l.outputs);
         if (options_.mixed_precision) {
           Matrix hdy = view(half_delta_, b, l.outputs);
-          convert(dy.buffer, hdy.buffer);
-          matmul(view(half_in_[i], b, l.inputs), hdy, dw, {.trans_a = Transpose::yes});
-          if (need_dx) matmul(hdy, view(half_w_[p / 2], in, l.outputs), dx, {.trans_b = Transpose::yes});
+          convert(dy.buffer, hdy.buffer, queue_);
+          matmul(view(half_in_[i], b, l.inputs), hdy, dw, {.trans_a = Transpose::yes}, queue_);
+          if (need_dx) matmul(hdy, view(half_w_[p / 2], in, l.outputs), dx, {.trans_b = Transpose::yes}, queue_);
         } else {
-          matmul(acts_[i], dy, dw, {.trans_a = Transpose::yes});
-          if (need_dx) matmul(dy, view(params_[p], in, l.outputs), dx, {.trans_b = Transpose::yes});
+          matmul(acts_[i], dy, dw, {.trans_a = Transpose::yes}, queue_);
+          if (need_dx) matmul(dy, view(params_[p], in, l.outputs), dx, {.trans_b = Transpose::yes}, queue_);
         }
-        reduce_cols(ReduceOp::sum, dy, grads_[p + 1]);
+        reduce_cols(ReduceOp::sum, dy, grads_[p + 1], queue_);
         if (gradients_ready) gradients_ready(p, 2);
         break;
       }
       case LayerKind::relu:  // from the output: relu(z) > 0 exactly where z > 0 (the input may be unbiased)
-        if (need_dx) relu_grad(acts_[i + 1].buffer, dy.buffer, dx.buffer);
+        if (need_dx) relu_grad(acts_[i + 1].buffer, dy.buffer, dx.buffer, queue_);
         break;
       case LayerKind::sigmoid:
-        if (need_dx) sigmoid_grad(acts_[i + 1].buffer, dy.buffer, dx.buffer);
+        if (need_dx) sigmoid_grad(acts_[i + 1].buffer, dy.buffer, dx.buffer, queue_);
         break;
       case LayerKind::tanh:
-        if (need_dx) tanh_grad(acts_[i + 1].buffer, dy.buffer, dx.buffer);
+        if (need_dx) tanh_grad(acts_[i + 1].buffer, dy.buffer, dx.buffer, queue_);
         break;
       case LayerKind::gelu:
-        if (need_dx) gelu_grad(acts_[i].buffer, dy.buffer, dx.buffer);
+        if (need_dx) gelu_grad(acts_[i].buffer, dy.buffer, dx.buffer, queue_);
         break;
     }
   }
@@ -350,17 +351,17 @@ void Mlp::step() {
     // The gradients carry the loss scale: skip the step when any overflowed, else unscale them.
     for (std::size_t i = 0; i < grads_.size(); ++i) {
       Buffer slot = grad_sum_.slice(i, 1);
-      reduce(ReduceOp::sum, grads_[i], slot);
+      reduce(ReduceOp::sum, grads_[i], slot, queue_);
     }
     bool finite = true;
-    for (float v : grad_sum_.to_vector<float>()) finite = finite && std::isfinite(v);
+    for (float v : grad_sum_.to_vector<float>(queue_)) finite = finite && std::isfinite(v);
     if (!finite) {
       ++skipped_steps_;
       good_steps_ = 0;
       loss_scale_ = std::max(loss_scale_ / 2, 1.0);
       return;
     }
-    for (Buffer& g : grads_) scale(1 / loss_scale_, g, g);
+    for (Buffer& g : grads_) scale(1 / loss_scale_, g, g, queue_);
     if (++good_steps_ == 1000) {
       good_steps_ = 0;
       loss_scale_ = std::min(loss_scale_ * 2, 16777216.0);
@@ -379,22 +380,76 @@ void Mlp::step() {
       a.epsilon = o.epsilon;
       a.weight_decay = o.weight_decay;
       a.t = steps_;
-      profile::OpTimer timer(*backend_, Queue{}, "adam_step");
+      profile::OpTimer timer(*backend_, queue_, "adam_step");
       if (timer.on()) timer.set(std::string(name_of(w.dtype())) + "[" + std::to_string(w.size()) + "]", 7 * w.bytes());
-      backend_->adam_step(Queue{}, w.dtype(), w.size(), a, w.data(), g.data(), moment1_[i].data(), moment2_[i].data());
+      backend_->adam_step(queue_, w.dtype(), w.size(), a, w.data(), g.data(), moment1_[i].data(), moment2_[i].data());
     } else {
       // v = momentum v + g + decay w; w -= lr v.
-      if (o.weight_decay != 0) axpy(o.weight_decay, w, g);
+      if (o.weight_decay != 0) axpy(o.weight_decay, w, g, queue_);
       Buffer& v = moment1_[i];
       if (o.momentum != 0) {
-        scale(o.momentum, v, v);
-        axpy(1, g, v);
-        axpy(-o.learning_rate, v, w);
+        scale(o.momentum, v, v, queue_);
+        axpy(1, g, v, queue_);
+        axpy(-o.learning_rate, v, w, queue_);
       } else {
-        axpy(-o.learning_rate, g, w);
+        axpy(-o.learning_rate, g, w, queue_);
       }
     }
   }
+}
+
+const Buffer& Mlp::forward_backward_graph(const Matrix& x, const Buffer& labels, const Matrix& targets) {
+  Backend& be = *backend_;
+  // The pass's ops go on the graph queue while it is run or recorded.
+  struct OnQueue {
+    Queue& q;
+    Queue saved;
+    OnQueue(Queue& queue, Queue use) : q(queue), saved(queue) { q = use; }
+    ~OnQueue() { q = saved; }
+  };
+  const Queue gq = be.graph_queue();
+  auto after_default = [&] { be.wait_event(gq, be.record_event(Queue{})); };
+  auto before_default = [&] { be.wait_event(Queue{}, be.record_event(gq)); };
+
+  std::vector<const void*> buffers = {x.buffer.data(), labels.data(), targets.buffer.data()};
+  for (const Buffer& w : params_) buffers.push_back(w.data());
+  const std::vector<std::int64_t> shapes = {
+      x.rows, x.cols, x.ld, static_cast<std::int64_t>(labels.size()), targets.rows, targets.cols, targets.ld};
+  // The pass, run now: allocates what it needs (the activation stores, the queue's scratch
+  // memory, a library's handle), checks its input, and gives this call's result.
+  after_default();
+  {
+    OnQueue on(queue_, gq);
+    auto same = [&](const Recording& r) {
+      return r.owner == this && r.buffers == buffers && r.shapes == shapes && r.loss_scale == loss_scale_ &&
+             r.generation == store_generation_;
+    };
+    const auto found = std::find_if(recordings_.begin(), recordings_.end(), same);
+    if (found != recordings_.end()) {
+      allocate_activations(x.rows);  // the views for this batch size, as forward() leaves them
+      acts_[0] = x;
+      found->graph.replay();
+      ++graphs_replayed_;
+    } else {
+      forward(x);
+      backward(labels, targets);
+      // Then recorded (not run) for the next calls. Recordings of a model moved since, or made
+      // before the activation stores were reallocated, refer to memory that is gone.
+      std::erase_if(recordings_,
+                    [this](const Recording& r) { return r.owner != this || r.generation != store_generation_; });
+      if (recordings_.size() == 4) recordings_.erase(recordings_.begin());
+      const Matrix xc = x, tc = targets;
+      const Buffer lc = labels;
+      Graph g = be.capture(gq, [this, xc, lc, tc] {
+        forward(xc);
+        backward(lc, tc);
+      });
+      recordings_.push_back({buffers, shapes, loss_scale_, store_generation_, this, std::move(g)});
+      ++graphs_recorded_;
+    }
+  }
+  before_default();
+  return loss_;
 }
 
 double Mlp::train_step(const Matrix& x, const Buffer& labels, const Matrix& targets) {
@@ -612,6 +667,11 @@ class BatchStream {
 
 std::vector<EpochReport> train(Mlp& model, const data::Dataset& train_set, const data::Dataset* test,
                                const TrainOptions& options, const std::function<void(const EpochReport&)>& on_epoch) {
+  if (options.graphs && options.gradients_ready) {
+    throw InvalidArgument(
+        "train: graphs cannot be combined with gradients_ready (the overlapped allreduce): its callbacks would run "
+        "once, when the pass is recorded, not at every batch");
+  }
   if (options.epochs == 0) throw InvalidArgument("train: epochs must be at least 1");
   if (options.batch_size == 0) throw InvalidArgument("train: the batch size must be at least 1");
   if (train_set.rows == 0) throw InvalidArgument("train: the training set is empty");
@@ -712,7 +772,9 @@ std::vector<EpochReport> train(Mlp& model, const data::Dataset& train_set, const
         gather_rows(dd.labels, idx, l);
       }
       Buffer slot_loss = losses.slice(k, 1);
-      if (rows > 0) {
+      if (rows > 0 && options.graphs) {
+        slot_loss.copy_from(model.forward_backward_graph(x, l.buffer, t));
+      } else if (rows > 0) {
         model.forward(x);
         std::function<void(std::size_t, std::size_t)> ready;
         if (options.gradients_ready) {

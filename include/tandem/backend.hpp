@@ -150,6 +150,9 @@ class Backend : public std::enable_shared_from_this<Backend> {
   // A second queue for transfers that overlap compute on the default queue, created on first use
   // and kept for the backend's life (GPU runtimes have a bounded number of queues).
   Queue transfer_queue();
+  // A third, for passes recorded as graphs and replayed (Mlp::forward_backward_graph), likewise
+  // created on first use and kept.
+  Queue graph_queue();
   virtual void synchronize(Queue q) = 0;
   virtual Event record_event(Queue q);
   // Milliseconds between two recorded events (waits for both).
@@ -282,6 +285,7 @@ class Backend : public std::enable_shared_from_this<Backend> {
   mutable std::mutex memory_mutex_;
   std::mutex transfer_mutex_;
   Queue transfer_queue_{-1};
+  Queue graph_queue_{-1};
   std::multimap<std::size_t, void*> cache_;         // free blocks kept for reuse, by size
   std::unordered_map<void*, LiveAllocation> live_;  // every live block (where: when tracking)
   MemoryStats stats_;

@@ -86,6 +86,18 @@ class Mlp {
                          const std::function<void(std::size_t, std::size_t)>& gradients_ready = {});
   // One optimizer step with the gradients of the last backward().
   void step();
+  // forward() and backward() of a batch as one Graph (Backend::capture), so that a GPU runs the
+  // whole pass from one launch (on cuda a CUDA graph, instead of a launch per op). The first call
+  // for a set of buffers (x, labels, targets), batch size and loss scale runs the pass and records
+  // it; later calls with the same ones replay the recording, which reads and writes the buffers
+  // it was recorded with: the batch must be rewritten in place. Up to 4 recordings are kept (a
+  // loop alternating two staging slots, and a smaller last batch). Work queued on the default
+  // queue before the call runs before the pass, work after it after the pass. Returns the batch's
+  // mean loss, as backward(). Everything the pass does stays on the backend (no callback).
+  const Buffer& forward_backward_graph(const Matrix& x, const Buffer& labels, const Matrix& targets);
+  // How many times forward_backward_graph recorded and replayed (recording includes a run).
+  std::uint64_t graphs_recorded() const { return graphs_recorded_; }
+  std::uint64_t graphs_replayed() const { return graphs_replayed_; }
   // forward + backward + step on one batch; returns the mean loss (waits for it).
   double train_step(const Matrix& x, const Buffer& labels, const Matrix& targets);
 
@@ -128,6 +140,21 @@ class Mlp {
   std::uint64_t skipped_steps_ = 0, good_steps_ = 0;
   std::int64_t batch_ = 0;
   std::uint64_t steps_ = 0;
+  // The queue the passes queue their ops on: the default one, or the graph queue while a pass is
+  // recorded or run for forward_backward_graph.
+  Queue queue_{};
+  // Bumped when the activation stores are reallocated: recordings made before are stale.
+  std::uint64_t store_generation_ = 0;
+  struct Recording {
+    std::vector<const void*> buffers;  // x, labels, targets, the parameters
+    std::vector<std::int64_t> shapes;  // of x, labels and targets
+    double loss_scale = 0;
+    std::uint64_t generation = 0;
+    const Mlp* owner = nullptr;  // a moved model's recordings refer to the old object
+    Graph graph;
+  };
+  std::vector<Recording> recordings_;
+  std::uint64_t graphs_recorded_ = 0, graphs_replayed_ = 0;
 };
 
 // ---- training ----
@@ -144,6 +171,10 @@ struct TrainOptions {
   std::size_t batch_size = 64;
   std::uint64_t seed = 1;  // shuffling
   DataPlacement placement = DataPlacement::automatic;
+  // Each batch's forward and backward through Mlp::forward_backward_graph: recorded once per
+  // batch shape and staging slot, replayed after. Not with gradients_ready (its callbacks would
+  // run once, when recorded).
+  bool graphs = false;
   // Called after each batch is queued: (epoch, batches done, batches in the epoch).
   std::function<void(std::size_t, std::size_t, std::size_t)> on_batch = {};
   // Data-parallel training (set by tandem::dist::train): this process is replica `replica` of
