@@ -109,7 +109,7 @@ void* Backend::allocate(std::size_t bytes, const std::source_location& where) {
     ++stats_.cache_hits;
   } else {
     ptr = device_allocate(block);
-    if (ptr == nullptr && !cache_.empty()) {  // give the cache back and try once more
+    if (ptr == nullptr && !cache_.empty() && !capturing()) {  // give the cache back and try once more
       for (auto& [size, cached] : cache_) {
         device_free(cached, size);
         stats_.bytes_reserved -= size;

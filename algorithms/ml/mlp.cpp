@@ -408,18 +408,40 @@ const Buffer& Mlp::forward_backward_graph(const Matrix& x, const Buffer& labels,
     ~OnQueue() { q = saved; }
   };
   const Queue gq = be.graph_queue();
-  auto after_default = [&] { be.wait_event(gq, be.record_event(Queue{})); };
-  auto before_default = [&] { be.wait_event(Queue{}, be.record_event(gq)); };
+  // The default queue's work before the pass, then the pass, then the default queue's work after
+  // it, also when the pass throws (its ops queued so far are ordered before what follows).
+  be.wait_event(gq, be.record_event(Queue{}));
+  struct ThenDefault {
+    Backend& be;
+    Queue gq;
+    ~ThenDefault() {
+      try {
+        be.wait_event(Queue{}, be.record_event(gq));
+      } catch (const Error&) {  // the device failed: the error already raised says so
+      }
+    }
+  } then_default{be, gq};
 
   std::vector<const void*> buffers = {x.buffer.data(), labels.data(), targets.buffer.data()};
   for (const Buffer& w : params_) buffers.push_back(w.data());
-  const std::vector<std::int64_t> shapes = {
-      x.rows, x.cols, x.ld, static_cast<std::int64_t>(labels.size()), targets.rows, targets.cols, targets.ld};
-  // The pass, run now: allocates what it needs (the activation stores, the queue's scratch
-  // memory, a library's handle), checks its input, and gives this call's result.
-  after_default();
+  const std::vector<std::int64_t> shapes = {x.rows,
+                                            x.cols,
+                                            x.ld,
+                                            static_cast<std::int64_t>(x.buffer.dtype()),
+                                            static_cast<std::int64_t>(labels.size()),
+                                            static_cast<std::int64_t>(labels.dtype()),
+                                            targets.rows,
+                                            targets.cols,
+                                            targets.ld,
+                                            static_cast<std::int64_t>(targets.buffer.dtype())};
   {
     OnQueue on(queue_, gq);
+    if (profile::enabled()) {
+      // The profile's timers wait for the host after each op, which no recording allows: op by
+      // op, so that each shows in the profile.
+      forward(x);
+      return backward(labels, targets);
+    }
     auto same = [&](const Recording& r) {
       return r.owner == this && r.buffers == buffers && r.shapes == shapes && r.loss_scale == loss_scale_ &&
              r.generation == store_generation_;
@@ -431,6 +453,8 @@ const Buffer& Mlp::forward_backward_graph(const Matrix& x, const Buffer& labels,
       found->graph.replay();
       ++graphs_replayed_;
     } else {
+      // The pass, run now: allocates what it needs (the activation stores, the queue's scratch
+      // memory, a library's handle), checks its input, and gives this call's result.
       forward(x);
       backward(labels, targets);
       // Then recorded (not run) for the next calls. Recordings of a model moved since, or made
@@ -448,7 +472,6 @@ const Buffer& Mlp::forward_backward_graph(const Matrix& x, const Buffer& labels,
       ++graphs_recorded_;
     }
   }
-  before_default();
   return loss_;
 }
 

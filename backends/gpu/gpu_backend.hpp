@@ -527,6 +527,7 @@ class GpuBackend : public Backend {
   }
   // Called before a capture starts: what must not happen inside one (creating a library handle).
   virtual void before_capture() {}
+  bool capturing() const noexcept override { return capture_stream_.load() >= 0; }
   // For a subclass that calls a vendor library on the queue's stream (backends/cuda).
   int queue_stream(Queue q) const { return stream(q); }
   const std::string& backend_name() const { return name_; }

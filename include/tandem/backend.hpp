@@ -275,6 +275,10 @@ class Backend : public std::enable_shared_from_this<Backend> {
   virtual void on_allocate(void* ptr, std::size_t requested, std::size_t block) noexcept {
     (void)ptr, (void)requested, (void)block;
   }
+  // True while this backend records a graph from a real stream capture: the allocator then
+  // does not give its cache back to the device on a failed allocation (freeing device memory
+  // waits for the device, which would invalidate the capture); it raises OutOfMemory at once.
+  virtual bool capturing() const noexcept { return false; }
 
   // Every backend's destructor calls this before it releases its device: it frees every cached
   // block and, with TANDEM_DEBUG_MEMORY=1, prints the leak report to stderr.

@@ -93,7 +93,8 @@ class Mlp {
   // it was recorded with: the batch must be rewritten in place. Up to 4 recordings are kept (a
   // loop alternating two staging slots, and a smaller last batch). Work queued on the default
   // queue before the call runs before the pass, work after it after the pass. Returns the batch's
-  // mean loss, as backward(). Everything the pass does stays on the backend (no callback).
+  // mean loss, as backward(). Everything the pass does stays on the backend (no callback). With
+  // TANDEM_PROFILE on, the pass runs op by op (the profile's timers wait for the host).
   const Buffer& forward_backward_graph(const Matrix& x, const Buffer& labels, const Matrix& targets);
   // How many times forward_backward_graph recorded and replayed (recording includes a run).
   std::uint64_t graphs_recorded() const { return graphs_recorded_; }
@@ -147,7 +148,7 @@ class Mlp {
   std::uint64_t store_generation_ = 0;
   struct Recording {
     std::vector<const void*> buffers;  // x, labels, targets, the parameters
-    std::vector<std::int64_t> shapes;  // of x, labels and targets
+    std::vector<std::int64_t> shapes;  // and dtypes of x, labels and targets
     double loss_scale = 0;
     std::uint64_t generation = 0;
     const Mlp* owner = nullptr;  // a moved model's recordings refer to the old object
