@@ -33,13 +33,7 @@ using namespace tandem;
 
 namespace {
 
-struct Row {
-  std::string group, name, unit;
-  double value, peer;
-  std::string peer_name;
-  double target = 0;  // minimum value / peer, 0 for none
-  double ratio() const { return peer > 0 ? value / peer : 0; }
-};
+using Row = bench::TargetRow;
 
 using Clock = std::chrono::steady_clock;
 
@@ -248,47 +242,16 @@ int main(int argc, char** argv) {
   std::strftime(date, sizeof date, "%Y-%m-%dT%H:%M:%SZ", std::gmtime(&now));
   std::printf("tandem CPU benchmark, %s, %s, %d threads, micro-kernel %s\n", props.name.c_str(), date,
               omp_get_max_threads(), props.isa_features.empty() ? "?" : props.isa_features.back().c_str());
-  std::printf("%-12s %-42s %9s %-8s %9s %-14s %7s  %s\n", "group", "what", "value", "unit", "peer", "(same run)",
-              "ratio", "target");
-  int met = 0, missed = 0;
-  for (const auto& row : rows) {
-    std::string verdict;
-    if (row.target > 0) {
-      const bool ok = row.ratio() >= row.target;
-      (ok ? met : missed) += 1;
-      char t[64];
-      std::snprintf(t, sizeof t, ">= %.0f%%: %s", row.target * 100, ok ? "met" : "MISSED");
-      verdict = t;
-    }
-    if (row.peer > 0) {
-      std::printf("%-12s %-42s %9.1f %-8s %9.1f %-14s %6.1f%%  %s\n", row.group.c_str(), row.name.c_str(), row.value,
-                  row.unit.c_str(), row.peer, row.peer_name.c_str(), row.ratio() * 100, verdict.c_str());
-    } else {
-      std::printf("%-12s %-42s %9.1f %-8s\n", row.group.c_str(), row.name.c_str(), row.value, row.unit.c_str());
-    }
-  }
-  std::printf("targets: %d met, %d missed\n", met, missed);
+  bench::print_targets(rows, true);
   if (!have_vendor) std::printf("(no OpenBLAS in this build: sgemm ratios are not available)\n");
-
   if (!options.json_path.empty()) {
-    FILE* f = std::fopen(options.json_path.c_str(), "w");
-    if (f == nullptr) {
+    char header[512];
+    std::snprintf(header, sizeof header, "\"machine\": \"%s\", \"date\": \"%s\", \"threads\": %d, \"array_bytes\": %zu",
+                  props.name.c_str(), date, omp_get_max_threads(), n * 4);
+    if (!bench::write_targets_json(options.json_path, header, rows, true)) {
       std::fprintf(stderr, "tandem_bench_cpu: cannot write %s\n", options.json_path.c_str());
       return 1;
     }
-    std::fprintf(f, "{\"machine\": \"%s\", \"date\": \"%s\", \"threads\": %d, \"array_bytes\": %zu, \"results\": [",
-                 props.name.c_str(), date, omp_get_max_threads(), n * 4);
-    for (std::size_t i = 0; i < rows.size(); ++i) {
-      const auto& row = rows[i];
-      std::fprintf(f,
-                   "%s\n  {\"group\": \"%s\", \"name\": \"%s\", \"unit\": \"%s\", \"value\": %.3f, \"peer\": \"%s\", "
-                   "\"peer_value\": %.3f, \"ratio\": %.4f, \"target\": %.2f, \"met\": %s}",
-                   i ? "," : "", row.group.c_str(), row.name.c_str(), row.unit.c_str(), row.value,
-                   row.peer_name.c_str(), row.peer, row.ratio(), row.target,
-                   row.target > 0 ? (row.ratio() >= row.target ? "true" : "false") : "null");
-    }
-    std::fprintf(f, "\n]}\n");
-    std::fclose(f);
     std::printf("wrote %s\n", options.json_path.c_str());
   }
   (void)sink;

@@ -27,19 +27,14 @@
 #include <string>
 #include <vector>
 
+#include "bench_util.hpp"
 #include "tandem/tandem.hpp"
 
 using namespace tandem;
 
 namespace {
 
-struct Row {
-  std::string group, name, unit;
-  double value, peer;
-  std::string peer_name;
-  double target = 0;  // minimum value / peer, 0 for none
-  double ratio() const { return peer > 0 ? value / peer : 0; }
-};
+using Row = bench::TargetRow;
 
 using Work = std::function<void()>;
 
@@ -366,30 +361,7 @@ int main(int argc, char** argv) {
     std::strftime(date, sizeof date, "%Y-%m-%dT%H:%M:%SZ", std::gmtime(&now));
     std::printf("tandem GPU benchmark, backend %s (%s), %s%s\n", backend.c_str(), props.name.c_str(), date,
                 tiny ? " (a simulator: tiny sizes, the timings mean nothing)" : "");
-    std::printf("%-12s %-52s %9s %-8s %9s %-12s %7s  %s\n", "group", "what", "value", "unit", "peer", "(same run)",
-                "ratio", "target");
-    int met = 0, missed = 0;
-    for (const auto& row : rows) {
-      std::string verdict;
-      if (row.target > 0 && row.peer > 0 && !tiny) {
-        const bool ok = row.ratio() >= row.target;
-        (ok ? met : missed) += 1;
-        char t[64];
-        std::snprintf(t, sizeof t, ">= %.0f%%: %s", row.target * 100, ok ? "met" : "MISSED");
-        verdict = t;
-      }
-      if (row.peer > 0) {
-        std::printf("%-12s %-52s %9.4g %-8s %9.4g %-12s %6.1f%%  %s\n", row.group.c_str(), row.name.c_str(), row.value,
-                    row.unit.c_str(), row.peer, row.peer_name.c_str(), row.ratio() * 100, verdict.c_str());
-      } else {
-        std::printf("%-12s %-52s %9.4g %-8s\n", row.group.c_str(), row.name.c_str(), row.value, row.unit.c_str());
-      }
-    }
-    if (tiny) {
-      std::printf("targets: not judged on a simulator\n");
-    } else {
-      std::printf("targets: %d met, %d missed\n", met, missed);
-    }
+    bench::print_targets(rows, !tiny);
     if (reduce_peer.empty())
       std::printf("(no vendor reduce or scan on %s: those ratios are not available)\n", backend.c_str());
     if (!has_tier(be, DType::f32, override_tier)) {
@@ -400,24 +372,12 @@ int main(int argc, char** argv) {
     }
 
     if (!json_path.empty()) {
-      FILE* f = std::fopen(json_path.c_str(), "w");
-      if (f == nullptr) {
+      const std::string header = "\"backend\": \"" + backend + "\", \"device\": \"" + props.name + "\", \"date\": \"" +
+                                 date + "\", \"quick\": " + (quick ? "true" : "false");
+      if (!bench::write_targets_json(json_path, header, rows, !tiny)) {
         std::fprintf(stderr, "tandem_bench_gpu: cannot write %s\n", json_path.c_str());
         return 1;
       }
-      std::fprintf(f, "{\"backend\": \"%s\", \"device\": \"%s\", \"date\": \"%s\", \"quick\": %s, \"results\": [",
-                   backend.c_str(), props.name.c_str(), date, quick ? "true" : "false");
-      for (std::size_t i = 0; i < rows.size(); ++i) {
-        const auto& row = rows[i];
-        std::fprintf(f,
-                     "%s\n  {\"group\": \"%s\", \"name\": \"%s\", \"unit\": \"%s\", \"value\": %.3f, \"peer\": \"%s\", "
-                     "\"peer_value\": %.3f, \"ratio\": %.4f, \"target\": %.2f, \"met\": %s}",
-                     i ? "," : "", row.group.c_str(), row.name.c_str(), row.unit.c_str(), row.value,
-                     row.peer_name.c_str(), row.peer, row.ratio(), row.target,
-                     row.target > 0 && row.peer > 0 && !tiny ? (row.ratio() >= row.target ? "true" : "false") : "null");
-      }
-      std::fprintf(f, "\n]}\n");
-      std::fclose(f);
       std::printf("wrote %s\n", json_path.c_str());
     }
     return 0;

@@ -46,4 +46,67 @@ inline int parse_options(int argc, char** argv, const char* usage, Options& o) {
   return -1;
 }
 
+// A row of a targets benchmark (tandem_bench_cpu, tandem_bench_gpu): a value, the peer's measured
+// in the same run (0: none), and the least ratio value / peer wanted (0: none).
+struct TargetRow {
+  std::string group, name, unit;
+  double value = 0, peer = 0;
+  std::string peer_name;
+  double target = 0;
+  double ratio() const { return peer > 0 ? value / peer : 0; }
+  // Whether the row has a target to judge; `judge` false (a simulator's run) judges none.
+  bool judged(bool judge) const { return judge && target > 0 && peer > 0; }
+  bool met() const { return ratio() >= target; }
+};
+
+// Prints the rows as a table, each judged row with its verdict, then the tally of targets (or
+// that none are judged).
+inline void print_targets(const std::vector<TargetRow>& rows, bool judge) {
+  std::size_t width = 4;
+  for (const auto& row : rows) width = std::max(width, row.name.size());
+  const int w = static_cast<int>(width);
+  std::printf("%-12s %-*s %9s %-8s %9s %-14s %7s  %s\n", "group", w, "what", "value", "unit", "peer", "(same run)",
+              "ratio", "target");
+  int met = 0, missed = 0;
+  for (const auto& row : rows) {
+    std::string verdict;
+    if (row.judged(judge)) {
+      (row.met() ? met : missed) += 1;
+      char t[64];
+      std::snprintf(t, sizeof t, ">= %.0f%%: %s", row.target * 100, row.met() ? "met" : "MISSED");
+      verdict = t;
+    }
+    if (row.peer > 0) {
+      std::printf("%-12s %-*s %9.4g %-8s %9.4g %-14s %6.1f%%  %s\n", row.group.c_str(), w, row.name.c_str(), row.value,
+                  row.unit.c_str(), row.peer, row.peer_name.c_str(), row.ratio() * 100, verdict.c_str());
+    } else {
+      std::printf("%-12s %-*s %9.4g %-8s\n", row.group.c_str(), w, row.name.c_str(), row.value, row.unit.c_str());
+    }
+  }
+  if (judge) {
+    std::printf("targets: %d met, %d missed\n", met, missed);
+  } else {
+    std::printf("targets: not judged on a simulator\n");
+  }
+}
+
+// Writes {<header>, "results": [the rows]} to path (header: the JSON members before "results");
+// false when the file cannot be written.
+inline bool write_targets_json(const std::string& path, const std::string& header, const std::vector<TargetRow>& rows,
+                               bool judge) {
+  FILE* f = std::fopen(path.c_str(), "w");
+  if (f == nullptr) return false;
+  std::fprintf(f, "{%s, \"results\": [", header.c_str());
+  for (std::size_t i = 0; i < rows.size(); ++i) {
+    const auto& row = rows[i];
+    std::fprintf(f,
+                 "%s\n  {\"group\": \"%s\", \"name\": \"%s\", \"unit\": \"%s\", \"value\": %.3f, \"peer\": \"%s\", "
+                 "\"peer_value\": %.3f, \"ratio\": %.4f, \"target\": %.2f, \"met\": %s}",
+                 i ? "," : "", row.group.c_str(), row.name.c_str(), row.unit.c_str(), row.value, row.peer_name.c_str(),
+                 row.peer, row.ratio(), row.target, row.judged(judge) ? (row.met() ? "true" : "false") : "null");
+  }
+  std::fprintf(f, "\n]}\n");
+  return std::fclose(f) == 0;
+}
+
 }  // namespace tandem::bench
