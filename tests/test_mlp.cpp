@@ -166,6 +166,7 @@ TEST_CASE("mlp: one step equals the reference backend's within a bound") {
   if (!be) return;
   Backend& ref = get_backend("reference");
   for (ml::OptimizerKind kind : {ml::OptimizerKind::sgd, ml::OptimizerKind::adam}) {
+    CAPTURE(kind == ml::OptimizerKind::sgd ? "sgd" : "adam");
     // Adam's first step is about lr * sign(g), so a gradient within rounding of zero may go either
     // way in f32; it is compared in f64, where that takes |g| below 1e-16. SGD is linear in g.
     const DType t = kind == ml::OptimizerKind::sgd ? DType::f32 : DType::f64;
@@ -179,18 +180,49 @@ TEST_CASE("mlp: one step equals the reference backend's within a bound") {
     ml::Mlp mine(*be, layers, o), theirs(ref, layers, o);
     data::Rng rng(test::seed() + 3);
     const Batch b = random_batch(rng, 40, 20, 10, o.loss);
-    for (ml::Mlp* m : {&mine, &theirs}) {
-      loss_of(*m, b, 40);
-      m->step();
-    }
     const double u = t == DType::f32 ? 0x1p-24 : 0x1p-53;
+    const double lr = o.optimizer.learning_rate, decay = o.optimizer.weight_decay, eps = o.optimizer.epsilon;
+    loss_of(mine, b, 40);
+    loss_of(theirs, b, 40);
+    // Backward: each gradient passes through a few dozen roundings (matmul sums of <= 40 terms).
+    std::vector<std::vector<double>> grads, grad_errors;
+    for (std::size_t p = 0; p < mine.parameters().size(); ++p) {
+      const auto got = host(mine.gradients()[p]), want = host(theirs.gradients()[p]);
+      double scale = 0, worst = 0;
+      grad_errors.emplace_back(got.size());
+      for (std::size_t i = 0; i < got.size(); ++i) {
+        scale = std::max(scale, std::fabs(want[i]));
+        grad_errors.back()[i] = std::fabs(got[i] - want[i]);
+        worst = std::max(worst, grad_errors.back()[i]);
+      }
+      CHECK_MESSAGE(worst <= 200 * u * scale, "gradient ", p, ": worst difference ", worst, " at scale ", scale);
+      grads.push_back(want);
+    }
+    const std::vector<std::vector<double>> before = [&] {
+      std::vector<std::vector<double>> w;
+      for (const Buffer& p : theirs.parameters()) w.push_back(host(p));
+      return w;
+    }();
+    mine.step();
+    theirs.step();
+    // The step: a gradient error dg moves SGD's update lr * (g + decay w) by lr * dg, and Adam's
+    // first update lr * g / (|g| + eps) (m and v bias-corrected are g and g^2) by at most dg times
+    // the largest slope lr * eps / (|x| + eps)^2 between the two gradients, steep where |g| is near
+    // eps. Both are exact, so a step that agrees may come within rounding of them. On top, the
+    // step's own roundings.
     for (std::size_t p = 0; p < mine.parameters().size(); ++p) {
       const auto got = host(mine.parameters()[p]), want = host(theirs.parameters()[p]);
-      double scale = 0, worst = 0;
-      for (double w : want) scale = std::max(scale, std::fabs(w));
-      for (std::size_t i = 0; i < got.size(); ++i) worst = std::max(worst, std::fabs(got[i] - want[i]));
-      // Each value passes through a few dozen roundings (matmul sums of <= 40 terms, the step).
-      CHECK_MESSAGE(worst <= 200 * u * scale, "parameter ", p, ": worst difference ", worst, " at scale ", scale);
+      std::size_t outside = 0, first = 0;
+      for (std::size_t i = 0; i < got.size(); ++i) {
+        const double g = std::fabs(grads[p][i]), w = std::fabs(before[p][i]), dg = grad_errors[p][i];
+        const double carried =
+            kind == ml::OptimizerKind::sgd ? lr * dg : lr * eps / std::pow(std::max(g - dg, 0.0) + eps, 2) * dg;
+        const double own = 16 * u * (w + lr * (kind == ml::OptimizerKind::sgd ? g + decay * w : 1.0));
+        if (std::fabs(got[i] - want[i]) > 1.01 * carried + own && outside++ == 0) first = i;
+      }
+      CHECK_MESSAGE(outside == 0, "parameter ", p, ": ", outside, " values outside the bound, the first [", first,
+                    "] with gradient ", grads[p][first], " differing by ", grad_errors[p][first], " and value ",
+                    got[first], " against ", want[first]);
     }
   }
 }
