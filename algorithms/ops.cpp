@@ -187,9 +187,9 @@ void bias_activation(const Matrix& x, const Buffer& bias, UnaryOp act, Matrix& o
   same_dtype(x.buffer.dtype(), bias, "bias_activation", "bias");
   same_dtype(x.buffer.dtype(), out.buffer, "bias_activation", "out");
   same_size(static_cast<std::size_t>(x.cols), bias, "bias_activation", "bias");
-  if (act != UnaryOp::relu && act != UnaryOp::sigmoid && act != UnaryOp::tanh && act != UnaryOp::gelu) {
-    throw InvalidArgument("bias_activation: " + std::string(name_of(act)) +
-                          " is not an activation (relu, sigmoid, tanh, gelu)");
+  if (!is_activation(act)) {
+    throw InvalidArgument("bias_activation: " + std::string(name_of(act)) + " is not an activation (" +
+                          activation_names() + ")");
   }
   auto same_shape = [&](const Matrix& m, const char* role) {
     if (m.rows != x.rows || m.cols != x.cols) {

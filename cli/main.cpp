@@ -7,12 +7,15 @@
 #include <vector>
 
 #include "cli.hpp"
+#include "tandem/backend.hpp"
 #include "tandem/errors.hpp"
+#include "tandem/registry.hpp"
 #include "tandem/version.hpp"
 
 namespace {
 
-const char* kUsage =
+// @ACTIVATIONS@ and @BACKENDS@ are filled in from the op table and the registry (usage()).
+const char* kUsageTemplate =
     "usage: tandem <command> [options]\n"
     "\n"
     "commands:\n"
@@ -33,7 +36,7 @@ const char* kUsage =
     "      --delimiter C      field separator (default: detected; 'tab' for tabs)\n"
     "      --header H         yes, no or detect (default)\n"
     "      --layers W,W,...   widths from inputs to classes (default: features,128,classes)\n"
-    "      --activation A     relu (default), sigmoid, tanh or gelu\n"
+    "      --activation A     @ACTIVATIONS@ (default relu)\n"
     "      --epochs N  --batch N  --lr X    (defaults 30, 32, 0.001)\n"
     "      --optimizer O      adam (default; AdamW decay) or sgd;  --momentum X  --weight-decay X\n"
     "      --test-fraction F  held-out share (default 0.2; 0: none)   --seed N (default 42 split, 1 init)\n"
@@ -79,17 +82,35 @@ const char* kUsage =
     "  --version              print the version\n"
     "  --help                 this text\n"
     "\n"
-    "environment: TANDEM_BACKEND=NAME (reference, openmp, cuda, cuda:1, hip, sim, sim64, auto),\n"
+    "environment: TANDEM_BACKEND=NAME (@BACKENDS@, NAME:DEVICE, auto),\n"
     "             TANDEM_TEST_SEED=N, TANDEM_DEBUG_MEMORY=1 (report buffers alive at exit),\n"
     "             TANDEM_CPU_ISA=generic|avx2|avx512 (cap the openmp micro-kernel),\n"
     "             TANDEM_SIM_SEED=N (the simulator's thread order), TANDEM_SIM_THREADS=N,\n"
     "             TANDEM_PROFILE=trace.json (every op, timed, as a Chrome/Perfetto trace at exit),\n"
     "             TANDEM_CROSSOVER=FILE (tandem::backend_for: CPU or GPU by measured crossover).\n";
 
-// The lines of kUsage about one command: its entry and the lines under it (with "bench", its
+std::string replace_all(std::string text, const std::string& key, const std::string& value) {
+  for (std::size_t at = text.find(key); at != std::string::npos; at = text.find(key, at + value.size())) {
+    text.replace(at, key.size(), value);
+  }
+  return text;
+}
+
+// The usage text with the lists that must not drift filled in.
+const std::string& usage() {
+  static const std::string text = [] {
+    std::string backends;
+    for (const auto& name : tandem::backend_names()) backends += (backends.empty() ? "" : ", ") + name;
+    return replace_all(replace_all(kUsageTemplate, "@ACTIVATIONS@", tandem::activation_names()), "@BACKENDS@",
+                       backends);
+  }();
+  return text;
+}
+
+// The lines of the usage about one command: its entry and the lines under it (with "bench", its
 // bandwidth and memory entries too).
 std::string help_for(const std::string& command) {
-  std::istringstream in(kUsage);
+  std::istringstream in(usage());
   std::string line, out;
   bool inside = false;
   while (std::getline(in, line)) {
@@ -109,7 +130,7 @@ std::string help_for(const std::string& command) {
 int main(int argc, char** argv) {
   std::vector<std::string> args(argv + 1, argv + argc);
   if (args.empty() || args[0] == "--help" || args[0] == "-h" || args[0] == "help") {
-    std::fputs(kUsage, args.empty() ? stderr : stdout);
+    std::fputs(usage().c_str(), args.empty() ? stderr : stdout);
     return args.empty() ? 2 : 0;
   }
   if (args[0] == "--version") {
@@ -126,7 +147,7 @@ int main(int argc, char** argv) {
                                 : command;
     const std::string text = help_for(sub);
     if (text.empty()) {
-      std::fprintf(stderr, "tandem: unknown command '%s'\n\n%s", command.c_str(), kUsage);
+      std::fprintf(stderr, "tandem: unknown command '%s'\n\n%s", command.c_str(), usage().c_str());
       return 2;
     }
     std::printf("usage: tandem %s [options]\n\n%s", sub.c_str(), text.c_str());
@@ -151,6 +172,6 @@ int main(int argc, char** argv) {
     tandem::cli::end_distributed_job(2);
     return 2;
   }
-  std::fprintf(stderr, "tandem: unknown command '%s'\n\n%s", command.c_str(), kUsage);
+  std::fprintf(stderr, "tandem: unknown command '%s'\n\n%s", command.c_str(), usage().c_str());
   return 2;
 }

@@ -25,7 +25,7 @@ struct TrainArgs {
   std::string data, labels, label_column = "last", backend, save, header = "detect";
   char delimiter = '\0';
   std::vector<std::size_t> layers;
-  ml::LayerKind activation = ml::LayerKind::relu;
+  UnaryOp activation = UnaryOp::relu;
   ml::MlpOptions model;
   ml::TrainOptions train;
   double test_fraction = 0.2;
@@ -33,14 +33,6 @@ struct TrainArgs {
   bool standardize = true, json = false, mixed_precision = false, distributed = false;
   dist::DataParallelOptions parallel;
 };
-
-ml::LayerKind parse_activation(const std::string& s) {
-  if (s == "relu") return ml::LayerKind::relu;
-  if (s == "sigmoid") return ml::LayerKind::sigmoid;
-  if (s == "tanh") return ml::LayerKind::tanh;
-  if (s == "gelu") return ml::LayerKind::gelu;
-  throw InvalidArgument("--activation '" + s + "': use relu, sigmoid, tanh or gelu");
-}
 
 data::CsvOptions csv_options(const std::string& label_column, char delimiter, const std::string& header) {
   data::CsvOptions o;
@@ -110,7 +102,7 @@ int train_main(const std::vector<std::string>& argv) {
     else if (f == "--layers")
       a.layers = args.counts();
     else if (f == "--activation")
-      a.activation = parse_activation(args.value());
+      a.activation = parse_activation(args.value());  // the op table's activations
     else if (f == "--epochs")
       a.train.epochs = args.count();
     else if (f == "--batch")
@@ -229,7 +221,7 @@ int train_main(const std::vector<std::string>& argv) {
     std::printf("tandem train: %s: %zu train / %zu held-out samples, %zu features, %d classes\n", a.data.c_str(),
                 split.train.rows, split.test.rows, all.cols, classes);
     std::printf("model %s (%s), %zu parameters, %s%s; backend %s\n", widths_text(a.layers).c_str(),
-                std::string(ml::name_of(a.activation)).c_str(), model.parameter_count(),
+                std::string(name_of(a.activation)).c_str(), model.parameter_count(),
                 std::string(name_of(a.model.dtype)).c_str(), a.mixed_precision ? " with bf16 matmuls" : "",
                 be.name().c_str());
     std::printf("%s lr %g, batch %zu, %zu epochs, seed %llu\n", adam ? "adam" : "sgd", a.model.optimizer.learning_rate,
@@ -297,7 +289,7 @@ int train_main(const std::vector<std::string>& argv) {
     std::printf(
         "], \"activation\": %s, \"optimizer\": \"%s\", \"learning_rate\": %s, \"batch\": %zu, \"dtype\": \"%s\", "
         "\"mixed_precision\": %s, \"graphs\": %s, \"train_samples\": %zu, \"test_samples\": %zu, \"epochs\": [",
-        json_string(std::string(ml::name_of(a.activation))).c_str(), adam ? "adam" : "sgd",
+        json_string(std::string(name_of(a.activation))).c_str(), adam ? "adam" : "sgd",
         json_number(a.model.optimizer.learning_rate).c_str(), a.train.batch_size,
         std::string(name_of(a.model.dtype)).c_str(), a.mixed_precision ? "true" : "false",
         a.train.graphs ? "true" : "false", split.train.rows, split.test.rows);

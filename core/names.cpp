@@ -38,33 +38,37 @@ DType parse_dtype(std::string_view name) {
 }
 
 std::string_view name_of(BinaryOp op) {
-  switch (op) {
-    case BinaryOp::add: return "add";
-    case BinaryOp::sub: return "sub";
-    case BinaryOp::mul: return "mul";
-    case BinaryOp::div: return "div";
-    case BinaryOp::relu_grad: return "relu_grad";
-    case BinaryOp::sigmoid_grad: return "sigmoid_grad";
-    case BinaryOp::tanh_grad: return "tanh_grad";
-    case BinaryOp::gelu_grad: return "gelu_grad";
-  }
-  return "?";
+  return visit(op, []<class Row>(Row) { return Row::name; });
 }
 
 std::string_view name_of(UnaryOp op) {
-  switch (op) {
-    case UnaryOp::relu: return "relu";
-    case UnaryOp::sigmoid: return "sigmoid";
-    case UnaryOp::tanh: return "tanh";
-    case UnaryOp::exp: return "exp";
-    case UnaryOp::log: return "log";
-    case UnaryOp::sqrt: return "sqrt";
-    case UnaryOp::square: return "square";
-    case UnaryOp::abs: return "abs";
-    case UnaryOp::neg: return "neg";
-    case UnaryOp::gelu: return "gelu";
+  return visit(op, []<class Row>(Row) { return Row::name; });
+}
+
+UnaryOp parse_unary_op(std::string_view name) {
+  std::string all;
+  for (UnaryOp op : kUnaryOps) {
+    if (name == name_of(op)) return op;
+    all += (all.empty() ? "" : ", ") + std::string(name_of(op));
   }
-  return "?";
+  throw InvalidArgument("unknown op '" + std::string(name) + "': use one of " + all);
+}
+
+UnaryOp parse_activation(std::string_view name) {
+  for (UnaryOp op : kActivations) {
+    if (name == name_of(op)) return op;
+  }
+  throw InvalidArgument("unknown activation '" + std::string(name) + "': use " + activation_names());
+}
+
+std::string activation_names() {
+  std::string all;
+  const std::size_t n = std::size(kActivations);
+  for (std::size_t i = 0; i < n; ++i) {
+    if (i > 0) all += i + 1 == n ? " or " : ", ";
+    all += name_of(kActivations[i]);
+  }
+  return all;
 }
 
 std::string_view name_of(ReduceOp op) {

@@ -143,6 +143,12 @@ SharedBackends& shared_backends() {
 
 }  // namespace
 
+std::vector<std::string> backend_names() {
+  std::vector<std::string> names;
+  for (const auto& entry : entries()) names.emplace_back(entry.name);
+  return names;
+}
+
 std::vector<BackendInfo> backends() {
   std::vector<BackendInfo> list;
   for (const auto& entry : entries()) {

@@ -76,7 +76,7 @@ TEST_SUITE("model files") {
 
   TEST_CASE("thousands of random corruptions, also behind a valid checksum: a model or a DataError") {
     Backend& be = get_backend("reference");
-    ml::Mlp model(be, {{ml::LayerKind::linear, 3, 4}, {ml::LayerKind::tanh, 4, 4}, {ml::LayerKind::linear, 4, 2}});
+    ml::Mlp model(be, {{ml::LayerKind::linear, 3, 4}, {ml::LayerKind::activation(UnaryOp::tanh), 4, 4}, {ml::LayerKind::linear, 4, 2}});
     model.standardizer.mean = {0, 1, 2};
     model.standardizer.scale = {1, 1, 1};
     const std::vector<unsigned char> good = model.serialize();

@@ -38,12 +38,11 @@ void check_layers(const std::vector<LayerSpec>& layers) {
   for (std::size_t i = 0; i < layers.size(); ++i) {
     const LayerSpec& l = layers[i];
     const std::string where = "Mlp: layer " + std::to_string(i) + " (" + std::string(name_of(l.kind)) + ")";
-    if (l.kind != LayerKind::linear && l.kind != LayerKind::relu && l.kind != LayerKind::sigmoid &&
-        l.kind != LayerKind::tanh && l.kind != LayerKind::gelu) {
+    if (!l.kind.is_linear() && !is_activation(l.kind.op())) {
       throw InvalidArgument("Mlp: layer " + std::to_string(i) + " has an unknown kind");
     }
     if (l.inputs == 0 || l.outputs == 0) throw InvalidArgument(where + " has a width of 0");
-    if (l.kind != LayerKind::linear && l.inputs != l.outputs) {
+    if (!l.kind.is_linear() && l.inputs != l.outputs) {
       throw InvalidArgument(where + " maps " + std::to_string(l.inputs) + " to " + std::to_string(l.outputs) +
                             " features; an activation keeps the width");
     }
@@ -51,26 +50,10 @@ void check_layers(const std::vector<LayerSpec>& layers) {
       throw ShapeMismatch(where + " takes " + std::to_string(l.inputs) + " features, but layer " +
                           std::to_string(i - 1) + " gives " + std::to_string(layers[i - 1].outputs));
     }
-    has_linear = has_linear || l.kind == LayerKind::linear;
+    has_linear = has_linear || l.kind.is_linear();
   }
   if (!has_linear)
     throw InvalidArgument("Mlp: a model needs at least one linear layer (it has no parameters otherwise)");
-}
-
-UnaryOp activation_op(LayerKind k) {
-  switch (k) {
-    case LayerKind::relu:
-      return UnaryOp::relu;
-    case LayerKind::sigmoid:
-      return UnaryOp::sigmoid;
-    case LayerKind::tanh:
-      return UnaryOp::tanh;
-    case LayerKind::gelu:
-      return UnaryOp::gelu;
-    case LayerKind::linear:
-      break;
-  }
-  throw InvalidArgument("a linear layer is not an activation");
 }
 
 // A contiguous (rows, cols) view at the start of a buffer.
@@ -80,21 +63,19 @@ Matrix view(const Buffer& b, std::int64_t rows, std::size_t cols) {
 
 }  // namespace
 
-std::string_view name_of(LayerKind k) {
-  switch (k) {
-    case LayerKind::linear:
-      return "linear";
-    case LayerKind::relu:
-      return "relu";
-    case LayerKind::sigmoid:
-      return "sigmoid";
-    case LayerKind::tanh:
-      return "tanh";
-    case LayerKind::gelu:
-      return "gelu";
+LayerKind LayerKind::activation(UnaryOp op) {
+  if (!is_activation(op)) {
+    throw InvalidArgument("Mlp: " + std::string(name_of(op)) + " is not an activation (" + activation_names() + ")");
   }
-  return "?";
+  return LayerKind(false, op);
 }
+
+UnaryOp LayerKind::op() const {
+  if (linear_) throw InvalidArgument("a linear layer is not an activation");
+  return op_;
+}
+
+std::string_view name_of(LayerKind k) { return k.is_linear() ? "linear" : name_of(k.op()); }
 
 std::string_view name_of(LossKind k) {
   switch (k) {
@@ -106,14 +87,14 @@ std::string_view name_of(LossKind k) {
   return "?";
 }
 
-std::vector<LayerSpec> layers_from_widths(const std::vector<std::size_t>& widths, LayerKind activation) {
+std::vector<LayerSpec> layers_from_widths(const std::vector<std::size_t>& widths, UnaryOp activation) {
   if (widths.size() < 2) {
     throw InvalidArgument("an MLP needs at least two widths (inputs and outputs), e.g. 64,128,10");
   }
-  if (activation == LayerKind::linear) throw InvalidArgument("the activation between layers cannot be linear");
+  const LayerKind act = LayerKind::activation(activation);
   std::vector<LayerSpec> layers;
   for (std::size_t i = 0; i + 1 < widths.size(); ++i) {
-    if (i > 0) layers.push_back({activation, widths[i], widths[i]});
+    if (i > 0) layers.push_back({act, widths[i], widths[i]});
     layers.push_back({LayerKind::linear, widths[i], widths[i + 1]});
   }
   return layers;
@@ -137,15 +118,17 @@ Mlp::Mlp(Backend& backend, std::vector<LayerSpec> layers, const MlpOptions& opti
   }
   if (!(o.weight_decay >= 0)) throw InvalidArgument("Mlp: weight decay must be >= 0");
 
-  // He initialisation (std sqrt(2 / in)) for a linear layer followed by ReLU or GELU, Xavier/Glorot
+  // He initialisation (std sqrt(2 / in)) for a linear layer followed by a ReLU-like activation (the
+  // row's he_init: relu, gelu, silu), Xavier/Glorot
   // (std sqrt(2 / (in + out))) otherwise; biases start at zero. One generator, layer by layer.
   data::Rng rng(options_.seed);
   const DType dt = options_.dtype;
   for (std::size_t i = 0; i < layers_.size(); ++i) {
     const LayerSpec& l = layers_[i];
-    if (l.kind != LayerKind::linear) continue;
-    const bool relu_next =
-        i + 1 < layers_.size() && (layers_[i + 1].kind == LayerKind::relu || layers_[i + 1].kind == LayerKind::gelu);
+    if (!l.kind.is_linear()) continue;
+    const bool relu_next = i + 1 < layers_.size() && !layers_[i + 1].kind.is_linear() &&
+                           visit_activation(
+                               layers_[i + 1].kind.op(), []<class Row>(Row) { return Row::he_init; }, [] { return false; });
     const double stddev = relu_next ? std::sqrt(2.0 / double(l.inputs)) : std::sqrt(2.0 / double(l.inputs + l.outputs));
     std::vector<double> w(l.inputs * l.outputs);
     for (double& v : w) v = rng.normal() * stddev;
@@ -240,42 +223,31 @@ const Matrix& Mlp::forward(const Matrix& x) {
     const LayerSpec& l = layers_[i];
     Matrix& out = acts_[i + 1];
     const Matrix& in = acts_[i];
-    switch (l.kind) {
-      case LayerKind::linear:
-        if (options_.mixed_precision) {
-          Buffer hin = half_in_[i].slice(0, static_cast<std::size_t>(x.rows) * l.inputs);
-          convert(in.buffer, hin, queue_);
-          convert(params_[p], half_w_[p / 2], queue_);
-          matmul(view(hin, x.rows, l.inputs), view(half_w_[p / 2], static_cast<std::int64_t>(l.inputs), l.outputs), out,
-                 {}, queue_);
-        } else {
-          matmul(in, view(params_[p], static_cast<std::int64_t>(l.inputs), l.outputs), out, {}, queue_);
-        }
-        if (i + 1 < layers_.size() && layers_[i + 1].kind != LayerKind::linear) {
-          // Bias and the activation after it in one pass (the layer's epilogue). Only GELU's
-          // backward needs the pre-activation, kept in place; the others work from the output.
-          const bool keep_z = layers_[i + 1].kind == LayerKind::gelu;
-          bias_activation(out, params_[p + 1], activation_op(layers_[i + 1].kind), acts_[i + 2],
-                          keep_z ? &out : nullptr, queue_);
-          ++i;
-        } else {
-          add_row_vector(out, params_[p + 1], out, queue_);
-        }
-        p += 2;
-        break;
-      case LayerKind::relu:
-        relu(in.buffer, out.buffer, queue_);
-        break;
-      case LayerKind::sigmoid:
-        sigmoid(in.buffer, out.buffer, queue_);
-        break;
-      case LayerKind::tanh:
-        tanh(in.buffer, out.buffer, queue_);
-        break;
-      case LayerKind::gelu:
-        gelu(in.buffer, out.buffer, queue_);
-        break;
+    if (!l.kind.is_linear()) {
+      unary(l.kind.op(), in.buffer, out.buffer, queue_);
+      continue;
     }
+      if (options_.mixed_precision) {
+        Buffer hin = half_in_[i].slice(0, static_cast<std::size_t>(x.rows) * l.inputs);
+        convert(in.buffer, hin, queue_);
+        convert(params_[p], half_w_[p / 2], queue_);
+        matmul(view(hin, x.rows, l.inputs), view(half_w_[p / 2], static_cast<std::int64_t>(l.inputs), l.outputs), out,
+               {}, queue_);
+      } else {
+        matmul(in, view(params_[p], static_cast<std::int64_t>(l.inputs), l.outputs), out, {}, queue_);
+      }
+      if (i + 1 < layers_.size() && !layers_[i + 1].kind.is_linear()) {
+        // Bias and the activation after it in one pass (the layer's epilogue). Activations whose
+        // derivative reads the input (grad_from input: gelu, silu) keep the pre-activation, in
+        // place; the others work from the output.
+        const UnaryOp act = layers_[i + 1].kind.op();
+        const bool keep_z = grad_from(act) == GradFrom::input;
+        bias_activation(out, params_[p + 1], act, acts_[i + 2], keep_z ? &out : nullptr, queue_);
+        ++i;
+      } else {
+        add_row_vector(out, params_[p + 1], out, queue_);
+      }
+      p += 2;
   }
   return acts_.back();
 }
@@ -311,37 +283,27 @@ const Buffer& Mlp::backward(const Buffer& labels, const Matrix& targets,
     const bool need_dx = i > 0;
     Matrix dx;
     if (need_dx) dx = deltas_[i];
-    switch (l.kind) {
-      case LayerKind::linear: {
-        p -= 2;
-        const auto in = static_cast<std::int64_t>(l.inputs);
-        Matrix dw = view(grads_[p], in, l.outputs);
-        if (options_.mixed_precision) {
-          Matrix hdy = view(half_delta_, b, l.outputs);
-          convert(dy.buffer, hdy.buffer, queue_);
-          matmul(view(half_in_[i], b, l.inputs), hdy, dw, {.trans_a = Transpose::yes}, queue_);
-          if (need_dx) matmul(hdy, view(half_w_[p / 2], in, l.outputs), dx, {.trans_b = Transpose::yes}, queue_);
-        } else {
-          matmul(acts_[i], dy, dw, {.trans_a = Transpose::yes}, queue_);
-          if (need_dx) matmul(dy, view(params_[p], in, l.outputs), dx, {.trans_b = Transpose::yes}, queue_);
-        }
-        reduce_cols(ReduceOp::sum, dy, grads_[p + 1], queue_);
-        if (gradients_ready) gradients_ready(p, 2);
-        break;
-      }
-      case LayerKind::relu:  // from the output: relu(z) > 0 exactly where z > 0 (the input may be unbiased)
-        if (need_dx) relu_grad(acts_[i + 1].buffer, dy.buffer, dx.buffer, queue_);
-        break;
-      case LayerKind::sigmoid:
-        if (need_dx) sigmoid_grad(acts_[i + 1].buffer, dy.buffer, dx.buffer, queue_);
-        break;
-      case LayerKind::tanh:
-        if (need_dx) tanh_grad(acts_[i + 1].buffer, dy.buffer, dx.buffer, queue_);
-        break;
-      case LayerKind::gelu:
-        if (need_dx) gelu_grad(acts_[i].buffer, dy.buffer, dx.buffer, queue_);
-        break;
+    if (!l.kind.is_linear()) {
+      // dx from the layer's input or output, as the activation's row says.
+      const UnaryOp act = l.kind.op();
+      const Matrix& v = grad_from(act) == GradFrom::input ? acts_[i] : acts_[i + 1];
+      if (need_dx) binary(grad_op(act), v.buffer, dy.buffer, dx.buffer, queue_);
+      continue;
     }
+      p -= 2;
+      const auto in = static_cast<std::int64_t>(l.inputs);
+      Matrix dw = view(grads_[p], in, l.outputs);
+      if (options_.mixed_precision) {
+        Matrix hdy = view(half_delta_, b, l.outputs);
+        convert(dy.buffer, hdy.buffer, queue_);
+        matmul(view(half_in_[i], b, l.inputs), hdy, dw, {.trans_a = Transpose::yes}, queue_);
+        if (need_dx) matmul(hdy, view(half_w_[p / 2], in, l.outputs), dx, {.trans_b = Transpose::yes}, queue_);
+      } else {
+        matmul(acts_[i], dy, dw, {.trans_a = Transpose::yes}, queue_);
+        if (need_dx) matmul(dy, view(params_[p], in, l.outputs), dx, {.trans_b = Transpose::yes}, queue_);
+      }
+      reduce_cols(ReduceOp::sum, dy, grads_[p + 1], queue_);
+      if (gradients_ready) gradients_ready(p, 2);
   }
   return loss_;
 }

@@ -4,7 +4,8 @@
 //         12   u32      dtype of the parameters (DType: 2 = f32, 3 = f64)
 //         16   u32      loss (LossKind)
 //         20   u32      layer count L
-//         24   L x {u32 kind (LayerKind), u64 inputs, u64 outputs}
+//         24   L x {u32 kind (1 linear, else the activation's model_code in the op table), u64 inputs,
+//                   u64 outputs}
 //              u64 S (standardiser features: 0 or inputs), S x f64 mean, S x f64 scale
 //              per parameter buffer (layer order, W then b): u64 count, count values of dtype
 //    end - 4   u32      CRC-32 (IEEE) of every byte before it
@@ -25,6 +26,27 @@ namespace {
 constexpr char kMagic[8] = {'T', 'A', 'N', 'D', 'E', 'M', 'N', 'N'};
 constexpr std::uint32_t kVersion = 1;
 constexpr std::size_t kMaxWidth = std::size_t(1) << 31;
+constexpr std::uint32_t kLinearCode = 1;
+
+std::uint32_t code_of(LayerKind k) {
+  if (k.is_linear()) return kLinearCode;
+  return visit_activation(k.op(), []<class Row>(Row) { return Row::model_code; }, [] { return 0u; });
+}
+
+// The layer a saved code stands for; false when no layer has it.
+bool kind_of_code(std::uint32_t code, LayerKind& kind) {
+  if (code == kLinearCode) {
+    kind = LayerKind::linear;
+    return true;
+  }
+  for (UnaryOp op : kActivations) {
+    if (code_of(LayerKind::activation(op)) == code) {
+      kind = LayerKind::activation(op);
+      return true;
+    }
+  }
+  return false;
+}
 
 std::uint32_t crc32(const unsigned char* p, std::size_t n) {
   static const std::array<std::uint32_t, 256> table = [] {
@@ -109,7 +131,7 @@ std::vector<unsigned char> Mlp::serialize() const {
   w.le<std::uint32_t>(static_cast<std::uint32_t>(options_.loss));
   w.le<std::uint32_t>(static_cast<std::uint32_t>(layers_.size()));
   for (const LayerSpec& l : layers_) {
-    w.le<std::uint32_t>(static_cast<std::uint32_t>(l.kind));
+    w.le<std::uint32_t>(code_of(l.kind));
     w.le<std::uint64_t>(l.inputs);
     w.le<std::uint64_t>(l.outputs);
   }
@@ -161,8 +183,7 @@ Mlp Mlp::deserialize(Backend& backend, const std::vector<unsigned char>& bytes, 
   std::vector<LayerSpec> layers(count);
   for (LayerSpec& l : layers) {
     const auto kind = r.le<std::uint32_t>("a layer");
-    if (kind < 1 || kind > 5) r.fail("unknown layer kind " + std::to_string(kind));
-    l.kind = static_cast<LayerKind>(kind);
+    if (!kind_of_code(kind, l.kind)) r.fail("unknown layer kind " + std::to_string(kind));
     l.inputs = r.le<std::uint64_t>("a layer");
     l.outputs = r.le<std::uint64_t>("a layer");
     if (l.inputs == 0 || l.outputs == 0 || l.inputs > kMaxWidth || l.outputs > kMaxWidth) {

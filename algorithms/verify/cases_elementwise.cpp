@@ -7,32 +7,24 @@ namespace tandem::verify::detail {
 
 namespace {
 
-// Relative-error factor of each function as evaluated in the tested type: 1 for correctly rounded
-// ops; 8 for exp/log/tanh/sigmoid (libm's are within 1-2 ulp, sigmoid composes three roundings).
+// Each op's relative-error factor and input domain: its row in the op table.
 double unary_factor(UnaryOp op) {
-  switch (op) {
-    case UnaryOp::sigmoid:
-    case UnaryOp::tanh:
-    case UnaryOp::exp:
-    case UnaryOp::log: return 8;
-    // erfc (a few ulp on GPUs), three roundings, and the rounding of erfc's argument z = -x/sqrt(2),
-    // which the tail amplifies by 2 z^2 (16 at x = -4).
-    case UnaryOp::gelu: return 32;
-    default: return 1;
-  }
+  return visit(op, []<class Row>(Row) { return Row::ulps; });
+}
+std::pair<double, double> unary_domain(UnaryOp op) {
+  return visit(op, []<class Row>(Row) { return std::pair<double, double>(Row::lo, Row::hi); });
 }
 
-// Inputs inside each function's domain: positive for log and sqrt, modest for exp.
-std::pair<double, double> unary_domain(UnaryOp op) {
-  switch (op) {
-    case UnaryOp::log:
-    case UnaryOp::sqrt: return {1e-3, 4};
-    case UnaryOp::exp:
-    case UnaryOp::sigmoid:
-    case UnaryOp::tanh: return {-8, 8};
-    case UnaryOp::gelu: return {-4, 4};
-    default: return {-1, 1};
-  }
+// The bound of a binary op at one element: correctly rounded arithmetic, or the derivative's own
+// bound from its activation's row (x is the derivative's input or output, dy the incoming slope).
+double binary_bound(BinaryOp op, double x, double dy, double exact, double u) {
+  return visit(op, [&]<class Row>(Row) {
+    if constexpr (requires { typename Row::activation; }) {
+      return Row::activation::grad_bound(x, dy, exact, u);
+    } else {
+      return (u + u64()) * std::fabs(exact);
+    }
+  });
 }
 
 std::string size_label(std::size_t n) { return std::to_string(n); }
@@ -72,8 +64,7 @@ void add_elementwise_cases(std::vector<CheckCase>& out, const Backend&, const Ch
   for (DType t : dtypes) {
     for (std::size_t n : vector_sizes(o.quick)) {
       const std::string dt(name_of(t));
-      for (BinaryOp op : {BinaryOp::add, BinaryOp::sub, BinaryOp::mul, BinaryOp::div, BinaryOp::relu_grad,
-                          BinaryOp::sigmoid_grad, BinaryOp::tanh_grad, BinaryOp::gelu_grad}) {
+      for (BinaryOp op : kBinaryOps) {
         CheckCase c{"elementwise", std::string(name_of(op)), "-", dt, size_label(n), {}};
         c.run = [c, t, n, op, o](Backend& be, Backend& ref, std::uint64_t seed) {
           auto rng = case_rng(seed, c);
@@ -90,26 +81,13 @@ void add_elementwise_cases(std::vector<CheckCase>& out, const Backend&, const Ch
           const Host e = download(want);
           Host bound(n);
           const double u = u_of(t);
-          for (std::size_t i = 0; i < n; ++i) {
-            double b = (u + u64()) * std::fabs(e[i]);
-            if (op == BinaryOp::sigmoid_grad) b = gamma(4, u) * std::fabs(e[i]);
-            if (op == BinaryOp::gelu_grad) {  // dy (Phi(x) + x phi(x)): the two terms may cancel
-              const double cdf = 0.5 * std::erfc(-x[i] / std::sqrt(2.0));
-              const double pdf = std::exp(-0.5 * x[i] * x[i]) / std::sqrt(2 * 3.14159265358979323846);
-              b = gamma(16, u) * std::fabs(y[i]) * (cdf + std::fabs(x[i]) * pdf);
-            }
-            if (op == BinaryOp::tanh_grad) {  // dy * (1 - y^2): y^2 rounds before the cancellation
-              b = gamma(4, u) * std::fabs(y[i]) * (x[i] * x[i] + std::fabs(1 - x[i] * x[i]));
-            }
-            bound[i] = b;
-          }
+          for (std::size_t i = 0; i < n; ++i) bound[i] = binary_bound(op, x[i], y[i], e[i], u);
           finish(r, got, e, bound);
           return r;
         };
         out.push_back(std::move(c));
       }
-      for (UnaryOp op : {UnaryOp::relu, UnaryOp::sigmoid, UnaryOp::tanh, UnaryOp::exp, UnaryOp::log, UnaryOp::sqrt,
-                         UnaryOp::square, UnaryOp::abs, UnaryOp::neg, UnaryOp::gelu}) {
+      for (UnaryOp op : kUnaryOps) {
         CheckCase c{"elementwise", std::string(name_of(op)), "-", dt, size_label(n), {}};
         c.run = [c, t, n, op, o](Backend& be, Backend& ref, std::uint64_t seed) {
           auto rng = case_rng(seed, c);
@@ -233,14 +211,15 @@ void add_matrix_cases(std::vector<CheckCase>& out, const Backend&, const CheckOp
         return r;
       };
       out.push_back(std::move(bias));
-      // The fused epilogue: relu and gelu also write z in place over x, sigmoid and tanh do not.
-      for (UnaryOp act : {UnaryOp::relu, UnaryOp::sigmoid, UnaryOp::tanh, UnaryOp::gelu}) {
+      // The fused epilogue of every activation: relu and those whose derivative reads the input
+      // (gelu, silu) also write z in place over x, the others do not.
+      for (UnaryOp act : kActivations) {
         CheckCase ba{"matrix", "bias_" + std::string(name_of(act)), "-", dt, label, {}};
         ba.run = [ba, t, s, ld, span, o, act](Backend& be, Backend& ref, std::uint64_t seed) {
           auto rng = case_rng(seed, ba);
           Host x = random_values(rng, t, span, -3, 3), b = random_values(rng, t, static_cast<std::size_t>(s.cols));
           if (o.non_finite) plant_non_finite(rng, x);
-          const bool with_z = act == UnaryOp::relu || act == UnaryOp::gelu;
+          const bool with_z = act == UnaryOp::relu || grad_from(act) == GradFrom::input;
           CaseResult r = result_for(ba, be);
           Output got = make_output(be, t, span);
           Matrix gm = matrix(got.inner, s.rows, s.cols, ld);

@@ -40,62 +40,25 @@ KOKKOS_INLINE_FUNCTION C to(T v) {
 }
 
 // ---- elementwise ----
-// The op is a template argument, so that each loop is compiled for one op.
-template <class T, BinaryOp kOp>
+// The op's row (tandem/op_table.hpp) is a template argument, so that each loop is compiled for
+// one op; visit picks the row.
+template <class T, class Row>
 void binary_as(std::int64_t n, const T* x, const T* y, T* out) {
   Kokkos::parallel_for(
-      "tandem::binary", Range(0, n), KOKKOS_LAMBDA(std::int64_t i) { out[i] = math::apply<T>(kOp, x[i], y[i]); });
+      "tandem::binary", Range(0, n), KOKKOS_LAMBDA(std::int64_t i) { out[i] = Row::template apply<T>(x[i], y[i]); });
 }
-template <class T, UnaryOp kOp>
+template <class T, class Row>
 void unary_as(std::int64_t n, const T* x, T* out) {
   Kokkos::parallel_for(
-      "tandem::unary", Range(0, n), KOKKOS_LAMBDA(std::int64_t i) { out[i] = math::apply<T>(kOp, x[i]); });
+      "tandem::unary", Range(0, n), KOKKOS_LAMBDA(std::int64_t i) { out[i] = Row::template apply<T>(x[i]); });
 }
 template <class T>
 void binary(BinaryOp op, std::int64_t n, const T* x, const T* y, T* out) {
-  switch (op) {
-    case BinaryOp::add:
-      return binary_as<T, BinaryOp::add>(n, x, y, out);
-    case BinaryOp::sub:
-      return binary_as<T, BinaryOp::sub>(n, x, y, out);
-    case BinaryOp::mul:
-      return binary_as<T, BinaryOp::mul>(n, x, y, out);
-    case BinaryOp::div:
-      return binary_as<T, BinaryOp::div>(n, x, y, out);
-    case BinaryOp::relu_grad:
-      return binary_as<T, BinaryOp::relu_grad>(n, x, y, out);
-    case BinaryOp::sigmoid_grad:
-      return binary_as<T, BinaryOp::sigmoid_grad>(n, x, y, out);
-    case BinaryOp::tanh_grad:
-      return binary_as<T, BinaryOp::tanh_grad>(n, x, y, out);
-    case BinaryOp::gelu_grad:
-      return binary_as<T, BinaryOp::gelu_grad>(n, x, y, out);
-  }
+  visit(op, [&]<class Row>(Row) { binary_as<T, Row>(n, x, y, out); });
 }
 template <class T>
 void unary(UnaryOp op, std::int64_t n, const T* x, T* out) {
-  switch (op) {
-    case UnaryOp::relu:
-      return unary_as<T, UnaryOp::relu>(n, x, out);
-    case UnaryOp::sigmoid:
-      return unary_as<T, UnaryOp::sigmoid>(n, x, out);
-    case UnaryOp::tanh:
-      return unary_as<T, UnaryOp::tanh>(n, x, out);
-    case UnaryOp::exp:
-      return unary_as<T, UnaryOp::exp>(n, x, out);
-    case UnaryOp::log:
-      return unary_as<T, UnaryOp::log>(n, x, out);
-    case UnaryOp::sqrt:
-      return unary_as<T, UnaryOp::sqrt>(n, x, out);
-    case UnaryOp::square:
-      return unary_as<T, UnaryOp::square>(n, x, out);
-    case UnaryOp::abs:
-      return unary_as<T, UnaryOp::abs>(n, x, out);
-    case UnaryOp::neg:
-      return unary_as<T, UnaryOp::neg>(n, x, out);
-    case UnaryOp::gelu:
-      return unary_as<T, UnaryOp::gelu>(n, x, out);
-  }
+  visit(op, [&]<class Row>(Row) { unary_as<T, Row>(n, x, out); });
 }
 template <class T>
 void axpy(std::int64_t n, T alpha, const T* x, T* y) {

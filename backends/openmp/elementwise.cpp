@@ -15,7 +15,6 @@
 
 #include "openmp_backend.hpp"
 #include "tandem/detail/apply_op.hpp"
-#include "tandem/detail/scalar_math.hpp"
 
 namespace tandem::openmp {
 
@@ -177,32 +176,9 @@ void OpenMPBackend::binary(Queue q, BinaryOp op, DType t, std::size_t n, const v
     const T* a = static_cast<const T*>(x);
     const T* b = static_cast<const T*>(y);
     T* o = static_cast<T*>(out);
-    switch (op) {
-      case BinaryOp::add:
-        binary_loop(n, a, b, o, stream_from_bytes_, [](T u, T v) { return u + v; });
-        break;
-      case BinaryOp::sub:
-        binary_loop(n, a, b, o, stream_from_bytes_, [](T u, T v) { return u - v; });
-        break;
-      case BinaryOp::mul:
-        binary_loop(n, a, b, o, stream_from_bytes_, [](T u, T v) { return u * v; });
-        break;
-      case BinaryOp::div:
-        binary_loop(n, a, b, o, stream_from_bytes_, [](T u, T v) { return u / v; });
-        break;
-      case BinaryOp::relu_grad:
-        binary_loop(n, a, b, o, stream_from_bytes_, [](T u, T v) { return math::relu_grad(u, v); });
-        break;
-      case BinaryOp::sigmoid_grad:
-        binary_loop(n, a, b, o, stream_from_bytes_, [](T u, T v) { return math::sigmoid_grad(u, v); });
-        break;
-      case BinaryOp::tanh_grad:
-        binary_loop(n, a, b, o, stream_from_bytes_, [](T u, T v) { return math::tanh_grad(u, v); });
-        break;
-      case BinaryOp::gelu_grad:
-        binary_loop(n, a, b, o, stream_from_bytes_, [](T u, T v) { return math::gelu_grad(u, v); });
-        break;
-    }
+    visit(op, [&]<class Row>(Row) {
+      binary_loop(n, a, b, o, stream_from_bytes_, [](T u, T v) { return Row::template apply<T>(u, v); });
+    });
   });
 }
 
@@ -211,38 +187,9 @@ void OpenMPBackend::unary(Queue q, UnaryOp op, DType t, std::size_t n, const voi
   dispatch_float(t, [&]<class T>() {
     const T* a = static_cast<const T*>(x);
     T* o = static_cast<T*>(out);
-    switch (op) {
-      case UnaryOp::relu:
-        unary_loop(n, a, o, stream_from_bytes_, [](T u) { return math::relu(u); });
-        break;
-      case UnaryOp::sigmoid:
-        unary_loop(n, a, o, stream_from_bytes_, [](T u) { return math::sigmoid(u); });
-        break;
-      case UnaryOp::tanh:
-        unary_loop(n, a, o, stream_from_bytes_, [](T u) { return std::tanh(u); });
-        break;
-      case UnaryOp::exp:
-        unary_loop(n, a, o, stream_from_bytes_, [](T u) { return std::exp(u); });
-        break;
-      case UnaryOp::log:
-        unary_loop(n, a, o, stream_from_bytes_, [](T u) { return std::log(u); });
-        break;
-      case UnaryOp::sqrt:
-        unary_loop(n, a, o, stream_from_bytes_, [](T u) { return std::sqrt(u); });
-        break;
-      case UnaryOp::square:
-        unary_loop(n, a, o, stream_from_bytes_, [](T u) { return u * u; });
-        break;
-      case UnaryOp::abs:
-        unary_loop(n, a, o, stream_from_bytes_, [](T u) { return std::fabs(u); });
-        break;
-      case UnaryOp::neg:
-        unary_loop(n, a, o, stream_from_bytes_, [](T u) { return -u; });
-        break;
-      case UnaryOp::gelu:
-        unary_loop(n, a, o, stream_from_bytes_, [](T u) { return math::gelu(u); });
-        break;
-    }
+    visit(op, [&]<class Row>(Row) {
+      unary_loop(n, a, o, stream_from_bytes_, [](T u) { return Row::template apply<T>(u); });
+    });
   });
 }
 
@@ -316,22 +263,9 @@ void OpenMPBackend::bias_activation(Queue q, DType t, std::int64_t rows, std::in
         }
       }
     };
-    switch (act) {
-      case UnaryOp::relu:
-        run([](T v) { return math::relu(v); });
-        break;
-      case UnaryOp::sigmoid:
-        run([](T v) { return math::sigmoid(v); });
-        break;
-      case UnaryOp::tanh:
-        run([](T v) { return std::tanh(v); });
-        break;
-      case UnaryOp::gelu:
-        run([](T v) { return math::gelu(v); });
-        break;
-      default:
-        throw Unsupported("bias_activation: " + std::string(name_of(act)) + " is not an activation");
-    }
+    visit_activation(
+        act, [&]<class Row>(Row) { run([](T v) { return Row::template apply<T>(v); }); },
+        [&] { throw Unsupported("bias_activation: " + std::string(name_of(act)) + " is not an activation"); });
   });
 }
 

@@ -22,11 +22,10 @@
 #include "tandem/device.hpp"
 #include "tandem/dtype.hpp"
 #include "tandem/memory.hpp"
+#include "tandem/op_table.hpp"  // UnaryOp, BinaryOp and their rows
 
 namespace tandem {
 
-enum class BinaryOp { add, sub, mul, div, relu_grad, sigmoid_grad, tanh_grad, gelu_grad };
-enum class UnaryOp { relu, sigmoid, tanh, exp, log, sqrt, square, abs, neg, gelu };
 enum class ReduceOp { sum, min, max, argmax, norm2 };
 enum class ScanKind { inclusive, exclusive };
 enum class Transpose { no, yes };
@@ -35,6 +34,10 @@ enum class MatmulTier { automatic, naive, tiled, register_blocked, tensor_core, 
 std::string_view name_of(BinaryOp op);
 std::string_view name_of(UnaryOp op);
 std::string_view name_of(ReduceOp op);
+UnaryOp parse_unary_op(std::string_view name);   // InvalidArgument listing the ops
+UnaryOp parse_activation(std::string_view name);  // an activation; InvalidArgument listing them
+// The activations' names joined for messages and help: "relu, sigmoid, tanh, gelu or silu".
+std::string activation_names();
 std::string_view name_of(MatmulTier tier);
 MatmulTier parse_matmul_tier(std::string_view name);  // "naive", "tiled", ..., "auto"
 
@@ -190,7 +193,7 @@ class Backend : public std::enable_shared_from_this<Backend> {
                               const void* bias, void* out, std::int64_t ldo) = 0;
   // Optional, fused for speed (a layer's epilogue): out = act(x + bias broadcast over rows), and
   // z = x + bias as well when z is not null (backward passes that need the pre-activation).
-  // act is relu, sigmoid, tanh or gelu; f32 or f64. z may be x (in place); out may not overlap x.
+  // act is an activation (is_activation); f32 or f64. z may be x (in place); out may not overlap x.
   // The default composes add_row_vector and unary.
   virtual void bias_activation(Queue q, DType t, std::int64_t rows, std::int64_t cols, const void* x, std::int64_t ldx,
                                const void* bias, UnaryOp act, void* z, std::int64_t ldz, void* out, std::int64_t ldo);

@@ -1,5 +1,5 @@
-// A multi-layer perceptron that trains on any backend: Linear, ReLU, Sigmoid, Tanh and GELU layers of
-// any depth and width; softmax cross-entropy or MSE loss; hand-written backward passes; SGD with
+// A multi-layer perceptron that trains on any backend: Linear layers and every activation of the op
+// table (tandem/op_table.hpp: ReLU, Sigmoid, Tanh, GELU, SiLU, ...) at any depth and width; softmax cross-entropy or MSE loss; hand-written backward passes; SGD with
 // momentum or Adam, weight decay; seeded He/Xavier initialisation; mini-batch training; save/load.
 #pragma once
 
@@ -15,7 +15,24 @@
 
 namespace tandem::ml {
 
-enum class LayerKind : std::uint32_t { linear = 1, relu = 2, sigmoid = 3, tanh = 4, gelu = 5 };
+// A layer is linear, or an activation of the op table: LayerKind::linear,
+// LayerKind::activation(UnaryOp::relu).
+class LayerKind {
+ public:
+  static const LayerKind linear;
+  // InvalidArgument when op is not an activation (is_activation).
+  static LayerKind activation(UnaryOp op);
+  bool is_linear() const { return linear_; }
+  // The activation; InvalidArgument on a linear layer.
+  UnaryOp op() const;
+  bool operator==(const LayerKind&) const = default;
+
+ private:
+  constexpr LayerKind(bool is_linear_layer, UnaryOp op) : linear_(is_linear_layer), op_(op) {}
+  bool linear_ = true;
+  UnaryOp op_ = UnaryOp::relu;
+};
+inline constexpr LayerKind LayerKind::linear{true, UnaryOp::relu};
 enum class LossKind : std::uint32_t { softmax_cross_entropy = 1, mse = 2 };
 enum class OptimizerKind { sgd, adam };
 
@@ -32,7 +49,7 @@ struct LayerSpec {
 // Linear layers of these widths (input, hidden..., output) with `activation` between them and
 // none after the last: {64, 128, 10} is Linear(64,128), ReLU, Linear(128,10).
 std::vector<LayerSpec> layers_from_widths(const std::vector<std::size_t>& widths,
-                                          LayerKind activation = LayerKind::relu);
+                                          UnaryOp activation = UnaryOp::relu);
 
 struct OptimizerOptions {
   OptimizerKind kind = OptimizerKind::adam;

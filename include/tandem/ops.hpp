@@ -27,27 +27,16 @@ inline void add(const Buffer& x, const Buffer& y, Buffer& out, Queue q = {}) { b
 inline void sub(const Buffer& x, const Buffer& y, Buffer& out, Queue q = {}) { binary(BinaryOp::sub, x, y, out, q); }
 inline void mul(const Buffer& x, const Buffer& y, Buffer& out, Queue q = {}) { binary(BinaryOp::mul, x, y, out, q); }
 inline void div(const Buffer& x, const Buffer& y, Buffer& out, Queue q = {}) { binary(BinaryOp::div, x, y, out, q); }
-inline void relu(const Buffer& x, Buffer& out, Queue q = {}) { unary(UnaryOp::relu, x, out, q); }
-inline void sigmoid(const Buffer& x, Buffer& out, Queue q = {}) { unary(UnaryOp::sigmoid, x, out, q); }
-inline void tanh(const Buffer& x, Buffer& out, Queue q = {}) { unary(UnaryOp::tanh, x, out, q); }
-inline void gelu(const Buffer& x, Buffer& out, Queue q = {}) { unary(UnaryOp::gelu, x, out, q); }
 inline void exp(const Buffer& x, Buffer& out, Queue q = {}) { unary(UnaryOp::exp, x, out, q); }
-// dx = dy where x > 0, else 0 (x is the layer input).
-inline void relu_grad(const Buffer& x, const Buffer& dy, Buffer& dx, Queue q = {}) {
-  binary(BinaryOp::relu_grad, x, dy, dx, q);
-}
-// dx = dy * y * (1 - y) (y is the sigmoid output).
-inline void sigmoid_grad(const Buffer& y, const Buffer& dy, Buffer& dx, Queue q = {}) {
-  binary(BinaryOp::sigmoid_grad, y, dy, dx, q);
-}
-// dx = dy * (1 - y^2) (y is the tanh output).
-inline void tanh_grad(const Buffer& y, const Buffer& dy, Buffer& dx, Queue q = {}) {
-  binary(BinaryOp::tanh_grad, y, dy, dx, q);
-}
-// dx = dy * gelu'(x) (x is the layer input).
-inline void gelu_grad(const Buffer& x, const Buffer& dy, Buffer& dx, Queue q = {}) {
-  binary(BinaryOp::gelu_grad, x, dy, dx, q);
-}
+// Each activation of the op table, by name: relu(x, out), and its derivative relu_grad(v, dy, dx):
+// dx = dy * f'(x), with v the layer's input x or output y as the row's grad_from says.
+#define TANDEM_ACTIVATION_SHORTCUTS_(n, S, kind)                                                         \
+  TANDEM_IF_##kind(inline void n(const Buffer& x, Buffer& out, Queue q = {}) { unary(UnaryOp::n, x, out, q); } \
+                   inline void n##_grad(const Buffer& v, const Buffer& dy, Buffer& dx, Queue q = {}) {         \
+                     binary(BinaryOp::n##_grad, v, dy, dx, q);                                                \
+                   })
+TANDEM_UNARY_OPS(TANDEM_ACTIVATION_SHORTCUTS_)
+#undef TANDEM_ACTIVATION_SHORTCUTS_
 // y += alpha * x
 void axpy(double alpha, const Buffer& x, Buffer& y, Queue q = {});
 // out = alpha * x
@@ -61,7 +50,7 @@ void copy(const Buffer& src, Buffer& dst, Queue q = {});
 // out = x + bias broadcast over rows; bias has x.cols elements.
 void add_row_vector(const Matrix& x, const Buffer& bias, Matrix& out, Queue q = {});
 // A layer's epilogue in one pass: out = act(x + bias broadcast over rows), and the pre-activation
-// x + bias into *z when z is given (z may be x itself). act: relu, sigmoid, tanh or gelu.
+// x + bias into *z when z is given (z may be x itself). act: an activation (is_activation).
 void bias_activation(const Matrix& x, const Buffer& bias, UnaryOp act, Matrix& out, Matrix* z = nullptr, Queue q = {});
 // c = alpha * a + beta * b
 void matrix_add(double alpha, const Matrix& a, double beta, const Matrix& b, Matrix& c, Queue q = {});

@@ -21,6 +21,8 @@ struct BackendInfo {
 
 // Every backend tandem knows of, built or not, with availability and the reason when unavailable.
 std::vector<BackendInfo> backends();
+// The names of those backends alone, without probing any device (help texts).
+std::vector<std::string> backend_names();
 
 // The shared instance of a backend. name: a backend name, "name:index", or "auto".
 // Throws BackendUnavailable (listing the backends) for an unknown name or one that cannot run here.
