@@ -1,5 +1,5 @@
-// The caching allocator, statistics, scopes and default events: built once on the resource
-// contract that each backend implements.
+// What Backend builds once on the device contract: memory through the caching allocator, the
+// composite defaults of the optional ops, host events, recorded graphs, the extra queues.
 #include "tandem/backend.hpp"
 
 #include <chrono>
@@ -10,27 +10,12 @@
 #include <new>
 #include <sstream>
 
+#include "caching_allocator.hpp"
 #include "tandem/errors.hpp"
 
 namespace tandem {
 
 namespace {
-
-// Blocks are rounded up so that freed blocks can serve slightly different requests.
-constexpr std::size_t kSmallGranule = 512;
-constexpr std::size_t kLargeGranule = 1 << 20;
-constexpr std::size_t kLargeThreshold = 16 << 20;
-
-std::size_t round_block(std::size_t bytes) {
-  const std::size_t granule = bytes >= kLargeThreshold ? kLargeGranule : kSmallGranule;
-  if (bytes > std::numeric_limits<std::size_t>::max() - granule) return 0;  // overflow: caller throws
-  return (bytes + granule - 1) / granule * granule;
-}
-
-bool debug_memory_enabled() {
-  const char* value = std::getenv("TANDEM_DEBUG_MEMORY");
-  return value != nullptr && value[0] != '\0' && value[0] != '0';
-}
 
 struct HostEvent : Event::Impl {
   std::chrono::steady_clock::time_point time = std::chrono::steady_clock::now();
@@ -38,7 +23,7 @@ struct HostEvent : Event::Impl {
 
 }  // namespace
 
-Backend::Backend() : track_allocations_(debug_memory_enabled()) {}
+Backend::Backend() : memory_(std::make_unique<detail::CachingAllocator>(*this)) {}
 
 Backend::~Backend() = default;
 
@@ -94,87 +79,18 @@ void Backend::adam_step(Queue q, DType t, std::size_t n, const AdamParams& p, vo
 }
 
 void* Backend::allocate(std::size_t bytes, const std::source_location& where) {
-  if (bytes == 0) return nullptr;
-  const std::size_t block = round_block(bytes);
-  if (block == 0) throw OutOfMemory(bytes, device_free_bytes(), name());
-  std::lock_guard lock(memory_mutex_);
-  void* ptr = nullptr;
-  // Best fit among cached blocks no more than twice the size asked.
-  auto it = cache_.lower_bound(block);
-  std::size_t got = block;
-  if (it != cache_.end() && it->first <= 2 * block) {
-    ptr = it->second;
-    got = it->first;
-    cache_.erase(it);
-    ++stats_.cache_hits;
-  } else {
-    ptr = device_allocate(block);
-    if (ptr == nullptr && !cache_.empty() && !capturing()) {  // give the cache back and try once more
-      for (auto& [size, cached] : cache_) {
-        device_free(cached, size);
-        stats_.bytes_reserved -= size;
-      }
-      cache_.clear();
-      ptr = device_allocate(block);
-    }
-    if (ptr == nullptr) throw OutOfMemory(bytes, device_free_bytes(), name());
-    stats_.bytes_reserved += block;
-  }
-  LiveAllocation record;
-  record.bytes = got;
-  if (track_allocations_) {
-    record.file = where.file_name();
-    record.line = where.line();
-    record.function = where.function_name();
-  }
-  live_.emplace(ptr, std::move(record));
-  ++stats_.allocations;
-  stats_.bytes_in_use += got;
-  if (stats_.bytes_in_use > stats_.peak_bytes_in_use) stats_.peak_bytes_in_use = stats_.bytes_in_use;
-  for (std::size_t s = 0; s < scope_open_.size(); ++s) {
-    if (scope_open_[s] && stats_.bytes_in_use > scope_peak_[s]) scope_peak_[s] = stats_.bytes_in_use;
-  }
-  on_allocate(ptr, bytes, got);
-  return ptr;
+  return memory_->allocate(bytes, where);
 }
 
-void Backend::deallocate(void* ptr) noexcept {
-  if (ptr == nullptr) return;
-  std::lock_guard lock(memory_mutex_);
-  auto it = live_.find(ptr);
-  if (it == live_.end()) return;  // not ours: ignore rather than corrupt the cache
-  const std::size_t bytes = it->second.bytes;
-  live_.erase(it);
-  stats_.bytes_in_use -= bytes;
-  if (memory_shut_down_) {
-    device_free(ptr, bytes);
-    stats_.bytes_reserved -= bytes;
-  } else {
-    cache_.emplace(bytes, ptr);
-  }
-}
+void Backend::deallocate(void* ptr) noexcept { memory_->deallocate(ptr); }
 
-MemoryStats Backend::memory_stats() const {
-  std::lock_guard lock(memory_mutex_);
-  return stats_;
-}
+MemoryStats Backend::memory_stats() const { return memory_->stats(); }
 
-void Backend::empty_cache() {
-  std::lock_guard lock(memory_mutex_);
-  for (auto& [size, ptr] : cache_) {
-    device_free(ptr, size);
-    stats_.bytes_reserved -= size;
-  }
-  cache_.clear();
-}
+void Backend::empty_cache() { memory_->empty_cache(); }
 
-std::vector<LiveAllocation> Backend::live_allocations() const {
-  std::lock_guard lock(memory_mutex_);
-  std::vector<LiveAllocation> result;
-  result.reserve(live_.size());
-  for (const auto& [ptr, record] : live_) result.push_back(record);
-  return result;
-}
+std::vector<LiveAllocation> Backend::live_allocations() const { return memory_->live(); }
+
+bool Backend::tracks_allocations() const { return memory_->tracks(); }
 
 std::string Backend::leak_report() const {
   const auto live = live_allocations();
@@ -195,19 +111,7 @@ std::string Backend::leak_report() const {
   return out.str();
 }
 
-void Backend::shutdown_memory() noexcept {
-  try {
-    if (track_allocations_) {
-      const std::string report = leak_report();
-      if (!report.empty()) std::fputs(report.c_str(), stderr);
-    }
-    empty_cache();
-    std::lock_guard lock(memory_mutex_);
-    memory_shut_down_ = true;
-  } catch (...) {
-    // Shutting down must not throw; a failed report is not worth terminating for.
-  }
-}
+void Backend::shutdown_memory() noexcept { memory_->shut_down(); }
 
 void Backend::copy_to_device_async(Queue q, void* d_dst, const void* h_src, std::size_t bytes) {
   copy_to_device(q, d_dst, h_src, bytes);
@@ -291,34 +195,10 @@ void Backend::synchronize_event(const Event& e) {
   if (e.impl() == nullptr) throw InvalidArgument("synchronize_event: the event was not recorded (use record_event)");
 }
 
-MemoryScope::MemoryScope(Backend& backend) : backend_(backend) {
-  std::lock_guard lock(backend.memory_mutex_);
-  slot_ = -1;
-  for (std::size_t s = 0; s < backend.scope_open_.size(); ++s) {
-    if (!backend.scope_open_[s]) {
-      slot_ = static_cast<int>(s);
-      break;
-    }
-  }
-  if (slot_ < 0) {
-    slot_ = static_cast<int>(backend.scope_open_.size());
-    backend.scope_open_.push_back(false);
-    backend.scope_base_.push_back(0);
-    backend.scope_peak_.push_back(0);
-  }
-  backend.scope_open_[slot_] = true;
-  backend.scope_base_[slot_] = backend.stats_.bytes_in_use;
-  backend.scope_peak_[slot_] = backend.stats_.bytes_in_use;
-}
+MemoryScope::MemoryScope(Backend& backend) : backend_(backend), slot_(backend.memory_->open_scope()) {}
 
-MemoryScope::~MemoryScope() {
-  std::lock_guard lock(backend_.memory_mutex_);
-  backend_.scope_open_[slot_] = false;
-}
+MemoryScope::~MemoryScope() { backend_.memory_->close_scope(slot_); }
 
-std::size_t MemoryScope::peak_bytes() const {
-  std::lock_guard lock(backend_.memory_mutex_);
-  return backend_.scope_peak_[slot_] - backend_.scope_base_[slot_];
-}
+std::size_t MemoryScope::peak_bytes() const { return backend_.memory_->scope_peak(slot_); }
 
 }  // namespace tandem

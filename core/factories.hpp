@@ -3,10 +3,26 @@
 
 #include <memory>
 #include <string>
+#include <utility>
 
 #include "tandem/backend.hpp"
 
 namespace tandem::detail {
+
+// Every backend is created as an Owned<B>: its destructor, the most derived, gives the caching
+// allocator's blocks back while B's device state (runtime, context, streams) is still alive; a
+// base-class destructor would run too late to call B::device_free. So no backend writes a
+// destructor for its memory.
+template <class B>
+class Owned final : public B {
+ public:
+  using B::B;
+  ~Owned() override { this->shutdown_memory(); }
+};
+template <class B, class... Args>
+std::shared_ptr<Owned<B>> make_backend(Args&&... args) {
+  return std::make_shared<Owned<B>>(std::forward<Args>(args)...);
+}
 
 // Devices of that backend usable here; 0 with `reason` set when none.
 int reference_device_count(std::string& reason);

@@ -49,7 +49,7 @@ const char* cublas_text(cublasStatus_t s) {
   }
 }
 
-class CudaBackend final : public gpu::GpuBackend<gpu::DeviceRuntime> {
+class CudaBackend : public gpu::GpuBackend<gpu::DeviceRuntime> {
  public:
   CudaBackend(std::string name, int device) : GpuBackend(std::move(name), device) {}
   ~CudaBackend() override {
@@ -230,7 +230,7 @@ class CudaBackend final : public gpu::GpuBackend<gpu::DeviceRuntime> {
 int cuda_device_count(std::string& reason) { return gpu::device_count(reason); }
 
 std::shared_ptr<Backend> make_cuda_backend(int device) {
-  return std::make_shared<CudaBackend>(device == 0 ? "cuda" : "cuda:" + std::to_string(device), device);
+  return make_backend<CudaBackend>(device == 0 ? "cuda" : "cuda:" + std::to_string(device), device);
 }
 
 }  // namespace tandem::detail

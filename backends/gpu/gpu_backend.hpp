@@ -59,7 +59,6 @@ class GpuBackend : public Backend {
   template <class... A>
   explicit GpuBackend(std::string name, A&&... runtime_args)
       : name_(std::move(name)), rt_(std::forward<A>(runtime_args)...), warp_width_(rt_.properties().simd_width) {}
-  ~GpuBackend() override { shutdown_memory(); }
 
   Runtime& runtime() { return rt_; }
 

@@ -21,7 +21,7 @@ namespace {
 
 using namespace gpu::vendor;
 
-class HipBackend final : public gpu::GpuBackend<gpu::DeviceRuntime> {
+class HipBackend : public gpu::GpuBackend<gpu::DeviceRuntime> {
  public:
   HipBackend(std::string name, int device) : GpuBackend(std::move(name), device) {}
 
@@ -132,7 +132,7 @@ class HipBackend final : public gpu::GpuBackend<gpu::DeviceRuntime> {
 int hip_device_count(std::string& reason) { return gpu::device_count(reason); }
 
 std::shared_ptr<Backend> make_hip_backend(int device) {
-  return std::make_shared<HipBackend>(device == 0 ? "hip" : "hip:" + std::to_string(device), device);
+  return make_backend<HipBackend>(device == 0 ? "hip" : "hip:" + std::to_string(device), device);
 }
 
 }  // namespace tandem::detail

@@ -348,11 +348,9 @@ Session& session() {
   return *s;
 }
 
-class KokkosBackend final : public tandem::Backend {
+class KokkosBackend : public tandem::Backend {  // created as detail::Owned<KokkosBackend>
  public:
   KokkosBackend() = default;
-  ~KokkosBackend() override { shutdown_memory(); }
-
   void release_for_exit() { shutdown_memory(); }
 
   std::string name() const override { return "kokkos"; }
@@ -638,7 +636,7 @@ std::shared_ptr<tandem::Backend> make() {
     }
     Kokkos::push_finalize_hook(release_all);
   }
-  auto be = std::make_shared<KokkosBackend>();
+  std::shared_ptr<KokkosBackend> be = detail::make_backend<KokkosBackend>();
   s.backends.push_back(be);
   return be;
 }

@@ -100,5 +100,5 @@ void OpenMPBackend::matmul(Queue q, const GemmArgs& g) {
 
 namespace tandem::detail {
 int openmp_device_count(std::string&) { return 1; }
-std::shared_ptr<Backend> make_openmp_backend(int) { return std::make_shared<openmp::OpenMPBackend>(); }
+std::shared_ptr<Backend> make_openmp_backend(int) { return make_backend<openmp::OpenMPBackend>(); }
 }  // namespace tandem::detail

@@ -23,10 +23,9 @@ struct SumAcc<std::int32_t> {
   using type = std::uint32_t;
 };
 
-class OpenMPBackend final : public host::HostBackend {
+class OpenMPBackend : public host::HostBackend {
  public:
   OpenMPBackend();
-  ~OpenMPBackend() override { shutdown_memory(); }
   std::string name() const override { return "openmp"; }
   DeviceProperties properties() const override;
 

@@ -23,9 +23,8 @@ using host::to;
 
 using math::apply;
 
-class ReferenceBackend final : public host::HostBackend {
+class ReferenceBackend : public host::HostBackend {
  public:
-  ~ReferenceBackend() override { shutdown_memory(); }
   std::string name() const override { return "reference"; }
   DeviceProperties properties() const override { return host::cpu_properties(1); }
 
@@ -341,7 +340,7 @@ class ReferenceBackend final : public host::HostBackend {
 
 namespace detail {
 int reference_device_count(std::string&) { return 1; }
-std::shared_ptr<Backend> make_reference_backend(int) { return std::make_shared<ReferenceBackend>(); }
+std::shared_ptr<Backend> make_reference_backend(int) { return make_backend<ReferenceBackend>(); }
 }  // namespace detail
 
 }  // namespace tandem

@@ -155,10 +155,10 @@ Engine& engine_of(Backend& backend) {
 namespace detail {
 int sim_device_count(std::string&) { return 1; }
 std::shared_ptr<Backend> make_sim_backend(int) {
-  return std::make_shared<sim::SimBackend>("sim", sim::options_for(32));
+  return make_backend<sim::SimBackend>("sim", sim::options_for(32));
 }
 std::shared_ptr<Backend> make_sim64_backend(int) {
-  return std::make_shared<sim::SimBackend>("sim64", sim::options_for(64));
+  return make_backend<sim::SimBackend>("sim64", sim::options_for(64));
 }
 }  // namespace detail
 

@@ -10,13 +10,11 @@
 #include <cstddef>
 #include <cstdint>
 #include <functional>
-#include <map>
 #include <memory>
 #include <mutex>
 #include <source_location>
 #include <string>
 #include <string_view>
-#include <unordered_map>
 #include <vector>
 
 #include "tandem/device.hpp"
@@ -25,6 +23,10 @@
 #include "tandem/op_table.hpp"  // UnaryOp, BinaryOp and their rows
 
 namespace tandem {
+
+namespace detail {
+class CachingAllocator;  // core/caching_allocator.hpp
+}
 
 enum class ReduceOp { sum, min, max, argmax, norm2 };
 enum class ScanKind { inclusive, exclusive };
@@ -268,7 +270,7 @@ class Backend : public std::enable_shared_from_this<Backend> {
   void empty_cache();
   // Buffers still alive, with where they were allocated (tracked when TANDEM_DEBUG_MEMORY=1).
   std::vector<LiveAllocation> live_allocations() const;
-  bool tracks_allocations() const { return track_allocations_; }
+  bool tracks_allocations() const;
   // Human-readable list of live allocations ("" when none).
   std::string leak_report() const;
 
@@ -283,23 +285,19 @@ class Backend : public std::enable_shared_from_this<Backend> {
   // waits for the device, which would invalidate the capture); it raises OutOfMemory at once.
   virtual bool capturing() const noexcept { return false; }
 
-  // Every backend's destructor calls this before it releases its device: it frees every cached
-  // block and, with TANDEM_DEBUG_MEMORY=1, prints the leak report to stderr.
+  // Reports leaks (TANDEM_DEBUG_MEMORY=1) and gives every cached block back to the device; later
+  // frees go straight to the device. Backends never call it from their destructors: every backend
+  // is created as a detail::Owned<B> (core/factories.hpp), whose destructor calls it while the
+  // device state of B is still alive. Idempotent.
   void shutdown_memory() noexcept;
 
  private:
   friend class MemoryScope;
-  mutable std::mutex memory_mutex_;
+  friend class detail::CachingAllocator;  // calls the device contract and the two hooks above
+  std::unique_ptr<detail::CachingAllocator> memory_;
   std::mutex transfer_mutex_;
   Queue transfer_queue_{-1};
   Queue graph_queue_{-1};
-  std::multimap<std::size_t, void*> cache_;         // free blocks kept for reuse, by size
-  std::unordered_map<void*, LiveAllocation> live_;  // every live block (where: when tracking)
-  MemoryStats stats_;
-  std::vector<std::size_t> scope_base_, scope_peak_;  // per open MemoryScope slot
-  std::vector<bool> scope_open_;
-  bool track_allocations_ = false;
-  bool memory_shut_down_ = false;
 };
 
 }  // namespace tandem
