@@ -151,9 +151,6 @@ void copy(const Buffer& src, Buffer& dst, Queue q) {
   be.copy_on_device(q, dst.data(), src.data(), src.bytes());
 }
 
-void Buffer::copy_from(const Buffer& src, Queue q) { tandem::copy(src, *this, q); }
-void Buffer::fill(double value, Queue q) { tandem::fill(*this, value, q); }
-
 void add_row_vector(const Matrix& x, const Buffer& bias, Matrix& out, Queue q) {
   matrix_fits(x, "add_row_vector", "x");
   matrix_fits(out, "add_row_vector", "out");

@@ -9,20 +9,15 @@
 #include <string>
 #include <vector>
 
+#include "tandem/detail/timing.hpp"
+
 namespace tandem::bench {
 
 // Seconds per call of f: the median of `reps` timed calls after one untimed warm-up call
 // (page faults, caches, thread pools).
 inline double median_seconds(int reps, const std::function<void()>& f) {
   f();
-  std::vector<double> times;
-  for (int r = 0; r < reps; ++r) {
-    const auto t0 = std::chrono::steady_clock::now();
-    f();
-    times.push_back(std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
-  }
-  std::sort(times.begin(), times.end());
-  return times[times.size() / 2];
+  return 1e-3 * detail::repeat_median([&] { return detail::host_ms(f); }, reps, reps, 0).median_ms;
 }
 
 // The options every benchmark takes: --quick (fewer, smaller runs) and --json FILE.

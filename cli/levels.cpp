@@ -23,6 +23,7 @@ inline int omp_get_max_threads() { return 1; }
 #include "args.hpp"
 #include "cli.hpp"
 #include "sweep.hpp"
+#include "tandem/detail/timing.hpp"
 #include "tandem/tandem.hpp"
 
 namespace tandem::cli {
@@ -35,16 +36,7 @@ double since_ms(Clock::time_point t0) { return std::chrono::duration<double, std
 template <class F>
 double median_ms(F&& f) {
   f();
-  std::vector<double> ms;
-  double total = 0;
-  while ((total < 50 || ms.size() < 3) && ms.size() < 50) {
-    const auto t0 = Clock::now();
-    f();
-    ms.push_back(since_ms(t0));
-    total += ms.back();
-  }
-  std::sort(ms.begin(), ms.end());
-  return ms[ms.size() / 2];
+  return detail::repeat_median([&] { return detail::host_ms(f); }, 3, 50, 50).median_ms;
 }
 
 std::string bytes_text(std::size_t b) {

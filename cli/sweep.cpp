@@ -17,6 +17,7 @@
 #include <thread>
 
 #include "args.hpp"
+#include "tandem/detail/timing.hpp"
 #include "tandem/tandem.hpp"
 
 namespace tandem::cli::sweep {
@@ -45,27 +46,26 @@ Timing time_kernel(Backend& be, const Op& op, double min_seconds, Buffer* flush 
   } after{on_host};
   op();
   be.synchronize(Queue{});
-  std::vector<double> ms;
-  double total = 0;
-  const std::size_t most = flush != nullptr ? 30 : 100;
-  while ((total < 1e3 * min_seconds || ms.size() < 3) && ms.size() < most) {
-    if (flush != nullptr && on_host) {
-      std::memset(flush->data(), int(ms.size() % 7), flush->bytes());
-    } else if (flush != nullptr) {
-      flush->fill(double(ms.size() % 7));
-    }
-    const Event a = be.record_event(Queue{});
-    op();
-    const Event b = be.record_event(Queue{});
-    ms.push_back(be.elapsed_ms(a, b));
-    total += ms.back();
-  }
-  std::sort(ms.begin(), ms.end());
+  int run = 0;
+  const detail::Samples s = detail::repeat_median(
+      [&] {
+        const int pattern = run++ % 7;
+        if (flush != nullptr && on_host) {
+          std::memset(flush->data(), pattern, flush->bytes());
+        } else if (flush != nullptr) {
+          flush->fill(double(pattern));
+        }
+        const Event a = be.record_event(Queue{});
+        op();
+        const Event b = be.record_event(Queue{});
+        return be.elapsed_ms(a, b);
+      },
+      3, flush != nullptr ? 30 : 100, 1e3 * min_seconds);
   Timing t;
-  t.median_ms = ms[ms.size() / 2];
-  t.min_ms = ms.front();
-  t.max_ms = ms.back();
-  t.reps = static_cast<int>(ms.size());
+  t.median_ms = s.median_ms;
+  t.min_ms = s.min_ms;
+  t.max_ms = s.max_ms;
+  t.reps = s.reps;
   return t;
 }
 
@@ -73,17 +73,15 @@ Timing time_kernel(Backend& be, const Op& op, double min_seconds, Buffer* flush 
 double time_host(Backend& be, const Op& op) {
   op();
   be.synchronize(Queue{});
-  std::vector<double> ms;
-  double total = 0;
-  while (ms.size() < 5 && (total < 200 || ms.size() < 1)) {
-    const auto t0 = std::chrono::steady_clock::now();
-    op();
-    be.synchronize(Queue{});
-    ms.push_back(std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count());
-    total += ms.back();
-  }
-  std::sort(ms.begin(), ms.end());
-  return ms[ms.size() / 2];
+  return detail::repeat_median(
+             [&] {
+               return detail::host_ms([&] {
+                 op();
+                 be.synchronize(Queue{});
+               });
+             },
+             1, 5, 200)
+      .median_ms;
 }
 
 std::vector<float> random_floats(std::size_t n, unsigned seed) {

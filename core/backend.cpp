@@ -11,17 +11,10 @@
 #include <sstream>
 
 #include "caching_allocator.hpp"
+#include "host_event.hpp"
 #include "tandem/errors.hpp"
 
 namespace tandem {
-
-namespace {
-
-struct HostEvent : Event::Impl {
-  std::chrono::steady_clock::time_point time = std::chrono::steady_clock::now();
-};
-
-}  // namespace
 
 Backend::Backend() : memory_(std::make_unique<detail::CachingAllocator>(*this)) {}
 
@@ -175,15 +168,11 @@ Graph Backend::capture(Queue, const std::function<void()>& work) {
 
 Event Backend::record_event(Queue q) {
   synchronize(q);
-  return Event(std::make_shared<HostEvent>());
+  return Event(std::make_shared<detail::HostEvent>());
 }
 
 double Backend::elapsed_ms(const Event& start, const Event& stop) {
-  auto* a = dynamic_cast<HostEvent*>(start.impl());
-  auto* b = dynamic_cast<HostEvent*>(stop.impl());
-  if (a == nullptr || b == nullptr)
-    throw InvalidArgument("elapsed_ms: both events must be recorded on backend '" + name() + "'");
-  return std::chrono::duration<double, std::milli>(b->time - a->time).count();
+  return detail::host_elapsed_ms(start.impl(), stop.impl());
 }
 
 void Backend::wait_event(Queue q, const Event& e) {

@@ -3,6 +3,7 @@
 #include <limits>
 #include <string>
 
+#include "tandem/ops.hpp"
 #include "tandem/profile.hpp"
 
 namespace tandem {
@@ -154,6 +155,10 @@ HostBuffer::HostBuffer(Backend& backend, DType dtype, std::size_t count) : size_
   storage_->bytes = bytes;
   storage_->ptr = backend.host_allocate(bytes, storage_->pinned);
 }
+
+// Through the public ops, so that they are checked (and profiled) like any other copy or fill.
+void Buffer::copy_from(const Buffer& src, Queue q) { tandem::copy(src, *this, q); }
+void Buffer::fill(double value, Queue q) { tandem::fill(*this, value, q); }
 
 bool HostBuffer::is_pinned() const { return storage_->pinned; }
 void* HostBuffer::data() { return storage_->ptr; }

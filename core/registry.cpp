@@ -26,7 +26,7 @@ struct Entry {
   std::function<std::shared_ptr<Backend>(int)> make;
 };
 
-// In the order "auto" prefers them: GPUs first, then the fast CPU backend, then the oracle.
+// In the order `tandem info` and --help list them; "auto" picks by auto_order below.
 // The simulator is never chosen by "auto": it is a correctness tool, not a fast path.
 const std::vector<Entry>& entries() {
   static const std::vector<Entry> list = {

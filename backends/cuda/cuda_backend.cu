@@ -1,20 +1,22 @@
 // The cuda backend: the GPU Backend of backends/gpu over the CUDA runtime (compiled by nvcc), and
-// what only CUDA has: the `vendor` matmul tier through cuBLAS, and CUB as the `cub` variant of
+// what only CUDA has: the `vendor` matmul tier through cuBLAS, CUB as the `cub` variant of
 // reduce and scan (the peer of tandem's own variants in the benchmark).
 //   vendor: cublasGemmEx on the queue's stream. f32 (exact f32 products, or TF32 tensor cores
 //     with MatmulOptions::tf32), f64, and f16 or bf16 inputs with f32 accumulation and f32 C.
 //     tandem is row-major and cuBLAS column-major: C^T = op(B)^T op(A)^T is what cuBLAS computes,
 //     so the operands go in swapped, with no copy.
-//   cub: cub::DeviceReduce (Sum; Reduce with NaN-propagating min/max and a first-index argmax over
-//     ArgIndexInputIterator; TransformReduce of squares then a square root for norm2) and
-//     cub::DeviceScan (InclusiveSum, ExclusiveSum), with tandem's semantics: i32 sums wrap (summed
-//     as u32), NaN propagates, argmax is the first maximum or the first NaN. Up to 2^31 - 1 elements.
+//   cub: cub::DeviceReduce::Reduce (sums, NaN-propagating min/max, a first-index argmax over
+//     ArgIndexInputIterator, squares through a transform iterator then a square root for norm2)
+//     and cub::DeviceScan (InclusiveSum, ExclusiveSum), through gpu/vendor_variants.hpp with
+//     tandem's rules: i32 sums wrap (summed as u32), NaN propagates, argmax is the first NaN or
+//     else the first maximum. Up to 2^31 - 1 elements.
 #include <cublas_v2.h>
 
 #include <climits>
 #include <cub/device/device_reduce.cuh>
 #include <cub/device/device_scan.cuh>
 #include <cub/iterator/arg_index_input_iterator.cuh>
+#include <thrust/iterator/transform_iterator.h>
 #include <limits>
 #include <mutex>
 #include <type_traits>
@@ -22,7 +24,7 @@
 #include "../../core/factories.hpp"
 #include "../gpu/device_runtime.hpp"
 #include "../gpu/gpu_backend.hpp"
-#include "../gpu/vendor_semantics.hpp"
+#include "../gpu/vendor_variants.hpp"
 
 namespace tandem::detail {
 
@@ -49,101 +51,49 @@ const char* cublas_text(cublasStatus_t s) {
   }
 }
 
-class CudaBackend : public gpu::GpuBackend<gpu::DeviceRuntime> {
+// CUB as the `cub` variant (gpu/vendor_variants.hpp): int item counts.
+struct Cub {
+  static constexpr const char* name = "cub";
+  using Stream = cudaStream_t;
+  using Error = cudaError_t;
+  static constexpr Error success = cudaSuccess;
+  static constexpr std::size_t max_items = INT_MAX;
+  static std::string error_text(Error e) {
+    (void)cudaGetLastError();  // clear it, so that the next call does not report it again
+    return std::string(cudaGetErrorName(e)) + " (" + cudaGetErrorString(e) + ")";
+  }
+  template <class In, class Out, class Op, class Init>
+  static Error reduce(void* p, std::size_t& b, In in, Out out, std::size_t n, Op op, Init init, Stream s) {
+    return cub::DeviceReduce::Reduce(p, b, in, out, static_cast<int>(n), op, init, s);
+  }
+  template <class T>
+  using Pair = cub::KeyValuePair<int, T>;
+  template <class T>
+  static auto arg_index(const T* in) {
+    return cub::ArgIndexInputIterator<const T*, int>(in);
+  }
+  template <class T>
+  static auto squares(const T* in) {
+    return thrust::make_transform_iterator(in, Square<T>{});
+  }
+  template <class S>
+  static Error inclusive_sum(void* p, std::size_t& b, const S* in, S* out, std::size_t n, Stream s) {
+    return cub::DeviceScan::InclusiveSum(p, b, in, out, static_cast<int>(n), s);
+  }
+  template <class S>
+  static Error exclusive_sum(void* p, std::size_t& b, const S* in, S* out, std::size_t n, Stream s) {
+    return cub::DeviceScan::ExclusiveSum(p, b, in, out, static_cast<int>(n), s);
+  }
+};
+
+class CudaBackend : public gpu::VendorVariants<Cub> {
  public:
-  CudaBackend(std::string name, int device) : GpuBackend(std::move(name), device) {}
+  CudaBackend(std::string name, int device) : VendorVariants(std::move(name), device) {}
   ~CudaBackend() override {
     if (handle_ != nullptr) {
       runtime().make_current();
       (void)cublasDestroy(handle_);
     }
-  }
-
-  std::vector<std::string> variants(std::string_view algorithm) const override {
-    std::vector<std::string> v = GpuBackend::variants(algorithm);
-    if (algorithm == "reduce" || algorithm == "scan") v.emplace_back("cub");
-    return v;
-  }
-
-  void reduce(Queue q, ReduceOp op, DType t, std::size_t n, const void* x, void* result,
-              std::string_view variant) override {
-    if (variant != "cub") return GpuBackend::reduce(q, op, t, n, x, result, variant);
-    const int count = cub_count(n, "reduce");
-    const cudaStream_t s = runtime().native_stream(queue_stream(q));
-    runtime().make_current();
-    dispatch_numeric(t, [&]<class T>() {
-      const T* in = static_cast<const T*>(x);
-      // Each CUB call twice: once for the temporary storage it needs, once to run.
-      auto run = [&](auto&& call) {
-        std::size_t bytes = 0;
-        cuda_check(call(nullptr, bytes), "cub (sizing)");
-        Scratch tmp(*this, q, bytes);
-        cuda_check(call(tmp.ptr, bytes), "cub");
-      };
-      switch (op) {
-        case ReduceOp::sum: {
-          using S = SumType<T>;
-          const S* sin = reinterpret_cast<const S*>(in);
-          S* out = static_cast<S*>(result);
-          return run([&](void* p, std::size_t& b) { return cub::DeviceReduce::Sum(p, b, sin, out, count, s); });
-        }
-        case ReduceOp::max:
-          return run([&](void* p, std::size_t& b) {
-            return cub::DeviceReduce::Reduce(p, b, in, static_cast<T*>(result), count, NanMax<T>{}, lowest<T>(), s);
-          });
-        case ReduceOp::min:
-          return run([&](void* p, std::size_t& b) {
-            return cub::DeviceReduce::Reduce(p, b, in, static_cast<T*>(result), count, NanMin<T>{}, highest<T>(), s);
-          });
-        case ReduceOp::argmax: {
-          using Pair = cub::KeyValuePair<int, T>;
-          Scratch best(*this, q, sizeof(Pair));
-          Pair* pair = static_cast<Pair*>(best.ptr);
-          cub::ArgIndexInputIterator<const T*, int> it(in);
-          const T low = lowest<T>();
-          run([&](void* p, std::size_t& b) {
-            return cub::DeviceReduce::Reduce(p, b, it, pair, count, FirstArgMax<Pair>{}, Pair(INT_MAX, low), s);
-          });
-          runtime().launch(queue_stream(q), gpu::LaunchConfig{"cub_argmax_key", {1, 1, 1}, {1, 1, 1}, 0},
-                           copy_key<Pair>, static_cast<const Pair*>(pair), static_cast<std::int32_t*>(result));
-          return;
-        }
-        case ReduceOp::norm2:
-          if constexpr (std::is_same_v<T, std::int32_t>) {
-            throw DTypeMismatch("reduce: norm2 of i32 is not offered");
-          } else {
-            run([&](void* p, std::size_t& b) {
-              return cub::DeviceReduce::TransformReduce(p, b, in, static_cast<T*>(result), count, Plus<T>{},
-                                                        Square<T>{}, T(0), s);
-            });
-            runtime().launch(queue_stream(q), gpu::LaunchConfig{"cub_norm2_sqrt", {1, 1, 1}, {1, 1, 1}, 0},
-                             sqrt_in_place<T>, static_cast<T*>(result));
-            return;
-          }
-      }
-    });
-  }
-
-  void scan(Queue q, ScanKind kind, DType t, std::size_t n, const void* x, void* out,
-            std::string_view variant) override {
-    if (variant != "cub") return GpuBackend::scan(q, kind, t, n, x, out, variant);
-    if (n == 0) return;
-    const int count = cub_count(n, "scan");
-    const cudaStream_t s = runtime().native_stream(queue_stream(q));
-    runtime().make_current();
-    dispatch_numeric(t, [&]<class T>() {
-      using S = SumType<T>;
-      const S* in = static_cast<const S*>(x);
-      S* o = static_cast<S*>(out);
-      std::size_t bytes = 0;
-      auto call = [&](void* p, std::size_t& b) {
-        return kind == ScanKind::inclusive ? cub::DeviceScan::InclusiveSum(p, b, in, o, count, s)
-                                           : cub::DeviceScan::ExclusiveSum(p, b, in, o, count, s);
-      };
-      cuda_check(call(nullptr, bytes), "cub scan (sizing)");
-      Scratch tmp(*this, q, bytes);
-      cuda_check(call(tmp.ptr, bytes), "cub scan");
-    });
   }
 
   std::vector<MatmulTier> matmul_tiers(DType t) const override {
@@ -188,19 +138,6 @@ class CudaBackend : public gpu::GpuBackend<gpu::DeviceRuntime> {
     std::lock_guard lock(mutex_);
     runtime().make_current();
     if (handle_ == nullptr) check(cublasCreate(&handle_), "creating the cuBLAS handle");
-  }
-  static int cub_count(std::size_t n, const char* what) {
-    if (n > std::size_t(INT_MAX)) {
-      throw Unsupported(std::string(what) + ": the cub variant takes up to 2^31 - 1 elements, not " +
-                        std::to_string(n) + "; use tandem's own variants");
-    }
-    return static_cast<int>(n);
-  }
-  void cuda_check(cudaError_t e, const char* what) const {
-    if (e == cudaSuccess) return;
-    (void)cudaGetLastError();
-    throw DeviceError(std::string(what) + " on " + backend_name() + ": " + cudaGetErrorName(e) + " (" +
-                      cudaGetErrorString(e) + ")");
   }
   void check(cublasStatus_t s, const char* what) const {
     if (s == CUBLAS_STATUS_SUCCESS) return;

@@ -10,6 +10,8 @@
 #include <limits>
 #include <type_traits>
 
+#include "tandem/detail/scalar_math.hpp"
+
 namespace tandem::gpu::vendor {
 
 template <class T>
@@ -32,13 +34,7 @@ struct NanMin {
 template <class Pair>
 struct FirstArgMax {
   __device__ Pair operator()(const Pair& a, const Pair& b) const {
-    const bool an = a.value != a.value, bn = b.value != b.value;
-    if (an || bn) {
-      if (an && bn) return a.key < b.key ? a : b;
-      return an ? a : b;
-    }
-    if (a.value != b.value) return a.value > b.value ? a : b;
-    return a.key < b.key ? a : b;
+    return math::argmax_prefers(a.value, a.key, b.value, b.key) ? b : a;
   }
 };
 template <class T>

@@ -226,12 +226,7 @@ void OpenMPBackend::reduce(Queue q, ReduceOp op, DType t, std::size_t n, const v
             per_thread<std::int64_t>(n, [=](std::int64_t b, std::int64_t e) { return argmax_chunk(v, b, e); });
         std::int64_t best = -1;
         for (std::int64_t p : parts) {
-          if (p < 0) continue;
-          if (best < 0) {
-            best = p;
-          } else if (!math::is_nan(v[best]) && (math::is_nan(v[p]) || v[p] > v[best])) {
-            best = p;
-          }
+          if (p >= 0 && (best < 0 || math::argmax_prefers(v[best], best, v[p], p))) best = p;
         }
         *static_cast<std::int32_t*>(result) = static_cast<std::int32_t>(best);
         break;

@@ -222,8 +222,8 @@ class ReferenceBackend : public host::HostBackend {
         }
         case ReduceOp::argmax: {
           std::size_t best = 0;
-          for (std::size_t i = 0; i < n && !math::is_nan(v[best]); ++i) {
-            if (math::is_nan(v[i]) || v[i] > v[best]) best = i;
+          for (std::size_t i = 1; i < n; ++i) {
+            if (math::argmax_prefers(v[best], best, v[i], i)) best = i;
           }
           *static_cast<std::int32_t*>(result) = static_cast<std::int32_t>(best);
           break;

@@ -10,6 +10,7 @@
 #include <string>
 
 #include "../../core/factories.hpp"
+#include "../../core/host_event.hpp"
 #include "../gpu/gpu_backend.hpp"
 #include "../host/cpu_info.hpp"
 #include "../host/host_backend.hpp"
@@ -40,10 +41,6 @@ std::uint64_t schedule_seed() {
   if (found) return seed;
   return (std::uint64_t(std::random_device{}()) << 32) ^ std::random_device{}();
 }
-
-struct HostClockEvent : Event::Impl {
-  std::chrono::steady_clock::time_point time = std::chrono::steady_clock::now();
-};
 
 class SimRuntime {
  public:
@@ -99,23 +96,12 @@ class SimRuntime {
   void synchronize(int) {}
   void copy(int, void* dst, const void* src, std::size_t bytes) { std::memmove(dst, src, bytes); }
   void memset(int, void* p, int value, std::size_t bytes) { std::memset(p, value, bytes); }
-  std::shared_ptr<Event::Impl> record(int) { return std::make_shared<HostClockEvent>(); }
-  double elapsed_ms(Event::Impl* a, Event::Impl* b) {
-    auto* x = dynamic_cast<HostClockEvent*>(a);
-    auto* y = dynamic_cast<HostClockEvent*>(b);
-    if (x == nullptr || y == nullptr) throw InvalidArgument("elapsed_ms: events of another backend");
-    return std::chrono::duration<double, std::milli>(y->time - x->time).count();
-  }
+  std::shared_ptr<Event::Impl> record(int) { return std::make_shared<detail::HostEvent>(); }
+  double elapsed_ms(Event::Impl* a, Event::Impl* b) { return detail::host_elapsed_ms(a, b); }
 
   // Kernels and copies run when they are queued: every event has passed already.
-  void wait_event(int, Event::Impl* e) {
-    if (dynamic_cast<HostClockEvent*>(e) == nullptr) throw InvalidArgument("wait_event: an event of another backend");
-  }
-  void synchronize_event(Event::Impl* e) {
-    if (dynamic_cast<HostClockEvent*>(e) == nullptr) {
-      throw InvalidArgument("synchronize_event: an event of another backend");
-    }
-  }
+  void wait_event(int, Event::Impl* e) { (void)detail::host_event(e, "wait_event"); }
+  void synchronize_event(Event::Impl* e) { (void)detail::host_event(e, "synchronize_event"); }
 
   template <class... P, class... A>
   void launch(int, const gpu::LaunchConfig& config, void (*kernel)(P...), A&&... args) {

@@ -15,9 +15,8 @@
 namespace tandem::verify {
 
 // Unit roundoff of a compute type: 2^-24 for f32 (and f16/bf16 inputs with f32 accumulation),
-// 2^-53 for f64, 2^-11 for tf32.
+// 2^-53 for f64.
 double unit_roundoff(DType compute);
-inline constexpr double kTf32UnitRoundoff = 1.0 / 2048.0;
 // Higham's gamma(n) = n u / (1 - n u): the relative error bound of n roundings.
 double gamma(double n, double u);
 

@@ -44,10 +44,7 @@ struct ArgMaxOp {
   using Acc = ArgAcc<T>;
   static TANDEM_DEVICE Acc identity() { return {lowest<T>(), std::numeric_limits<std::int32_t>::max()}; }
   static TANDEM_DEVICE Acc combine(Acc a, Acc b) {
-    const bool na = math::is_nan(a.value), nb = math::is_nan(b.value);
-    if (na != nb) return na ? a : b;
-    if (!na && a.value != b.value) return a.value > b.value ? a : b;
-    return a.index < b.index ? a : b;
+    return math::argmax_prefers(a.value, a.index, b.value, b.index) ? b : a;
   }
 };
 

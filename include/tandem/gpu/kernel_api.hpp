@@ -2,7 +2,7 @@
 // nvcc (CUDA) and clang -x hip (HIP) see the vendor built-ins; the host C++ compiler sees the
 // simulator (tandem/sim.hpp), which runs the same kernels on the CPU with extra checks.
 //
-// Rules for kernel code (DESIGN.md, "One GPU kernel source"):
+// Rules for kernel code (ARCHITECTURE.md, "One GPU kernel source, three compilers"):
 //  - indices through gpu::thread_idx(), block_idx(), block_dim(), grid_dim(); barriers through
 //    gpu::sync_threads(); warp exchanges through gpu::shfl_*(), ballot(), any(), all();
 //  - never assume a warp of 32: read gpu::warp_size(); lane masks are 64-bit (gpu::lane_mask);
