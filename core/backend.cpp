@@ -120,6 +120,12 @@ Queue Backend::transfer_queue() {
   return transfer_queue_;
 }
 
+Queue Backend::collective_queue() {
+  std::lock_guard lock(transfer_mutex_);
+  if (collective_queue_.id < 0) collective_queue_ = create_queue();
+  return collective_queue_;
+}
+
 Queue Backend::graph_queue() {
   std::lock_guard lock(transfer_mutex_);
   if (graph_queue_.id < 0) graph_queue_ = create_queue();

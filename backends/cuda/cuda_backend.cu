@@ -1,6 +1,7 @@
 // The cuda backend: the GPU Backend of backends/gpu over the CUDA runtime (compiled by nvcc), and
 // what only CUDA has: the `vendor` matmul tier through cuBLAS, CUB as the `cub` variant of
-// reduce and scan (the peer of tandem's own variants in the benchmark).
+// reduce and scan (the peer of tandem's own variants in the benchmark), and NCCL as its device
+// collective (nccl_collective.hpp) when the toolkit has it.
 //   vendor: cublasGemmEx on the queue's stream. f32 (exact f32 products, or TF32 tensor cores
 //     with MatmulOptions::tf32), f64, and f16 or bf16 inputs with f32 accumulation and f32 C.
 //     tandem is row-major and cuBLAS column-major: C^T = op(B)^T op(A)^T is what cuBLAS computes,
@@ -18,6 +19,7 @@
 #include <cub/iterator/arg_index_input_iterator.cuh>
 #include <thrust/iterator/transform_iterator.h>
 #include <limits>
+#include <memory>
 #include <mutex>
 #include <type_traits>
 
@@ -25,6 +27,9 @@
 #include "../gpu/device_runtime.hpp"
 #include "../gpu/gpu_backend.hpp"
 #include "../gpu/vendor_variants.hpp"
+#ifdef TANDEM_HAVE_NCCL
+#include "nccl_collective.hpp"
+#endif
 
 namespace tandem::detail {
 
@@ -132,6 +137,20 @@ class CudaBackend : public gpu::VendorVariants<Cub> {
           "cublasGemmEx");
   }
 
+#ifdef TANDEM_HAVE_NCCL
+  // NCCL, on this backend's streams (tandem::dist's allreduce of cuda buffers).
+  DeviceCollective* collective() override {
+    std::lock_guard lock(mutex_);
+    if (!nccl_) {
+      nccl_ = std::make_unique<NcclCollective>([this](Queue q) {
+        runtime().make_current();
+        return runtime().native_stream(queue_stream(q));
+      });
+    }
+    return nccl_.get();
+  }
+#endif
+
  private:
   // cublasCreate allocates and synchronizes: never inside a capture.
   void before_capture() override {
@@ -160,6 +179,9 @@ class CudaBackend : public gpu::VendorVariants<Cub> {
 
   std::mutex mutex_;
   cublasHandle_t handle_ = nullptr;
+#ifdef TANDEM_HAVE_NCCL
+  std::unique_ptr<NcclCollective> nccl_;
+#endif
 };
 
 }  // namespace

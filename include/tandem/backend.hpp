@@ -13,6 +13,7 @@
 #include <memory>
 #include <mutex>
 #include <source_location>
+#include <span>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -108,6 +109,26 @@ struct AdamParams {
   double beta1 = 0.9, beta2 = 0.999, epsilon = 1e-8;
   double weight_decay = 0;
   std::uint64_t t = 1;
+};
+
+// A backend's device-side collective (cuda: NCCL): buffers summed, averaged or maximised across
+// the processes of a job on the device, without staging through the host. tandem::dist uses it
+// when the buffers' backend has one, and stages them through MPI otherwise.
+class DeviceCollective {
+ public:
+  enum class Op { sum, mean, max };
+  struct Part {
+    void* data;
+    std::size_t count;
+    DType dtype;  // f32, f64 or i32
+  };
+  virtual ~DeviceCollective() = default;
+  // Every part in place, as one group, queued on q after the work queued there before (the host
+  // does not wait). rank and size place this process in the job; on first use the collective
+  // sets itself up, and share(bytes, n) must then copy n bytes from rank 0 to every rank (dist
+  // passes an MPI broadcast). Every rank must pass the same parts in the same order.
+  virtual void allreduce(Queue q, std::span<const Part> parts, Op op, int rank, int size,
+                         const std::function<void(void*, std::size_t)>& share) = 0;
 };
 
 // Backends are always owned by a std::shared_ptr (the registry's or create_backend's); every
@@ -260,6 +281,13 @@ class Backend : public std::enable_shared_from_this<Backend> {
                           void* sink);
   virtual unsigned probe_blocks() const { return 0; }
 
+  // ---- collectives ----
+  // Optional: this backend's device-side collective; nullptr (the default) when it has none.
+  virtual DeviceCollective* collective() { return nullptr; }
+  // A queue for collectives that overlap compute on the default queue, created on first use and
+  // kept, like transfer_queue().
+  Queue collective_queue();
+
   // ---- memory, built on the resource contract (not virtual) ----
   // Allocates through the caching allocator; throws OutOfMemory. The location is kept for the
   // leak report when TANDEM_DEBUG_MEMORY=1.
@@ -298,6 +326,7 @@ class Backend : public std::enable_shared_from_this<Backend> {
   std::mutex transfer_mutex_;
   Queue transfer_queue_{-1};
   Queue graph_queue_{-1};
+  Queue collective_queue_{-1};
 };
 
 }  // namespace tandem
