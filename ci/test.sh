@@ -3,11 +3,26 @@
 #   1. Release build of everything with warnings as errors; every CTest test (the matrix runs on
 #      every backend built here, the rest report Skipped with the reason).
 #   2. AddressSanitizer + UndefinedBehaviorSanitizer build; the CPU tests again under them.
+# Before them: the line budget (no source file over 600 lines).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 start=$(date +%s)
 bash ci/install-deps.sh
 jobs=$(nproc)
+
+echo "== line budget: no source file over 600 lines (ARCHITECTURE.md) =="
+patterns=('*.cpp' '*.hpp' '*.h' '*.cu' '*.cuh' '*.hip' '*.inl' '*.py' '*.sh' '*.cmake' '*CMakeLists.txt')
+if git rev-parse --is-inside-work-tree >/dev/null 2>&1; then
+  sources=$(git ls-files -co --exclude-standard -- "${patterns[@]}")
+else  # a copy without git: every such file outside the build folders
+  sources=$(find . -path ./build -prune -o -type f \( -false $(printf -- '-o -name %s ' "${patterns[@]}") \) -print)
+fi
+over=$(echo "$sources" | xargs -r wc -l | awk '$2 != "total" && $1 > 600 {print "  " $2 ": " $1 " lines"}')
+if [ -n "$over" ]; then
+  echo "test.sh: these files are over the 600-line budget; split them by topic:" >&2
+  echo "$over" >&2
+  exit 1
+fi
 
 echo "== release build, warnings as errors =="
 # Every backend whose toolchain is here must build: the simulator, HIP, Kokkos and MPI always

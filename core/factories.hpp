@@ -1,4 +1,4 @@
-// How the registry reaches each backend compiled in. Internal; each backend folder defines its pair.
+// How backends are created. Internal.
 #pragma once
 
 #include <memory>
@@ -24,34 +24,9 @@ std::shared_ptr<Owned<B>> make_backend(Args&&... args) {
   return std::make_shared<Owned<B>>(std::forward<Args>(args)...);
 }
 
-// Devices of that backend usable here; 0 with `reason` set when none.
-int reference_device_count(std::string& reason);
-std::shared_ptr<Backend> make_reference_backend(int device);
-
-#ifdef TANDEM_HAVE_OPENMP
-int openmp_device_count(std::string& reason);
-std::shared_ptr<Backend> make_openmp_backend(int device);
-#endif
-
-#ifdef TANDEM_HAVE_SIM
-int sim_device_count(std::string& reason);
-std::shared_ptr<Backend> make_sim_backend(int device);
-std::shared_ptr<Backend> make_sim64_backend(int device);
-#endif
-
-#ifdef TANDEM_HAVE_CUDA
-int cuda_device_count(std::string& reason);
-std::shared_ptr<Backend> make_cuda_backend(int device);
-#endif
-
-#ifdef TANDEM_HAVE_KOKKOS
-int kokkos_device_count(std::string& reason);
-std::shared_ptr<Backend> make_kokkos_backend(int device);
-#endif
-
-#ifdef TANDEM_HAVE_HIP
-int hip_device_count(std::string& reason);
-std::shared_ptr<Backend> make_hip_backend(int device);
-#endif
+// Each backend folder also defines, for each backend name in cmake/TandemBackends.cmake:
+//   int <name>_device_count(std::string& reason);     // devices usable here; 0 with reason when none
+//   std::shared_ptr<Backend> make_<name>_backend(int device);
+// declared where they are used, from the generated list (core/registry.cpp).
 
 }  // namespace tandem::detail

@@ -16,6 +16,17 @@
 
 namespace tandem {
 
+namespace detail {
+// The factories of the backends built into this library (cmake/TandemBackends.cmake).
+#define TANDEM_BUILT_BACKEND(n)           \
+  int n##_device_count(std::string& why); \
+  std::shared_ptr<Backend> make_##n##_backend(int device);
+#define TANDEM_ABSENT_BACKEND(n, why)
+#include "tandem_backends.inc"
+#undef TANDEM_BUILT_BACKEND
+#undef TANDEM_ABSENT_BACKEND
+}  // namespace detail
+
 namespace {
 
 struct Entry {
@@ -26,47 +37,16 @@ struct Entry {
   std::function<std::shared_ptr<Backend>(int)> make;
 };
 
-// In the order `tandem info` and --help list them; "auto" picks by auto_order below.
+// In the order of TANDEM_BACKENDS (cmake/TandemBackends.cmake), which `tandem info` and --help
+// follow; "auto" picks by auto_order below.
 // The simulator is never chosen by "auto": it is a correctness tool, not a fast path.
 const std::vector<Entry>& entries() {
   static const std::vector<Entry> list = {
-#ifdef TANDEM_HAVE_CUDA
-      {"cuda", true, "", detail::cuda_device_count, detail::make_cuda_backend},
-#else
-      {"cuda", false, "not built into this library: configure with -DTANDEM_ENABLE_CUDA=ON (needs the CUDA toolkit)",
-       nullptr, nullptr},
-#endif
-#ifdef TANDEM_HAVE_HIP
-      {"hip", true, "", detail::hip_device_count, detail::make_hip_backend},
-#else
-      {"hip", false,
-       "not built into this library: configure with -DTANDEM_ENABLE_HIP=ON (needs ROCm: hipcc, libamdhip64-dev)",
-       nullptr, nullptr},
-#endif
-#ifdef TANDEM_HAVE_OPENMP
-      {"openmp", true, "", detail::openmp_device_count, detail::make_openmp_backend},
-#else
-      {"openmp", false, "not built into this library: configure with -DTANDEM_ENABLE_OPENMP=ON (needs OpenMP)", nullptr,
-       nullptr},
-#endif
-#ifdef TANDEM_HAVE_KOKKOS
-      {"kokkos", true, "", detail::kokkos_device_count, detail::make_kokkos_backend},
-#else
-      {"kokkos", false,
-       "not built into this library: configure with -DTANDEM_ENABLE_KOKKOS=ON (needs Kokkos: libtrilinos-kokkos-dev)",
-       nullptr, nullptr},
-#endif
-#ifdef TANDEM_HAVE_SIM
-      {"sim", true, "", detail::sim_device_count, detail::make_sim_backend},
-      {"sim64", true, "", detail::sim_device_count, detail::make_sim64_backend},
-#else
-      {"sim", false, "not built into this library: configure with -DTANDEM_ENABLE_SIM=ON (needs libboost-context-dev)",
-       nullptr, nullptr},
-      {"sim64", false,
-       "not built into this library: configure with -DTANDEM_ENABLE_SIM=ON (needs libboost-context-dev)", nullptr,
-       nullptr},
-#endif
-      {"reference", true, "", detail::reference_device_count, detail::make_reference_backend},
+#define TANDEM_BUILT_BACKEND(n) {#n, true, "", detail::n##_device_count, detail::make_##n##_backend},
+#define TANDEM_ABSENT_BACKEND(n, why) {#n, false, why, nullptr, nullptr},
+#include "tandem_backends.inc"
+#undef TANDEM_BUILT_BACKEND
+#undef TANDEM_ABSENT_BACKEND
   };
   return list;
 }

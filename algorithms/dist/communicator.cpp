@@ -31,7 +31,7 @@ struct Job {
 };
 
 DeviceCollective::Op collective_op(Combine op) {
-  return op == Combine::sum ? DeviceCollective::Op::sum
+  return op == Combine::sum    ? DeviceCollective::Op::sum
          : op == Combine::mean ? DeviceCollective::Op::mean
                                : DeviceCollective::Op::max;
 }
@@ -436,6 +436,5 @@ void Communicator::broadcast(Buffer& x, int root) {
   }
   seconds_ += since(t0);
 }
-
 
 }  // namespace tandem::dist

@@ -43,9 +43,7 @@ class NcclCollective final : public DeviceCollective {
     const ncclRedOp_t nop = op == Op::sum ? ncclSum : op == Op::mean ? ncclAvg : ncclMax;
     check(ncclGroupStart(), "ncclGroupStart");
     for (const Part& p : parts) {
-      const ncclDataType_t type = p.dtype == DType::f32   ? ncclFloat32
-                                  : p.dtype == DType::f64 ? ncclFloat64
-                                                          : ncclInt32;
+      const ncclDataType_t type = p.dtype == DType::f32 ? ncclFloat32 : p.dtype == DType::f64 ? ncclFloat64 : ncclInt32;
       check(ncclAllReduce(p.data, p.data, p.count, type, nop, comm_, stream), "ncclAllReduce");
     }
     check(ncclGroupEnd(), "ncclGroupEnd");

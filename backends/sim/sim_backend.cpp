@@ -140,6 +140,7 @@ Engine& engine_of(Backend& backend) {
 
 namespace detail {
 int sim_device_count(std::string&) { return 1; }
+int sim64_device_count(std::string&) { return 1; }
 std::shared_ptr<Backend> make_sim_backend(int) {
   return make_backend<sim::SimBackend>("sim", sim::options_for(32));
 }

@@ -43,6 +43,7 @@ class SimEngine final : public Engine {
   void check_guards(const char* kernel);
 
  private:
+  void release_all() noexcept;  // frees every buffer still allocated (at destruction)
   void work();  // runs blocks of the current launch until none is left
   void run_block(std::uint64_t linear);
 

@@ -65,9 +65,7 @@ struct Relu : Activation {
     if (v > T(0)) return dy;
     return math::is_nan(v) ? v : T(0);
   }
-  static double grad_bound(double, double, double exact, double u) {
-    return (u + kUnitRoundoffF64) * std::fabs(exact);
-  }
+  static double grad_bound(double, double, double exact, double u) { return (u + kUnitRoundoffF64) * std::fabs(exact); }
 };
 
 // sigmoid(x) = 1 / (1 + e^-x); exact limits 0 and 1 at -Inf and +Inf. libm's exp is within 1-2
@@ -255,17 +253,17 @@ struct Grad {
 
 // The rows, in enum order: X(enum name, row struct, activation | plain). Append new ops at the end
 // (the enums' values are part of the ABI).
-#define TANDEM_UNARY_OPS(X)        \
-  X(relu, Relu, activation)        \
-  X(sigmoid, Sigmoid, activation)  \
-  X(tanh, Tanh, activation)        \
-  X(exp, Exp, plain)               \
-  X(log, Log, plain)               \
-  X(sqrt, Sqrt, plain)             \
-  X(square, Square, plain)         \
-  X(abs, Abs, plain)               \
-  X(neg, Neg, plain)               \
-  X(gelu, Gelu, activation)        \
+#define TANDEM_UNARY_OPS(X)       \
+  X(relu, Relu, activation)       \
+  X(sigmoid, Sigmoid, activation) \
+  X(tanh, Tanh, activation)       \
+  X(exp, Exp, plain)              \
+  X(log, Log, plain)              \
+  X(sqrt, Sqrt, plain)            \
+  X(square, Square, plain)        \
+  X(abs, Abs, plain)              \
+  X(neg, Neg, plain)              \
+  X(gelu, Gelu, activation)       \
   X(silu, Silu, activation)
 #define TANDEM_ARITHMETIC_OPS(X) X(add, Add) X(sub, Sub) X(mul, Mul) X(div, Div)
 
@@ -319,7 +317,8 @@ constexpr decltype(auto) visit(BinaryOp o, F&& f) {
     return std::forward<F>(f)(op::S{});
     TANDEM_ARITHMETIC_OPS(TANDEM_VISIT_CASE_)
 #undef TANDEM_VISIT_CASE_
-#define TANDEM_VISIT_CASE_(n, S, kind) TANDEM_IF_##kind(case BinaryOp::n##_grad : return std::forward<F>(f)(op::Grad<op::S>{});)
+#define TANDEM_VISIT_CASE_(n, S, kind) \
+  TANDEM_IF_##kind(case BinaryOp::n##_grad : return std::forward<F>(f)(op::Grad<op::S>{});)
     TANDEM_UNARY_OPS(TANDEM_VISIT_CASE_)
 #undef TANDEM_VISIT_CASE_
   }
@@ -356,7 +355,8 @@ constexpr BinaryOp grad_op(UnaryOp o) {
 
 // What an activation's derivative reads (input for ops that are not activations).
 constexpr GradFrom grad_from(UnaryOp o) {
-  return visit_activation(o, []<class Row>(Row) { return Row::grad_from; }, [] { return GradFrom::input; });
+  return visit_activation(
+      o, []<class Row>(Row) { return Row::grad_from; }, [] { return GradFrom::input; });
 }
 
 namespace math {

@@ -1,0 +1,89 @@
+// The simulator's global memory: every buffer between guard zones of a known byte, checked after
+// each kernel, so that a write outside a buffer is reported with the kernel and how far it went
+// (a GPU would corrupt its neighbour silently). The caching allocator's rounding is guarded too:
+// set_requested moves the end guard down to the bytes the caller asked for.
+#include <cstdlib>
+#include <cstring>
+#include <string>
+
+#include "sim_engine.hpp"
+#include "tandem/errors.hpp"
+
+namespace tandem::sim {
+namespace {
+constexpr std::size_t kGuardBytes = 1024;  // before and after every global buffer
+constexpr unsigned char kGuardByte = 0xCD;
+}  // namespace
+
+void* SimEngine::allocate(std::size_t bytes) {
+  auto* raw = static_cast<unsigned char*>(std::aligned_alloc(256, (bytes + 2 * kGuardBytes + 255) / 256 * 256));
+  if (raw == nullptr) return nullptr;
+  std::memset(raw, kGuardByte, kGuardBytes);
+  std::memset(raw + kGuardBytes + bytes, kGuardByte, kGuardBytes);
+  unsigned char* ptr = raw + kGuardBytes;
+  std::lock_guard lock(memory_mutex_);
+  allocations_[ptr] = {bytes, bytes};
+  return ptr;
+}
+
+void SimEngine::release(void* ptr) noexcept {
+  auto* p = static_cast<unsigned char*>(ptr);
+  {
+    std::lock_guard lock(memory_mutex_);
+    allocations_.erase(p);
+  }
+  std::free(p - kGuardBytes);
+}
+
+void SimEngine::release_all() noexcept {
+  std::lock_guard lock(memory_mutex_);
+  for (auto& [ptr, a] : allocations_) std::free(ptr - kGuardBytes);
+  allocations_.clear();
+}
+
+void SimEngine::set_requested(void* ptr, std::size_t requested) noexcept {
+  auto* p = static_cast<unsigned char*>(ptr);
+  std::lock_guard lock(memory_mutex_);
+  auto it = allocations_.find(p);
+  if (it == allocations_.end() || requested > it->second.block) return;
+  it->second.requested = requested;
+  std::memset(p + requested, kGuardByte, it->second.block - requested);
+}
+
+void SimEngine::check_guards(const char* kernel) {
+  std::lock_guard lock(memory_mutex_);
+  for (auto& [p, a] : allocations_) {
+    const unsigned char* lo = p - kGuardBytes;
+    const unsigned char* hi_end = p + a.block + kGuardBytes;
+    std::ptrdiff_t bad = 0;
+    bool found = false;
+    for (const unsigned char* q = lo; q < p; ++q) {
+      if (*q != kGuardByte) {
+        bad = q - p;
+        found = true;
+        break;
+      }
+    }
+    if (!found) {
+      for (const unsigned char* q = hi_end; q-- > p + a.requested;) {  // the far end first: how far it went
+        if (*q != kGuardByte) {
+          bad = q - p;
+          found = true;
+          break;
+        }
+      }
+    }
+    if (!found) continue;
+    std::memset(p - kGuardBytes, kGuardByte, kGuardBytes);
+    std::memset(p + a.requested, kGuardByte, a.block - a.requested + kGuardBytes);
+    const std::string where =
+        bad < 0 ? std::to_string(-bad) + " bytes before its start"
+                : std::to_string(bad - static_cast<std::ptrdiff_t>(a.requested) + 1) + " bytes past its end";
+    throw DeviceError("simulator: kernel '" + std::string(kernel) + "' wrote outside a buffer of " +
+                      std::to_string(a.requested) + " bytes: byte offset " + std::to_string(bad) + ", " + where +
+                      " (guard zone overwritten)");
+  }
+}
+
+
+}  // namespace tandem::sim
