@@ -399,27 +399,28 @@ void matmul(const Matrix& a, const Matrix& b, Matrix& c, const MatmulOptions& op
 }
 
 void reduce(ReduceOp op, const Buffer& x, Buffer& result, Queue q, std::string_view variant) {
-  const std::string name(name_of(op));
+  const ReduceTraits r = traits_of(op);
+  const std::string name(r.name);
   Backend& be = backend_of(x, name.c_str(), "x");
   same_backend(be, result, name.c_str(), "result");
-  if (op == ReduceOp::norm2) {
+  if (r.float_only) {
     dtype_in(x.dtype(), kFloat, name.c_str(), "x");
   } else {
     dtype_in(x.dtype(), {DType::f32, DType::f64, DType::i32}, name.c_str(), "x");
   }
-  same_dtype(op == ReduceOp::argmax ? DType::i32 : x.dtype(), result, name.c_str(), "result");
+  same_dtype(r.index_result ? DType::i32 : x.dtype(), result, name.c_str(), "result");
   same_size(1, result, name.c_str(), "result");
   checks::no_overlap(result, x, name.c_str(), "result", "x");
   checks::variant_in(be, "reduce", variant);
   if (x.size() == 0) {
-    if (op == ReduceOp::sum || op == ReduceOp::norm2) {
+    if (r.empty_is_zero) {
       be.fill(q, result.dtype(), 1, 0.0, result.data());
       return;
     }
     throw InvalidArgument(name + ": x is empty; the " + name + " of no elements is undefined");
   }
-  if (op == ReduceOp::argmax && x.size() > static_cast<std::size_t>(INT32_MAX)) {
-    throw InvalidArgument("argmax: x has more than 2^31 - 1 elements; the index would not fit the i32 result");
+  if (r.index_result && x.size() > static_cast<std::size_t>(INT32_MAX)) {
+    throw InvalidArgument(name + ": x has more than 2^31 - 1 elements; the index would not fit the i32 result");
   }
   profile::OpTimer timer(be, q, "reduce");
   if (timer.on()) timer.set(cat({name_of(op), " ", vec(x), variant.empty() ? "" : " ", variant}), x.bytes());
@@ -461,7 +462,7 @@ double read_scalar(const Buffer& result) {
 }
 double reduce_value(ReduceOp op, const Buffer& x) {
   Backend& be = backend_of(x, std::string(name_of(op)).c_str(), "x");
-  Buffer result(be, op == ReduceOp::argmax ? DType::i32 : x.dtype(), 1);
+  Buffer result(be, traits_of(op).index_result ? DType::i32 : x.dtype(), 1);
   reduce(op, x, result);
   return read_scalar(result);
 }
@@ -482,8 +483,12 @@ double dot(const Buffer& x, const Buffer& y) {
 namespace {
 void reduce_axis(bool per_row, ReduceOp op, const Matrix& x, Buffer& out, Queue q) {
   const char* name = per_row ? "reduce_rows" : "reduce_cols";
-  if (op != ReduceOp::sum && op != ReduceOp::max) {
-    throw InvalidArgument(std::string(name) + ": op " + std::string(name_of(op)) + " is not offered; use sum or max");
+  if (!traits_of(op).per_axis) {
+    std::string offered;
+    for (ReduceOp o : kReduceOps) {
+      if (traits_of(o).per_axis) offered += (offered.empty() ? "" : " or ") + std::string(name_of(o));
+    }
+    throw InvalidArgument(std::string(name) + ": op " + std::string(name_of(op)) + " is not offered; use " + offered);
   }
   matrix_fits(x, name, "x");
   Backend& be = x.buffer.backend();
@@ -492,8 +497,8 @@ void reduce_axis(bool per_row, ReduceOp op, const Matrix& x, Buffer& out, Queue 
   same_dtype(x.buffer.dtype(), out, name, "out");
   same_size(static_cast<std::size_t>(per_row ? x.rows : x.cols), out, name, "out");
   if (x.rows == 0 || x.cols == 0) {
-    if (op == ReduceOp::max && out.size() > 0) {
-      throw InvalidArgument(std::string(name) + ": the max over zero elements is undefined");
+    if (!traits_of(op).empty_is_zero && out.size() > 0) {
+      throw InvalidArgument(std::string(name) + ": the " + std::string(name_of(op)) + " over zero elements is undefined");
     }
     if (out.size() > 0) be.fill(q, out.dtype(), out.size(), 0.0, out.data());
     return;

@@ -71,16 +71,7 @@ std::string activation_names() {
   return all;
 }
 
-std::string_view name_of(ReduceOp op) {
-  switch (op) {
-    case ReduceOp::sum: return "sum";
-    case ReduceOp::min: return "min";
-    case ReduceOp::max: return "max";
-    case ReduceOp::argmax: return "argmax";
-    case ReduceOp::norm2: return "norm2";
-  }
-  return "?";
-}
+std::string_view name_of(ReduceOp op) { return traits_of(op).name; }
 
 std::string_view name_of(MatmulTier tier) {
   switch (tier) {

@@ -10,26 +10,19 @@
 #include <limits>
 #include <type_traits>
 
-#include "tandem/detail/scalar_math.hpp"
+#include "tandem/op_table.hpp"
 
 namespace tandem::gpu::vendor {
 
-template <class T>
-struct NanMax {
-  __device__ T operator()(const T& a, const T& b) const {
-    if (a != a) return a;
-    if (b != b) return b;
-    return b > a ? b : a;
-  }
+// A value reduction's combine from its row of the op table, as the vendor's binary functor.
+template <class Row, class T>
+struct Combine {
+  __device__ T operator()(const T& a, const T& b) const { return Row::template combine<T>(a, b); }
 };
 template <class T>
-struct NanMin {
-  __device__ T operator()(const T& a, const T& b) const {
-    if (a != a) return a;
-    if (b != b) return b;
-    return b < a ? b : a;
-  }
-};
+using NanMax = Combine<op::Max, T>;
+template <class T>
+using NanMin = Combine<op::Min, T>;
 // Pair: the vendor's key-value pair (key: the index, value: the element).
 template <class Pair>
 struct FirstArgMax {
@@ -55,13 +48,14 @@ __global__ void copy_key(const Pair* pair, std::int32_t* out) {
   *out = static_cast<std::int32_t>(pair->key);
 }
 
+// max and min start from their rows' identities: -inf and +inf (the max of [-inf] is -inf).
 template <class T>
 T lowest() {
-  return std::numeric_limits<T>::has_infinity ? -std::numeric_limits<T>::infinity() : std::numeric_limits<T>::lowest();
+  return op::Max::identity<T>();
 }
 template <class T>
 T highest() {
-  return std::numeric_limits<T>::has_infinity ? std::numeric_limits<T>::infinity() : std::numeric_limits<T>::max();
+  return op::Min::identity<T>();
 }
 
 // i32 sums as u32: wrapping is then defined.

@@ -192,43 +192,22 @@ class ReferenceBackend : public host::HostBackend {
     check_queue(q);
     dispatch_numeric(t, [&]<class T>() {
       const T* v = static_cast<const T*>(x);
-      if constexpr (std::is_same_v<T, std::int32_t>) {
-        if (op == ReduceOp::sum) {
-          int acc = 0;
-          for (std::size_t i = 0; i < n; ++i) acc = math::wrap_add(acc, v[i]);
-          *static_cast<T*>(result) = acc;
-          return;
-        }
-      }
-      switch (op) {
-        case ReduceOp::sum: {
-          double acc = 0;
-          for (std::size_t i = 0; i < n; ++i) acc += double(v[i]);
-          *static_cast<T*>(result) = T(acc);
-          break;
-        }
-        case ReduceOp::norm2: {
-          double acc = 0;
-          for (std::size_t i = 0; i < n; ++i) acc += double(v[i]) * double(v[i]);
-          *static_cast<T*>(result) = T(std::sqrt(acc));
-          break;
-        }
-        case ReduceOp::min:
-        case ReduceOp::max: {
-          T best = v[0];
-          for (std::size_t i = 1; i < n; ++i) best = op == ReduceOp::min ? math::nan_min(best, v[i]) : math::nan_max(best, v[i]);
-          *static_cast<T*>(result) = best;
-          break;
-        }
-        case ReduceOp::argmax: {
+      // Each op as its row of the op table says: argmax by its rule; the others accumulate
+      // element(x) with combine from the identity, in double (i32 in int32, wrapping), then finish.
+      visit(op, [&]<class Row>(Row) {
+        if constexpr (Row::index_result) {
           std::size_t best = 0;
           for (std::size_t i = 1; i < n; ++i) {
             if (math::argmax_prefers(v[best], best, v[i], i)) best = i;
           }
           *static_cast<std::int32_t*>(result) = static_cast<std::int32_t>(best);
-          break;
+        } else {
+          using Acc = std::conditional_t<std::is_same_v<T, std::int32_t>, std::int32_t, double>;
+          Acc acc = Row::template identity<Acc>();
+          for (std::size_t i = 0; i < n; ++i) acc = Row::combine(acc, Row::element(Acc(v[i])));
+          *static_cast<T*>(result) = T(Row::finish(acc));
         }
-      }
+      });
     });
   }
 

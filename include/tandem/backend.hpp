@@ -29,7 +29,6 @@ namespace detail {
 class CachingAllocator;  // core/caching_allocator.hpp
 }
 
-enum class ReduceOp { sum, min, max, argmax, norm2 };
 enum class ScanKind { inclusive, exclusive };
 enum class Transpose { no, yes };
 enum class MatmulTier { automatic, naive, tiled, register_blocked, tensor_core, vendor };

@@ -1,4 +1,4 @@
-// The op table: every elementwise op defined once, here. Each row is a struct in tandem::op with
+// The op table: every elementwise op and reduction defined once, here. Each row is a struct in tandem::op with
 //   name            the op's name everywhere (CLI, check reports, JSON)
 //   apply(x)        the scalar function in the compute type T, the same code on every backend
 //                   (host, CUDA, HIP, simulator); NaN and Inf propagate through it
@@ -249,6 +249,92 @@ struct Grad {
   }
 };
 
+// ---- reduction rows ----
+// Each row: name; index_result (the result is the i32 index of an element, not a value);
+// float_only (i32 input is refused); per_axis (reduce_rows and reduce_cols offer it);
+// empty_is_zero (the result for no elements is 0; the others refuse an empty x). Value
+// reductions also give their algebra, the same on the host and in kernels: element(x) (what an
+// element contributes), combine(a, b), identity (combine's neutral element) and finish(acc).
+// argmax's rule is math::argmax_prefers: the first NaN, else the first maximum. min, max and
+// argmax propagate NaN; i32 sums wrap modulo 2^32.
+// What sum, min and max share: an element contributes itself and the total is the result.
+struct OfValues {
+  template <class T>
+  TANDEM_HOST_DEVICE static T element(T x) {
+    return x;
+  }
+  template <class T>
+  TANDEM_HOST_DEVICE static T finish(T acc) {
+    return acc;
+  }
+};
+struct Sum : OfValues {
+  static constexpr std::string_view name = "sum";
+  static constexpr bool index_result = false, float_only = false, per_axis = true, empty_is_zero = true;
+  template <class T>
+  TANDEM_HOST_DEVICE static T identity() {
+    return T(0);
+  }
+  template <class T>
+  TANDEM_HOST_DEVICE static T combine(T a, T b) {
+    if constexpr (std::numeric_limits<T>::is_integer) {
+      return math::wrap_add(a, b);
+    } else {
+      return a + b;
+    }
+  }
+};
+struct Min : OfValues {
+  static constexpr std::string_view name = "min";
+  static constexpr bool index_result = false, float_only = false, per_axis = false, empty_is_zero = false;
+  template <class T>
+  TANDEM_HOST_DEVICE static T identity() {
+    return std::numeric_limits<T>::has_infinity ? std::numeric_limits<T>::infinity() : std::numeric_limits<T>::max();
+  }
+  template <class T>
+  TANDEM_HOST_DEVICE static T combine(T a, T b) {
+    return math::nan_min(a, b);
+  }
+};
+struct Max : OfValues {
+  static constexpr std::string_view name = "max";
+  static constexpr bool index_result = false, float_only = false, per_axis = true, empty_is_zero = false;
+  template <class T>
+  TANDEM_HOST_DEVICE static T identity() {
+    return std::numeric_limits<T>::has_infinity ? -std::numeric_limits<T>::infinity()
+                                                : std::numeric_limits<T>::lowest();
+  }
+  template <class T>
+  TANDEM_HOST_DEVICE static T combine(T a, T b) {
+    return math::nan_max(a, b);
+  }
+};
+struct Argmax {
+  static constexpr std::string_view name = "argmax";
+  static constexpr bool index_result = true, float_only = false, per_axis = false, empty_is_zero = false;
+};
+// sqrt(sum x^2)
+struct Norm2 {
+  static constexpr std::string_view name = "norm2";
+  static constexpr bool index_result = false, float_only = true, per_axis = false, empty_is_zero = true;
+  template <class T>
+  TANDEM_HOST_DEVICE static T identity() {
+    return T(0);
+  }
+  template <class T>
+  TANDEM_HOST_DEVICE static T element(T x) {
+    return x * x;
+  }
+  template <class T>
+  TANDEM_HOST_DEVICE static T combine(T a, T b) {
+    return a + b;
+  }
+  template <class T>
+  TANDEM_HOST_DEVICE static T finish(T acc) {
+    return T(std::sqrt(acc));
+  }
+};
+
 }  // namespace op
 
 // The rows, in enum order: X(enum name, row struct, activation | plain). Append new ops at the end
@@ -267,6 +353,8 @@ struct Grad {
   X(silu, Silu, activation)
 #define TANDEM_ARITHMETIC_OPS(X) X(add, Add) X(sub, Sub) X(mul, Mul) X(div, Div)
 
+#define TANDEM_REDUCE_OPS(X) X(sum, Sum) X(min, Min) X(max, Max) X(argmax, Argmax) X(norm2, Norm2)
+
 // TANDEM_IF_activation(...) expands to its arguments, TANDEM_IF_plain(...) to nothing.
 #define TANDEM_IF_activation(...) __VA_ARGS__
 #define TANDEM_IF_plain(...)
@@ -275,6 +363,7 @@ struct Grad {
 #define TANDEM_GRAD_ENUM_(n, S, kind) TANDEM_IF_##kind(n##_grad, )
 #define TANDEM_ARITHMETIC_ENUM_(n, S) n,
 enum class UnaryOp { TANDEM_UNARY_OPS(TANDEM_UNARY_ENUM_) };
+enum class ReduceOp { TANDEM_REDUCE_OPS(TANDEM_ARITHMETIC_ENUM_) };
 // add, sub, mul, div, then each activation's derivative (relu_grad, ...).
 enum class BinaryOp { TANDEM_ARITHMETIC_OPS(TANDEM_ARITHMETIC_ENUM_) TANDEM_UNARY_OPS(TANDEM_GRAD_ENUM_) };
 #undef TANDEM_UNARY_ENUM_
@@ -284,15 +373,18 @@ enum class BinaryOp { TANDEM_ARITHMETIC_OPS(TANDEM_ARITHMETIC_ENUM_) TANDEM_UNAR
 #define TANDEM_UNARY_VALUE_(n, S, kind) UnaryOp::n,
 #define TANDEM_ACTIVATION_VALUE_(n, S, kind) TANDEM_IF_##kind(UnaryOp::n, )
 #define TANDEM_BINARY_VALUE_(n, S) BinaryOp::n,
+#define TANDEM_REDUCE_VALUE_(n, S) ReduceOp::n,
 #define TANDEM_GRAD_VALUE_(n, S, kind) TANDEM_IF_##kind(BinaryOp::n##_grad, )
 // Every op, in enum order; the activations alone.
 inline constexpr UnaryOp kUnaryOps[] = {TANDEM_UNARY_OPS(TANDEM_UNARY_VALUE_)};
 inline constexpr UnaryOp kActivations[] = {TANDEM_UNARY_OPS(TANDEM_ACTIVATION_VALUE_)};
+inline constexpr ReduceOp kReduceOps[] = {TANDEM_REDUCE_OPS(TANDEM_REDUCE_VALUE_)};
 inline constexpr BinaryOp kBinaryOps[] = {TANDEM_ARITHMETIC_OPS(TANDEM_BINARY_VALUE_)
                                               TANDEM_UNARY_OPS(TANDEM_GRAD_VALUE_)};
 #undef TANDEM_UNARY_VALUE_
 #undef TANDEM_ACTIVATION_VALUE_
 #undef TANDEM_BINARY_VALUE_
+#undef TANDEM_REDUCE_VALUE_
 #undef TANDEM_GRAD_VALUE_
 
 // Calls f(row) with the op's row struct (op::Relu{}, op::Grad<op::Gelu>{}, ...) and returns what it
@@ -324,6 +416,17 @@ constexpr decltype(auto) visit(BinaryOp o, F&& f) {
   }
   return std::forward<F>(f)(op::Add{});
 }
+template <class F>
+constexpr decltype(auto) visit(ReduceOp o, F&& f) {
+  switch (o) {
+#define TANDEM_VISIT_CASE_(n, S) \
+  case ReduceOp::n:              \
+    return std::forward<F>(f)(op::S{});
+    TANDEM_REDUCE_OPS(TANDEM_VISIT_CASE_)
+#undef TANDEM_VISIT_CASE_
+  }
+  return std::forward<F>(f)(op::Sum{});
+}
 // The same over activations only (f is instantiated for activation rows alone); `other` is
 // called, with no argument, for an op that is not an activation.
 template <class F, class Other>
@@ -351,6 +454,17 @@ constexpr BinaryOp grad_op(UnaryOp o) {
     default:
       return BinaryOp::add;
   }
+}
+
+// A reduction's attributes (its row's constants), for argument checks and dispatch.
+struct ReduceTraits {
+  std::string_view name;
+  bool index_result, float_only, per_axis, empty_is_zero;
+};
+constexpr ReduceTraits traits_of(ReduceOp o) {
+  return visit(o, []<class Row>(Row) {
+    return ReduceTraits{Row::name, Row::index_result, Row::float_only, Row::per_axis, Row::empty_is_zero};
+  });
 }
 
 // What an activation's derivative reads (input for ops that are not activations).

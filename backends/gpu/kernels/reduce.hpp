@@ -11,28 +11,25 @@
 #include <cmath>
 
 #include "common.hpp"
+#include "tandem/op_table.hpp"
 
 namespace tandem::gpu::kernels {
 inline namespace TANDEM_GPU_ABI {
 
-template <class T>
-struct SumOp {
+// A value reduction's row of the op table (tandem/op_table.hpp) as a reducer: its identity and
+// combine, the same algebra as on the host.
+template <class Row, class T>
+struct RowReducer {
   using Acc = T;
-  static TANDEM_DEVICE Acc identity() { return Acc(0); }
-  static TANDEM_DEVICE Acc combine(Acc a, Acc b) { return plus(a, b); }
+  static TANDEM_DEVICE Acc identity() { return Row::template identity<T>(); }
+  static TANDEM_DEVICE Acc combine(Acc a, Acc b) { return Row::template combine<T>(a, b); }
 };
 template <class T>
-struct MinOp {
-  using Acc = T;
-  static TANDEM_DEVICE Acc identity() { return highest<T>(); }
-  static TANDEM_DEVICE Acc combine(Acc a, Acc b) { return math::nan_min(a, b); }
-};
+using SumOp = RowReducer<op::Sum, T>;
 template <class T>
-struct MaxOp {
-  using Acc = T;
-  static TANDEM_DEVICE Acc identity() { return lowest<T>(); }
-  static TANDEM_DEVICE Acc combine(Acc a, Acc b) { return math::nan_max(a, b); }
-};
+using MinOp = RowReducer<op::Min, T>;
+template <class T>
+using MaxOp = RowReducer<op::Max, T>;
 // (value, index): the first NaN wins, else the largest value; ties go to the lower index.
 template <class T>
 struct ArgAcc {
