@@ -1,10 +1,11 @@
 #!/usr/bin/env bash
 # ci/gpu.sh DIR: the GPU run, on a machine with an NVIDIA GPU that has only the CUDA toolkit, CMake,
-# ninja and a C++ compiler (no Debian packages; see ../shared/TOOLCHAIN.md). It builds tandem with
-# CUDA (the simulator, HIP and OpenBLAS off), runs the whole test matrix on `cuda`, runs
-# compute-sanitizer memcheck over the cuda tests and racecheck over the shared-memory kernels,
-# then the benchmarks (tandem_bench_gpu: the GPU targets against CUB, cuBLAS and the device copy;
-# the sweeps; the ML benchmark), and writes every log, JSON and plot into DIR, summary.txt last.
+# ninja and a C++ compiler (no Debian packages, no network: header-only needs such as doctest
+# come from a folder given to CMake). It builds tandem with CUDA (the simulator, HIP and OpenBLAS
+# off), runs the whole test matrix on `cuda`, runs compute-sanitizer memcheck over the cuda tests
+# and racecheck over the shared-memory kernels, then the benchmarks (tandem_bench_gpu: the GPU
+# targets against CUB, cuBLAS and the device copy; the sweeps; the ML benchmark), and writes
+# every log, JSON and plot into DIR, summary.txt last.
 #
 # doctest comes from Debian's doctest-dev where present, else from a copy of its headers and CMake
 # package under .deps/ (.deps/include/doctest/*.h, .deps/lib/cmake/doctest/*.cmake).
