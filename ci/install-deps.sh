@@ -7,7 +7,7 @@
 # libtrilinos-kokkos-dev is Debian's Kokkos (3.4, Serial) for the kokkos backend; Open MPI runs
 # tandem::dist and its multi-process tests.
 set -euo pipefail
-packages=(cmake ninja-build g++ make doctest-dev libopenblas-dev libboost-context-dev zlib1g-dev python3-matplotlib hipcc libamdhip64-dev librocprim-dev libtrilinos-kokkos-dev libopenmpi-dev openmpi-bin)
+packages=(cmake ninja-build g++ make pkgconf doctest-dev libopenblas-dev libboost-context-dev zlib1g-dev python3-matplotlib hipcc libamdhip64-dev librocprim-dev libtrilinos-kokkos-dev libopenmpi-dev openmpi-bin)
 missing=()
 for p in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
