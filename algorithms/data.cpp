@@ -100,29 +100,131 @@ std::string_view trim(std::string_view s) {
   while (!s.empty() && is_blank(s.back())) s.remove_suffix(1);
   return s;
 }
+void trim_in_place(std::string& s) {
+  const std::string_view t = trim(s);
+  if (t.size() == s.size()) return;
+  s = std::string(t);
+}
 
-// Splits one line into fields; ' ' as the delimiter means runs of blanks.
-void split_fields(std::string_view line, char delimiter, std::vector<std::string_view>& fields) {
-  fields.clear();
-  if (delimiter == ' ') {
-    std::size_t i = 0;
-    while (i < line.size()) {
-      while (i < line.size() && is_blank(line[i])) ++i;
-      if (i >= line.size()) break;
-      std::size_t j = i;
-      while (j < line.size() && !is_blank(line[j])) ++j;
-      fields.push_back(line.substr(i, j - i));
-      i = j;
+// CSV records as RFC 4180 writes them: fields separated by the delimiter; a field in double quotes
+// may hold the delimiter, line breaks and quotes written twice (""); a record ends at LF or CRLF.
+// Blanks around a field outside quotes are trimmed. ' ' as the delimiter means runs of blanks (no
+// quoting: whitespace-separated tables). Lines are counted as the file has them, so that a quoted
+// line break moves the count too.
+class RecordReader {
+ public:
+  RecordReader(std::string_view text, char delimiter, const std::string& source)
+      : text_(text), delimiter_(delimiter), source_(source) {}
+
+  // The next record into fields (false at the end of the text); line() is where it began. The
+  // strings of `fields` are reused from record to record (no allocation per field once warm).
+  bool next(std::vector<std::string>& fields) {
+    if (pos_ > text_.size()) {
+      fields.clear();
+      return false;
     }
-    return;
+    line_ = next_line_;
+    std::size_t n = 0;
+    auto open_field = [&]() -> std::string& {
+      if (n == fields.size()) fields.emplace_back();
+      std::string& f = fields[n++];
+      f.clear();
+      return f;
+    };
+    if (delimiter_ == ' ') {
+      std::size_t end = text_.find('\n', pos_);
+      if (end == std::string_view::npos) end = text_.size();
+      const std::string_view l = text_.substr(pos_, end - pos_);
+      pos_ = end + 1;
+      ++next_line_;
+      for (std::size_t i = 0; i < l.size();) {
+        while (i < l.size() && is_blank(l[i])) ++i;
+        std::size_t j = i;
+        while (j < l.size() && !is_blank(l[j])) ++j;
+        if (j > i) open_field().assign(l.substr(i, j - i));
+        i = j;
+      }
+      fields.resize(n);
+      return true;
+    }
+    std::string* field = &open_field();
+    bool quoted = false;  // this field began with a quote
+    auto close_field = [&] {
+      if (!quoted) trim_in_place(*field);
+    };
+    for (;;) {
+      // A run of plain characters, up to the next delimiter, line end or quote.
+      std::size_t j = pos_;
+      while (j < text_.size() && text_[j] != delimiter_ && text_[j] != '\n' && text_[j] != '"') ++j;
+      const std::string_view run = text_.substr(pos_, j - pos_);
+      if (quoted && !trim(run).empty()) {
+        fail(source_, "line " + std::to_string(next_line_) + ": text after the closing quote of a field");
+      }
+      if (!quoted) field->append(run);
+      pos_ = j;
+      if (pos_ >= text_.size() || text_[pos_] == '\n') {  // the record ends
+        close_field();
+        fields.resize(n);
+        pos_ = pos_ >= text_.size() ? text_.size() + 1 : pos_ + 1;
+        ++next_line_;
+        return true;
+      }
+      if (text_[pos_++] == delimiter_) {
+        close_field();
+        field = &open_field();
+        quoted = false;
+      } else if (!quoted && trim(*field).empty()) {  // an opening quote
+        quoted = true;
+        field->clear();
+        read_quoted(*field);
+      } else if (quoted) {
+        fail(source_, "line " + std::to_string(next_line_) + ": text after the closing quote of a field");
+      } else {
+        *field += '"';  // a quote inside an unquoted field is kept as it is
+      }
+    }
   }
-  std::size_t start = 0;
-  for (;;) {
-    const std::size_t end = line.find(delimiter, start);
-    fields.push_back(trim(line.substr(start, end == std::string_view::npos ? std::string_view::npos : end - start)));
-    if (end == std::string_view::npos) break;
-    start = end + 1;
+  std::size_t line() const { return line_; }
+
+ private:
+  // From just after an opening quote to just after its closing one.
+  void read_quoted(std::string& field) {
+    const std::size_t opened = next_line_;
+    for (;;) {
+      if (pos_ >= text_.size()) {
+        fail(source_, "line " + std::to_string(opened) + ": a quoted field is never closed (a '\"' is missing)");
+      }
+      const char c = text_[pos_++];
+      if (c == '"') {
+        if (pos_ < text_.size() && text_[pos_] == '"') {
+          field += '"';
+          ++pos_;
+          continue;
+        }
+        return;
+      }
+      if (c == '\n') ++next_line_;
+      if (c == '\r' && pos_ < text_.size() && text_[pos_] == '\n') continue;  // CRLF inside: LF
+      field += c;
+    }
   }
+
+  std::string_view text_;
+  char delimiter_;
+  const std::string& source_;
+  std::size_t pos_ = 0, line_ = 1, next_line_ = 1;
+};
+
+// The delimiter of a file: the first ',', ';' or tab of its first line outside quotes, else blanks.
+char detect_delimiter(std::string_view text) {
+  bool in_quotes = false;
+  for (char c : text) {
+    if (c == '"') in_quotes = !in_quotes;
+    if (in_quotes) continue;
+    if (c == '\n') break;
+    if (c == ',' || c == ';' || c == '\t') return c;
+  }
+  return ' ';
 }
 
 // A finite decimal number ("1", "-2.5e3", "+.5"); not nan, inf or "+-1".
@@ -214,40 +316,21 @@ Dataset parse_csv(std::string_view text, const std::string& source, const CsvOpt
   Dataset d;
   d.source = source;
   if (text.substr(0, 3) == "\xEF\xBB\xBF") text.remove_prefix(3);  // a UTF-8 byte order mark
-  // Lines one at a time (line numbers from 1), never all of them at once.
-  std::size_t pos = 0, line_no = 0;
-  auto next_line = [&](std::string_view& line) {
-    if (pos > text.size()) return false;
-    std::size_t end = text.find('\n', pos);
-    if (end == std::string_view::npos) end = text.size();
-    line = text.substr(pos, end - pos);
-    pos = end + 1;
-    ++line_no;
-    return true;
-  };
-  // The first line with content fixes the delimiter and the field count.
-  std::string_view first_line;
+  // Records one at a time, never all of them at once. The first with content fixes the field count.
+  const char delimiter = options.delimiter != '\0' ? options.delimiter : detect_delimiter(text);
+  RecordReader records(text, delimiter, source);
+  std::vector<std::string> fields;
+  auto blank = [&] { return fields.empty() || (fields.size() == 1 && fields[0].empty()); };
   bool found = false;
-  while (!found && next_line(first_line)) found = !trim(first_line).empty();
+  while (!found && records.next(fields)) found = !blank();
   if (!found) fail(source, "the file has no data (it is empty or blank)");
-  const std::size_t first = line_no - 1;  // 0-based, for messages as first + 1
-
-  char delimiter = options.delimiter;
-  if (delimiter == '\0') {
-    const std::string_view l = first_line;
-    delimiter = l.find(',') != std::string_view::npos   ? ','
-                : l.find(';') != std::string_view::npos ? ';'
-                : l.find('\t') != std::string_view::npos ? '\t'
-                                                         : ' ';
-  }
-  std::vector<std::string_view> fields;
-  split_fields(first_line, delimiter, fields);
+  const std::size_t first = records.line();
   const std::size_t field_count = fields.size();
 
   bool header = options.header == CsvOptions::Header::yes;
   if (options.header == CsvOptions::Header::detect) {
     double v;
-    header = std::any_of(fields.begin(), fields.end(), [&](std::string_view f) { return !parse_number(f, v); });
+    header = std::any_of(fields.begin(), fields.end(), [&](const std::string& f) { return !parse_number(f, v); });
   }
 
   std::optional<std::size_t> label;
@@ -255,21 +338,19 @@ Dataset parse_csv(std::string_view text, const std::string& source, const CsvOpt
     const long c = *options.label_column;
     const long n = static_cast<long>(field_count);
     if (c >= n || c < -n) {
-      fail(source, "label column " + std::to_string(c) + " does not exist: line " + std::to_string(first + 1) +
-                       " has " + std::to_string(field_count) + " fields");
+      fail(source, "label column " + std::to_string(c) + " does not exist: line " + std::to_string(first) + " has " +
+                       std::to_string(field_count) + " fields");
     }
     label = static_cast<std::size_t>(c < 0 ? n + c : c);
   }
   d.cols = field_count - (label ? 1 : 0);
   if (d.cols == 0) fail(source, "no feature columns are left besides the label column");
 
-  std::string_view line = first_line;
-  for (bool have = !header || next_line(line); have; have = next_line(line)) {
-    if (trim(line).empty()) continue;
-    split_fields(line, delimiter, fields);
-    const std::string where = "line " + std::to_string(line_no);
+  for (bool have = !header || records.next(fields); have; have = records.next(fields)) {
+    if (blank()) continue;
+    const std::string where = "line " + std::to_string(records.line());
     if (fields.size() != field_count) {
-      fail(source, where + ": " + std::to_string(fields.size()) + " fields where line " + std::to_string(first + 1) +
+      fail(source, where + ": " + std::to_string(fields.size()) + " fields where line " + std::to_string(first) +
                        " has " + std::to_string(field_count));
     }
     for (std::size_t c = 0; c < field_count; ++c) {

@@ -131,6 +131,25 @@ TEST_SUITE("data") {
     CHECK_THROWS_AS(data::parse_label_column("lats"), InvalidArgument);
   }
 
+  TEST_CASE("CSV: quoted fields as RFC 4180 writes them") {
+    // A header whose names hold the delimiter, a quote and a line break; quoted numbers; CRLF.
+    const data::Dataset a = data::parse_csv("\"a,b\",\"say \"\"hi\"\"\",\"multi\r\nline\",y\r\n"
+                                            "1,\"2.5\", 3 ,0\r\n\"-4\",5,6,1\r\n",
+                                            "q.csv", {.label_column = -1});
+    CHECK(a.rows == 2);
+    CHECK(a.cols == 3);
+    CHECK(a.features == std::vector<double>{1, 2.5, 3, -4, 5, 6});
+    CHECK(a.targets == std::vector<double>{0, 1});
+    // The delimiter is found outside quotes: ';' here although the first name holds a ','.
+    const data::Dataset b = data::parse_csv("\"x,1\";y\n7;8\n", "b.csv");
+    CHECK(b.cols == 2);
+    CHECK(b.features == std::vector<double>{7, 8});
+    // A quoted line break moves the line count: the bad value is named on line 4.
+    expect_data_error([] { data::parse_csv("\"a\nb\",c\n1,2\n3,x\n", "n.csv"); }, {"n.csv", "line 4, column 2"});
+    expect_data_error([] { data::parse_csv("a,b\n1,\"2\n", "o.csv"); }, {"o.csv", "line 2", "never closed"});
+    expect_data_error([] { data::parse_csv("a,b\n1,\"2\"x\n", "t.csv"); }, {"t.csv", "line 2", "after the closing quote"});
+  }
+
   TEST_CASE("CSV: bad input names the file, line and column") {
     expect_data_error([] { data::parse_csv("1,2\n3,x\n", "f.csv"); }, {"f.csv", "line 2, column 2", "'x' is not a (finite) number"});
     expect_data_error([] { data::parse_csv("1,2\n3,4,5\n", "f.csv"); }, {"f.csv", "line 2", "3 fields", "line 1 has 2"});

@@ -37,8 +37,8 @@ struct Dataset {
 std::vector<unsigned char> read_file(const std::string& path);
 
 struct CsvOptions {
-  // Field separator; '\0' detects it from the first line (',' then ';' then tab, else runs of
-  // blanks). ' ' also means runs of blanks.
+  // Field separator; '\0' detects it from the first line outside quotes (',' then ';' then tab,
+  // else runs of blanks). ' ' also means runs of blanks (and then quotes are plain characters).
   char delimiter = '\0';
   enum class Header { detect, yes, no };
   // detect: the first line is a header when one of its fields is not a number.
@@ -47,8 +47,10 @@ struct CsvOptions {
   // nullopt: every column is a feature and targets stays empty.
   std::optional<long> label_column;
 };
-// Parses a CSV file of numbers. DataError names file, line and column for a field that is not a
-// number, a line with another field count than the first, or a file with no data.
+// Parses a CSV file of numbers, quoted as RFC 4180 has it: a field in double quotes may hold the
+// delimiter, line breaks and quotes written twice (""); lines end in LF or CRLF. DataError names
+// file, line and column for a field that is not a number, a line with another field count than
+// the first, a quote never closed, or a file with no data.
 Dataset read_csv(const std::string& path, const CsvOptions& options = {});
 // Parses CSV text already in memory; `source` names it in messages.
 Dataset parse_csv(std::string_view text, const std::string& source, const CsvOptions& options = {});
