@@ -101,9 +101,12 @@ std::string_view trim(std::string_view s) {
   return s;
 }
 void trim_in_place(std::string& s) {
-  const std::string_view t = trim(s);
-  if (t.size() == s.size()) return;
-  s = std::string(t);
+  std::size_t end = s.size();
+  while (end > 0 && is_blank(s[end - 1])) --end;
+  s.erase(end);
+  std::size_t begin = 0;
+  while (begin < s.size() && is_blank(s[begin])) ++begin;
+  s.erase(0, begin);
 }
 
 // CSV records as RFC 4180 writes them: fields separated by the delimiter; a field in double quotes
@@ -215,14 +218,19 @@ class RecordReader {
   std::size_t pos_ = 0, line_ = 1, next_line_ = 1;
 };
 
-// The delimiter of a file: the first ',', ';' or tab of its first line outside quotes, else blanks.
+// The delimiter of a file: the first ',', ';' or tab of its first line with content, outside
+// quotes; else blanks.
 char detect_delimiter(std::string_view text) {
-  bool in_quotes = false;
+  bool in_quotes = false, content = false;
   for (char c : text) {
     if (c == '"') in_quotes = !in_quotes;
     if (in_quotes) continue;
-    if (c == '\n') break;
+    if (c == '\n') {
+      if (content) break;
+      continue;
+    }
     if (c == ',' || c == ';' || c == '\t') return c;
+    content = content || !is_blank(c);
   }
   return ' ';
 }

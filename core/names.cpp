@@ -45,15 +45,6 @@ std::string_view name_of(UnaryOp op) {
   return visit(op, []<class Row>(Row) { return Row::name; });
 }
 
-UnaryOp parse_unary_op(std::string_view name) {
-  std::string all;
-  for (UnaryOp op : kUnaryOps) {
-    if (name == name_of(op)) return op;
-    all += (all.empty() ? "" : ", ") + std::string(name_of(op));
-  }
-  throw InvalidArgument("unknown op '" + std::string(name) + "': use one of " + all);
-}
-
 UnaryOp parse_activation(std::string_view name) {
   for (UnaryOp op : kActivations) {
     if (name == name_of(op)) return op;

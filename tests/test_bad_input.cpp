@@ -162,3 +162,15 @@ TEST_CASE("after bad input the backend still works") {
   add(x, x, y);
   CHECK(y.to_vector<float>() == std::vector<float>{2, 4, 6});
 }
+
+TEST_CASE("an op value outside its enum is an InvalidArgument, never a silent default op") {
+  CHECK_THROWS_AS(name_of(static_cast<UnaryOp>(1000)), InvalidArgument);
+  CHECK_THROWS_AS(name_of(static_cast<BinaryOp>(-1)), InvalidArgument);
+  CHECK_THROWS_AS(name_of(static_cast<ReduceOp>(99)), InvalidArgument);
+  Backend& be = get_backend("reference");
+  Buffer x = Buffer::from(be, std::vector<float>{1, 2}), out(be, DType::f32, 2);
+  CHECK_THROWS_AS(unary(static_cast<UnaryOp>(1000), x, out), InvalidArgument);
+  CHECK_FALSE(is_activation(UnaryOp::exp));
+  CHECK(is_activation(UnaryOp::silu));
+  CHECK(grad_op(UnaryOp::silu) == BinaryOp::silu_grad);
+}

@@ -144,6 +144,10 @@ TEST_SUITE("data") {
     const data::Dataset b = data::parse_csv("\"x,1\";y\n7;8\n", "b.csv");
     CHECK(b.cols == 2);
     CHECK(b.features == std::vector<double>{7, 8});
+    // ... and on the first line with content: blank lines before it do not make it blank-separated.
+    const data::Dataset blank_first = data::parse_csv("\n  \r\n1,2\n3,4\n", "lead.csv");
+    CHECK(blank_first.cols == 2);
+    CHECK(blank_first.features == std::vector<double>{1, 2, 3, 4});
     // A quoted line break moves the line count: the bad value is named on line 4.
     expect_data_error([] { data::parse_csv("\"a\nb\",c\n1,2\n3,x\n", "n.csv"); }, {"n.csv", "line 4, column 2"});
     expect_data_error([] { data::parse_csv("a,b\n1,\"2\n", "o.csv"); }, {"o.csv", "line 2", "never closed"});

@@ -10,7 +10,7 @@ namespace tandem::verify {
 
 double unit_roundoff(DType compute) {
   switch (compute) {
-    case DType::f64: return std::ldexp(1.0, -53);
+    case DType::f64: return op::kUnitRoundoffF64;
     case DType::f32:
     case DType::f16:
     case DType::bf16: return std::ldexp(1.0, -24);
@@ -19,10 +19,7 @@ double unit_roundoff(DType compute) {
   return 0;
 }
 
-double gamma(double n, double u) {
-  const double nu = n * u;
-  return nu < 1 ? nu / (1 - nu) : INFINITY;
-}
+double gamma(double n, double u) { return op::gamma(n, u); }
 
 Comparison compare(std::span<const double> actual, std::span<const double> expected, std::span<const double> bound) {
   if (actual.size() != expected.size() || bound.size() != expected.size()) {

@@ -36,7 +36,6 @@ enum class MatmulTier { automatic, naive, tiled, register_blocked, tensor_core, 
 std::string_view name_of(BinaryOp op);
 std::string_view name_of(UnaryOp op);
 std::string_view name_of(ReduceOp op);
-UnaryOp parse_unary_op(std::string_view name);   // InvalidArgument listing the ops
 UnaryOp parse_activation(std::string_view name);  // an activation; InvalidArgument listing them
 // The activations' names joined for messages and help: "relu, sigmoid, tanh, gelu or silu".
 std::string activation_names();

@@ -19,15 +19,16 @@
 // format and `tandem train --activation` pick it up.
 #pragma once
 
-#include <array>
 #include <cmath>
 #include <cstdint>
 #include <limits>
+#include <string>
 #include <string_view>
 #include <utility>
 
 #include "tandem/detail/portability.hpp"
 #include "tandem/detail/scalar_math.hpp"
+#include "tandem/errors.hpp"
 
 namespace tandem {
 
@@ -36,9 +37,13 @@ enum class GradFrom { input, output };
 
 namespace op {
 
-// Error-bound helpers for the grad_bound rows: gamma(n, u) = n u / (1 - n u) bounds n roundings.
+// Error-bound helpers for the grad_bound rows (verify::gamma and verify::unit_roundoff are these).
+// Higham's gamma(n, u) = n u / (1 - n u) bounds n roundings (infinite once n u reaches 1).
 constexpr double kUnitRoundoffF64 = 0x1p-53;
-constexpr double gamma(int n, double u) { return n * u / (1 - n * u); }
+constexpr double gamma(double n, double u) {
+  const double nu = n * u;
+  return nu < 1 ? nu / (1 - nu) : std::numeric_limits<double>::infinity();
+}
 
 struct Plain {
   static constexpr bool activation = false;
@@ -387,9 +392,13 @@ inline constexpr BinaryOp kBinaryOps[] = {TANDEM_ARITHMETIC_OPS(TANDEM_BINARY_VA
 #undef TANDEM_REDUCE_VALUE_
 #undef TANDEM_GRAD_VALUE_
 
+// A value outside an op enum (a cast from a bad integer): InvalidArgument, never a silent default.
+[[noreturn]] inline void unknown_op(const char* type, int value) {
+  throw InvalidArgument(std::string("unknown ") + type + " value " + std::to_string(value));
+}
+
 // Calls f(row) with the op's row struct (op::Relu{}, op::Grad<op::Gelu>{}, ...) and returns what it
-// returns: compile-time dispatch, one instantiation of f per op. An out-of-range value calls
-// f(op::Neg{}) / f(op::Add{}) — it cannot come from the public API, whose functions take the enum.
+// returns: compile-time dispatch, one instantiation of f per op.
 template <class F>
 constexpr decltype(auto) visit(UnaryOp o, F&& f) {
   switch (o) {
@@ -399,7 +408,7 @@ constexpr decltype(auto) visit(UnaryOp o, F&& f) {
     TANDEM_UNARY_OPS(TANDEM_VISIT_CASE_)
 #undef TANDEM_VISIT_CASE_
   }
-  return std::forward<F>(f)(op::Neg{});
+  unknown_op("UnaryOp", static_cast<int>(o));
 }
 template <class F>
 constexpr decltype(auto) visit(BinaryOp o, F&& f) {
@@ -414,7 +423,7 @@ constexpr decltype(auto) visit(BinaryOp o, F&& f) {
     TANDEM_UNARY_OPS(TANDEM_VISIT_CASE_)
 #undef TANDEM_VISIT_CASE_
   }
-  return std::forward<F>(f)(op::Add{});
+  unknown_op("BinaryOp", static_cast<int>(o));
 }
 template <class F>
 constexpr decltype(auto) visit(ReduceOp o, F&& f) {
@@ -425,7 +434,7 @@ constexpr decltype(auto) visit(ReduceOp o, F&& f) {
     TANDEM_REDUCE_OPS(TANDEM_VISIT_CASE_)
 #undef TANDEM_VISIT_CASE_
   }
-  return std::forward<F>(f)(op::Sum{});
+  unknown_op("ReduceOp", static_cast<int>(o));
 }
 // The same over activations only (f is instantiated for activation rows alone); `other` is
 // called, with no argument, for an op that is not an activation.
