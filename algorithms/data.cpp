@@ -88,8 +88,9 @@ std::vector<unsigned char> inflate_gzip(const std::vector<unsigned char>& in, co
 
 #else
 std::vector<unsigned char> inflate_gzip(const std::vector<unsigned char>&, const std::string& path) {
-  fail(path, "the file is gzip-compressed, but this tandem was built without zlib (TANDEM_ENABLE_ZLIB=OFF); "
-             "decompress it with gunzip first");
+  fail(path,
+       "the file is gzip-compressed, but this tandem was built without zlib (TANDEM_ENABLE_ZLIB=OFF); "
+       "decompress it with gunzip first");
 }
 #endif
 
@@ -299,9 +300,9 @@ Dataset Dataset::select(std::span<const std::size_t> indices) const {
 
 std::vector<unsigned char> read_file(const std::string& path) {
   std::ifstream in(path, std::ios::binary);
-  if (!in) fail(path, std::string("cannot open the file (") + std::strerror(errno) + ")");
+  if (!in) throw IoError(path + ": cannot open the file (" + std::strerror(errno) + ")");
   std::vector<unsigned char> bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-  if (in.bad()) fail(path, "read error");
+  if (in.bad()) throw IoError(path + ": read error (" + std::strerror(errno) + ")");
   if (bytes.size() >= 2 && bytes[0] == 0x1f && bytes[1] == 0x8b) return inflate_gzip(bytes, path);
   return bytes;
 }
@@ -364,7 +365,8 @@ Dataset parse_csv(std::string_view text, const std::string& source, const CsvOpt
     for (std::size_t c = 0; c < field_count; ++c) {
       double v;
       if (!parse_number(fields[c], v)) {
-        fail(source, where + ", column " + std::to_string(c + 1) + ": " + show(fields[c]) + " is not a (finite) number");
+        fail(source,
+             where + ", column " + std::to_string(c + 1) + ": " + show(fields[c]) + " is not a (finite) number");
       }
       if (label && c == *label) {
         d.targets.push_back(v);
@@ -389,7 +391,8 @@ Dataset read_csv(const std::string& path, const CsvOptions& options) {
 
 void attach_targets(Dataset& d, const Dataset& t) {
   if (t.cols != 1 || !t.targets.empty()) {
-    fail(t.source, "a target file has one column; this one has " + std::to_string(t.cols + (t.targets.empty() ? 0 : 1)));
+    fail(t.source,
+         "a target file has one column; this one has " + std::to_string(t.cols + (t.targets.empty() ? 0 : 1)));
   }
   if (t.rows != d.rows) {
     fail(t.source, std::to_string(t.rows) + " targets for " + std::to_string(d.rows) + " samples in " + d.source);
@@ -407,14 +410,25 @@ IdxArray parse_idx(std::span<const unsigned char> bytes, const std::string& sour
   const unsigned type = bytes[2];
   std::size_t elem = 0;
   switch (type) {
-    case 0x08: case 0x09: elem = 1; break;
-    case 0x0B: elem = 2; break;
-    case 0x0C: case 0x0D: elem = 4; break;
-    case 0x0E: elem = 8; break;
+    case 0x08:
+    case 0x09:
+      elem = 1;
+      break;
+    case 0x0B:
+      elem = 2;
+      break;
+    case 0x0C:
+    case 0x0D:
+      elem = 4;
+      break;
+    case 0x0E:
+      elem = 8;
+      break;
     default: {
       char hex[8];
       std::snprintf(hex, sizeof hex, "0x%02X", type);
-      fail(source, std::string("byte offset 2: unknown IDX element type ") + hex + " (expected 0x08, 0x09, 0x0B..0x0E)");
+      fail(source,
+           std::string("byte offset 2: unknown IDX element type ") + hex + " (expected 0x08, 0x09, 0x0B..0x0E)");
     }
   }
   const unsigned rank = bytes[3];
@@ -443,10 +457,18 @@ IdxArray parse_idx(std::span<const unsigned char> bytes, const std::string& sour
   const unsigned char* p = bytes.data() + header;
   for (std::size_t i = 0; i < count; ++i, p += elem) {
     switch (type) {
-      case 0x08: a.values[i] = p[0]; break;
-      case 0x09: a.values[i] = static_cast<signed char>(p[0]); break;
-      case 0x0B: a.values[i] = static_cast<std::int16_t>((p[0] << 8) | p[1]); break;
-      case 0x0C: a.values[i] = static_cast<std::int32_t>(be32(p)); break;
+      case 0x08:
+        a.values[i] = p[0];
+        break;
+      case 0x09:
+        a.values[i] = static_cast<signed char>(p[0]);
+        break;
+      case 0x0B:
+        a.values[i] = static_cast<std::int16_t>((p[0] << 8) | p[1]);
+        break;
+      case 0x0C:
+        a.values[i] = static_cast<std::int32_t>(be32(p));
+        break;
       case 0x0D: {
         const std::uint32_t u = be32(p);
         float f;
@@ -492,7 +514,8 @@ Dataset read_idx(const std::string& images_path, const std::string& labels_path)
 
 Split train_test_split(const Dataset& d, double test_fraction, std::uint64_t seed) {
   if (!(test_fraction >= 0 && test_fraction < 1)) {
-    throw InvalidArgument("train_test_split: the test fraction must be in [0, 1), not " + std::to_string(test_fraction));
+    throw InvalidArgument("train_test_split: the test fraction must be in [0, 1), not " +
+                          std::to_string(test_fraction));
   }
   Rng rng(seed);
   const std::vector<std::size_t> order = rng.permutation(d.rows);

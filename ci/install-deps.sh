@@ -2,12 +2,13 @@
 # Installs what tandem needs on Debian 12, as root (or through sudo). Quick when all is present.
 # CUDA is not a Debian package: when /usr/local/cuda exists the build uses it, else leaves CUDA out.
 # libboost-context-dev gives the GPU simulator its fibers; hipcc, libamdhip64-dev and librocprim-dev (ROCm from
-# Debian) compile the HIP backend for AMD GPUs, which needs no GPU to build. zlib1g-dev reads
+# Debian) compile the HIP backend for AMD GPUs, which needs no GPU to build. libcli11-dev and
+# nlohmann-json3-dev parse the command line and write JSON for the tandem CLI. zlib1g-dev reads
 # gzip-compressed data; python3-matplotlib draws the plots of tandem compare/bench --plot;
 # libtrilinos-kokkos-dev is Debian's Kokkos (3.4, Serial) for the kokkos backend; Open MPI runs
 # tandem::dist and its multi-process tests.
 set -euo pipefail
-packages=(cmake ninja-build g++ make pkgconf doctest-dev libopenblas-dev libboost-context-dev zlib1g-dev python3-matplotlib hipcc libamdhip64-dev librocprim-dev libtrilinos-kokkos-dev libopenmpi-dev openmpi-bin)
+packages=(cmake ninja-build g++ make pkgconf doctest-dev libcli11-dev nlohmann-json3-dev libopenblas-dev libboost-context-dev zlib1g-dev python3-matplotlib hipcc libamdhip64-dev librocprim-dev libtrilinos-kokkos-dev libopenmpi-dev openmpi-bin)
 missing=()
 for p in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

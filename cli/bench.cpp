@@ -5,11 +5,12 @@
 #include <cstdio>
 #include <fstream>
 #include <map>
+#include <memory>
 #include <string>
+#include <thread>
 #include <vector>
 
-#include "args.hpp"
-#include "cli.hpp"
+#include "options.hpp"
 #include "sweep.hpp"
 #include "tandem/tandem.hpp"
 
@@ -18,38 +19,53 @@ namespace {
 
 struct Common {
   sweep::Options sweep;
-  std::string json_path, csv_path, plot_dir, crossover_path;
+  std::string csv_path, plot_dir, crossover_path;
+  JsonOption json;
 };
 
-// Parses the options both commands take; returns false (after printing) on an unknown one.
-bool parse(const std::vector<std::string>& argv, const char* command, Common& c) {
-  Args args(argv);
-  while (args.next()) {
-    const std::string& f = args.flag();
-    if (f == "--full")
-      c.sweep.full = true;
-    else if (f == "--backend")
-      c.sweep.backends.push_back(args.value());
-    else if (f == "--algorithm")
-      c.sweep.algorithms.push_back(args.value());
-    else if (f == "--json")
-      c.json_path = args.value();
-    else if (f == "--csv")
-      c.csv_path = args.value();
-    else if (f == "--plot")
-      c.plot_dir = args.value();
-    else if (f == "--crossover" && std::string(command) == "compare")
-      c.crossover_path = args.value();
-    else if (f == "--min-time")
-      c.sweep.min_seconds = args.real(1e-4, 10);
-    else if (f == "--warm")
-      c.sweep.flush = false;
-    else {
-      std::fprintf(stderr, "tandem %s: unknown option '%s' (see tandem --help)\n", command, f.c_str());
-      return false;
-    }
+void add_common(CLI::App* sub, Common& c, bool compare) {
+  sub->add_flag("--full", c.sweep.full,
+                "the whole size range, and the naive and tiled matmul tiers up to 1024^3 (default: a quick subset, "
+                "under a minute on 2 cores)");
+  sub->add_option("--backend", c.sweep.backends,
+                  "measure this backend (repeatable; default: every available one but the reference and the "
+                  "simulators)")
+      ->type_name("NAME");
+  sub->add_option("--algorithm", c.sweep.algorithms, "measure this algorithm (repeatable; default: all)")
+      ->check(CLI::IsMember(sweep::algorithm_names()));
+  sub->add_option("--min-time", c.sweep.min_seconds, "time each kernel for at least S seconds")
+      ->check(real_number(1e-4, 10))
+      ->type_name("S")
+      ->capture_default_str();
+  sub->add_flag(
+      "--warm", [&c](std::int64_t) { c.sweep.flush = false; },
+      "keep the caches warm between kernel runs (default: data that fits in the last-level cache is "
+      "evicted before each run)");
+  c.json.add(sub, "every measurement");
+  sub->add_option("--csv", c.csv_path, "every measurement as CSV (- for standard output)")->type_name("FILE");
+  sub->add_option("--plot", c.plot_dir, "PNG plots in DIR (needs python3-matplotlib)")->type_name("DIR");
+  if (compare) {
+    sub->add_option("--crossover", c.crossover_path,
+                    "the sizes from which each backend wins, for TANDEM_CROSSOVER (not written when the numbers "
+                    "are noise)")
+        ->type_name("FILE");
   }
-  return true;
+}
+
+// Warns on standard error when the numbers are noise; returns the assessment for the JSON.
+Json noise_report(const sweep::Noise& n, const char* command) {
+  if (n.noisy) std::fprintf(stderr, "tandem %s: warning: these numbers are noise: %s\n", command, n.why.c_str());
+  return Json{{"noisy", n.noisy},
+              {"why", n.why},
+              {"load_average", n.load_average},
+              {"cpus", n.cpus},
+              {"spread_rows", n.spread_rows},
+              {"timed_rows", n.timed_rows}};
+}
+
+int machine_cpus() {
+  const int cpus = cpu_topology().logical_cpus;
+  return cpus > 0 ? cpus : static_cast<int>(std::thread::hardware_concurrency());
 }
 
 std::string size_text(const sweep::Result& r) {
@@ -65,12 +81,12 @@ std::string size_text(const sweep::Result& r) {
   return buf;
 }
 
-void outputs(const Common& c, const std::vector<sweep::Result>& results, const std::string& command,
-             const std::string& json_text) {
-  if (!c.json_path.empty()) write_text(c.json_path, json_text);
+void outputs(const Common& c, const std::vector<sweep::Result>& results, const std::string& command, const Json& doc) {
+  c.json.write(doc);
   if (!c.csv_path.empty()) write_text(c.csv_path, sweep::csv(results));
   if (!c.plot_dir.empty()) {
-    sweep::plot(results, c.plot_dir, command);
+    sweep::plot_json(doc, c.plot_dir, "results.json");
+    (void)command;
     std::printf("plots written to %s\n", c.plot_dir.c_str());
   }
 }
@@ -84,17 +100,11 @@ void print_missing() {
   }
 }
 
-}  // namespace
-
-int bench_main(const std::vector<std::string>& argv) {
-  if (!argv.empty() && (argv[0] == "bandwidth" || argv[0] == "memory")) {
-    const std::vector<std::string> rest(argv.begin() + 1, argv.end());
-    return argv[0] == "bandwidth" ? bench_bandwidth_main(rest) : bench_memory_main(rest);
-  }
-  Common c;
+int run_bench(Common& c) {
   c.sweep.variants = true;
-  if (!parse(argv, "bench", c)) return 2;
-  const bool quiet = c.json_path == "-" || c.csv_path == "-";
+  c.sweep.progress_label = "tandem bench";
+  const bool quiet = c.json.to_stdout() || c.csv_path == "-";
+  const double load = sweep::load_average();
   if (!quiet) {
     std::printf(
         "tandem bench%s: kernel time is the median of repeats after a warm-up (events on GPUs); end to "
@@ -134,14 +144,17 @@ int bench_main(const std::vector<std::string>& argv) {
         "caches, or --warm)\ne2e overlap: pinned, in chunks on two queues (add, axpy, sum, dot from 64K); e2e "
         "managed: through managed memory where the runtime has it; -: not measured\n");
   }
-  outputs(c, results, "tandem bench", sweep::json(results, "tandem bench"));
+  Json doc = sweep::json(results, "tandem bench");
+  doc["noise"] = noise_report(sweep::assess_noise(results, load, machine_cpus()), "bench");
+  outputs(c, results, "tandem bench", doc);
   return 0;
 }
 
-int compare_main(const std::vector<std::string>& argv) {
-  Common c;
-  if (!parse(argv, "compare", c)) return 2;
+int run_compare(Common& c) {
+  c.sweep.progress_label = "tandem compare";
+  const double load = sweep::load_average();
   const auto results = sweep::run(c.sweep);
+  const sweep::Noise noise = sweep::assess_noise(results, load, machine_cpus());
   // The CPU baseline: openmp when measured, else the first CPU backend.
   std::string baseline;
   std::vector<std::string> order;
@@ -159,7 +172,7 @@ int compare_main(const std::vector<std::string>& argv) {
     bool measured = false;
   };
   std::vector<Crossover> crossovers;
-  const bool quiet = c.json_path == "-" || c.csv_path == "-";
+  const bool quiet = c.json.to_stdout() || c.csv_path == "-";
   if (!quiet) {
     std::printf(
         "tandem compare: speed-up over %s (x > 1: faster); kernel only / end to end (host data in and out; "
@@ -234,7 +247,11 @@ int compare_main(const std::vector<std::string>& argv) {
       print_missing();
     }
   }
-  if (!c.crossover_path.empty()) {
+  const Json noise_json = noise_report(noise, "compare");
+  const bool refused = !c.crossover_path.empty() && noise.noisy;
+  if (refused) {
+    std::fprintf(stderr, "tandem compare: %s not written: rerun on a quiet machine\n", c.crossover_path.c_str());
+  } else if (!c.crossover_path.empty()) {
     // For backend_for() (TANDEM_CROSSOVER): the first backend that wins, per algorithm.
     std::string lines = "# tandem crossover, written by tandem compare: algorithm backend size-from-which-it-wins\n";
     std::vector<std::string> done;
@@ -248,18 +265,45 @@ int compare_main(const std::vector<std::string>& argv) {
       std::printf("crossover written to %s (use it with TANDEM_CROSSOVER=%s)\n", c.crossover_path.c_str(),
                   c.crossover_path.c_str());
   }
-  std::string text = sweep::json(results, "tandem compare");
-  std::string xs = ",\n  \"baseline\": " + json_string(baseline) + ",\n  \"crossover\": [";
-  for (std::size_t i = 0; i < crossovers.size(); ++i) {
-    const Crossover& x = crossovers[i];
-    xs += std::string(i ? ", " : "") + "{\"algorithm\": " + json_string(x.algorithm) +
-          ", \"backend\": " + json_string(x.backend) +
-          ", \"end_to_end_from\": " + (x.size ? std::to_string(x.size) : "null") + "}";
+  Json doc = sweep::json(results, "tandem compare");
+  doc["baseline"] = baseline;
+  Json xs = Json::array();
+  for (const Crossover& x : crossovers) {
+    xs.push_back({{"algorithm", x.algorithm},
+                  {"backend", x.backend},
+                  {"end_to_end_from", x.size ? Json(x.size) : Json(nullptr)}});
   }
-  xs += "]\n}\n";
-  text.replace(text.rfind("\n}\n"), 3, xs);
-  outputs(c, results, "tandem compare", text);
-  return 0;
+  doc["crossover"] = xs;
+  doc["noise"] = noise_json;
+  outputs(c, results, "tandem compare", doc);
+  return refused ? 1 : 0;
+}
+
+}  // namespace
+
+std::vector<Command> add_bench(CLI::App& app) {
+  auto c = std::make_shared<Common>();
+  CLI::App* sub = app.add_subcommand(
+      "bench",
+      "every algorithm x backend x tier/variant x size: kernel time (median, min-max), GB/s or GFLOP/s as a share of "
+      "the copy bandwidth or vendor BLAS measured in the same run, end to end from pageable and pinned memory, "
+      "overlapped on two queues and through managed memory (GPU runtimes); 'bench bandwidth' and 'bench memory' "
+      "below");
+  sub->require_subcommand(0, 1);
+  add_common(sub, *c, false);
+  std::vector<Command> out = {{sub, [c] { return run_bench(*c); }}};
+  for (Command& level : add_levels(sub)) out.push_back(std::move(level));
+  return out;
+}
+
+Command add_compare(CLI::App& app) {
+  auto c = std::make_shared<Common>();
+  CLI::App* sub = app.add_subcommand(
+      "compare",
+      "how much faster each backend is than the CPU at each size, kernel only and end to end (host data in and "
+      "out), and the size from which it wins");
+  add_common(sub, *c, true);
+  return {sub, [c] { return run_compare(*c); }};
 }
 
 }  // namespace tandem::cli

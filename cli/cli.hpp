@@ -1,22 +1,22 @@
+// The tandem command line as a function, so that tests can run it in-process.
 #pragma once
-
-#include <string>
-#include <vector>
 
 namespace tandem::cli {
 
-// Each subcommand takes its arguments (after the subcommand name) and returns the exit code:
-// 0 success, 1 a check failed, 2 bad usage or an unusable backend.
-int info_main(const std::vector<std::string>& args);
-int check_main(const std::vector<std::string>& args);
-int train_main(const std::vector<std::string>& args);
+// Exit codes of every command.
+enum Exit : int {
+  kOk = 0,
+  kFailed = 1,     // a check or an accuracy target failed, or measurements were too noisy to keep
+  kUsage = 2,      // bad options, an unknown or unusable backend, a bad TANDEM_* value
+  kDataError = 3,  // input data or a model file is malformed, or a file cannot be read or written
+  kRunError = 4,   // the device or the run failed (out of memory, a device error, anything unexpected)
+};
+
+// Parses argv (argv[0] is the program) and runs the command; returns its exit code.
+int run(int argc, const char* const* argv);
+
 // After an error in `train --distributed` on several ranks: ends every rank of the job (the
 // others may wait in a collective for this one); does nothing otherwise.
 void end_distributed_job(int code);
-int regress_main(const std::vector<std::string>& args);
-int bench_main(const std::vector<std::string>& args);
-int compare_main(const std::vector<std::string>& args);
-int bench_bandwidth_main(const std::vector<std::string>& args);
-int bench_memory_main(const std::vector<std::string>& args);
 
 }  // namespace tandem::cli

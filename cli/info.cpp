@@ -1,37 +1,53 @@
 // tandem info: what is compiled in, what can run here, and what the devices are.
 #include <cstdio>
-#include <sstream>
+#include <memory>
 #include <string>
 
-#include "args.hpp"
-#include "cli.hpp"
+#include "options.hpp"
 #include "tandem/tandem.hpp"
 
 namespace tandem::cli {
-
 namespace {
 
-std::string properties_json(const DeviceProperties& p) {
-  std::ostringstream o;
-  o << "{\"name\": " << json_string(p.name) << ", \"kind\": \"" << kind_name(p.kind)
-    << "\", \"memory_bytes\": " << p.memory_bytes << ", \"compute_units\": " << p.compute_units
-    << ", \"simd_width\": " << p.simd_width << ", \"shared_memory_per_block\": " << p.shared_memory_per_block
-    << ", \"l1_cache_bytes\": " << p.l1_cache_bytes << ", \"l2_cache_bytes\": " << p.l2_cache_bytes
-    << ", \"l3_cache_bytes\": " << p.l3_cache_bytes
-    << ", \"shared_memory_per_multiprocessor\": " << p.shared_memory_per_multiprocessor
-    << ", \"clock_mhz\": " << p.clock_mhz << ", \"memory_clock_mhz\": " << p.memory_clock_mhz
-    << ", \"memory_bus_width_bits\": " << p.memory_bus_width_bits
-    << ", \"memory_bandwidth_gbs\": " << p.memory_bandwidth_gbs
-    << ", \"compute_capability\": " << json_string(p.compute_capability) << ", \"isa_features\": [";
-  for (std::size_t i = 0; i < p.isa_features.size(); ++i) o << (i ? ", " : "") << json_string(p.isa_features[i]);
-  o << "]}";
-  return o.str();
+struct InfoArgs {
+  JsonOption json;
+};
+
+Json properties_json(const DeviceProperties& p) {
+  return Json{{"name", p.name},
+              {"kind", kind_name(p.kind)},
+              {"memory_bytes", p.memory_bytes},
+              {"compute_units", p.compute_units},
+              {"simd_width", p.simd_width},
+              {"shared_memory_per_block", p.shared_memory_per_block},
+              {"l1_cache_bytes", p.l1_cache_bytes},
+              {"l2_cache_bytes", p.l2_cache_bytes},
+              {"l3_cache_bytes", p.l3_cache_bytes},
+              {"shared_memory_per_multiprocessor", p.shared_memory_per_multiprocessor},
+              {"clock_mhz", p.clock_mhz},
+              {"memory_clock_mhz", p.memory_clock_mhz},
+              {"memory_bus_width_bits", p.memory_bus_width_bits},
+              {"memory_bandwidth_gbs", number(p.memory_bandwidth_gbs)},
+              {"compute_capability", p.compute_capability},
+              {"isa_features", p.isa_features}};
 }
 
-std::string tiers_text(Backend& be, const char* sep) {
+Json topology_json(const CpuTopology& t) {
+  Json caches = Json::array();
+  for (const CacheInfo& c : t.caches) {
+    caches.push_back({{"level", c.level}, {"type", c.type}, {"bytes", c.bytes}, {"shared_by", c.shared_by}});
+  }
+  return Json{{"logical_cpus", t.logical_cpus},
+              {"cores", t.cores},
+              {"packages", t.packages},
+              {"caches", caches},
+              {"source", t.source}};
+}
+
+std::string tiers_text(Backend& be) {
   std::string text;
   for (DType t : {DType::f32, DType::f64, DType::f16, DType::bf16}) {
-    text += std::string(text.empty() ? "" : sep) + std::string(name_of(t)) + ":";
+    text += std::string(text.empty() ? "" : "  ") + std::string(name_of(t)) + ":";
     bool first = true;
     for (auto tier : be.matmul_tiers(t)) {
       text += std::string(first ? "" : ",") + std::string(name_of(tier));
@@ -41,37 +57,26 @@ std::string tiers_text(Backend& be, const char* sep) {
   return text;
 }
 
-}  // namespace
+std::string size_text(std::size_t bytes) {
+  if (bytes >= (std::size_t(1) << 20) && bytes % (std::size_t(1) << 20) == 0) {
+    return std::to_string(bytes >> 20) + " MiB";
+  }
+  return std::to_string(bytes >> 10) + " KiB";
+}
 
-int info_main(const std::vector<std::string>& args) {
-  bool json = false;
-  for (const auto& a : args) {
-    if (a == "--json") {
-      json = true;
-    } else {
-      std::fprintf(stderr, "tandem info: unknown option '%s' (options: --json)\n", a.c_str());
-      return 2;
-    }
+void print_text(const std::vector<BackendInfo>& list, const std::string& chosen) {
+  std::printf("tandem %s; 'auto' selects: %s\n", version_string, chosen.c_str());
+  const CpuTopology& t = cpu_topology();
+  std::printf("host CPU: %d logical CPUs, %d cores, %d package(s); caches of CPU 0:", t.logical_cpus, t.cores,
+              t.packages);
+  for (const CacheInfo& c : t.caches) {
+    std::printf(" L%d%s %s (shared by %d)", c.level,
+                c.type == "Data"          ? "d"
+                : c.type == "Instruction" ? "i"
+                                          : "",
+                size_text(c.bytes).c_str(), c.shared_by);
   }
-  const auto list = backends();
-  const std::string chosen = auto_backend_name();
-  if (json) {
-    std::printf("{\"version\": \"%s\", \"auto\": %s, \"backends\": [", version_string, json_string(chosen).c_str());
-    for (std::size_t i = 0; i < list.size(); ++i) {
-      const auto& b = list[i];
-      std::printf("%s\n  {\"name\": %s, \"built\": %s, \"available\": %s, \"reason\": %s, \"devices\": %d",
-                  i ? "," : "", json_string(b.name).c_str(), b.built ? "true" : "false", b.available ? "true" : "false",
-                  json_string(b.reason).c_str(), b.device_count);
-      if (b.available) {
-        Backend& be = get_backend(b.name);
-        std::printf(", \"properties\": %s", properties_json(be.properties()).c_str());
-      }
-      std::printf("}");
-    }
-    std::printf("\n]}\n");
-    return 0;
-  }
-  std::printf("tandem %s; 'auto' selects: %s\n\n", version_string, chosen.c_str());
+  std::printf("%s\n\n", t.caches.empty() ? (" unknown (" + t.source + ")").c_str() : "");
   for (const auto& b : list) {
     if (!b.available) {
       std::printf("%-10s unavailable: %s\n", b.name.c_str(), b.reason.c_str());
@@ -98,9 +103,41 @@ int info_main(const std::vector<std::string>& args) {
     std::string isa;
     for (const auto& f : p.isa_features) isa += (isa.empty() ? "" : " ") + f;
     std::printf("           features:      %s\n", isa.empty() ? "-" : isa.c_str());
-    std::printf("           matmul tiers:  %s\n", tiers_text(be, "  ").c_str());
+    std::printf("           matmul tiers:  %s\n", tiers_text(be).c_str());
   }
+}
+
+int run_info(const InfoArgs& a) {
+  const auto list = backends();
+  const std::string chosen = auto_backend_name();
+  if (!a.json.to_stdout()) print_text(list, chosen);
+  if (!a.json.wanted()) return 0;
+  Json doc{{"command", "info"}, {"version", version_string}, {"auto", chosen}, {"host", topology_json(cpu_topology())}};
+  Json entries = Json::array();
+  for (const auto& b : list) {
+    Json entry{{"name", b.name},
+               {"built", b.built},
+               {"available", b.available},
+               {"reason", b.reason},
+               {"devices", b.device_count}};
+    if (b.available) entry["properties"] = properties_json(get_backend(b.name).properties());
+    entries.push_back(std::move(entry));
+  }
+  doc["backends"] = std::move(entries);
+  a.json.write(doc);
   return 0;
+}
+
+}  // namespace
+
+Command add_info(CLI::App& app) {
+  auto a = std::make_shared<InfoArgs>();
+  CLI::App* sub = app.add_subcommand(
+      "info",
+      "backends compiled in, whether each can run here (and why not), the host CPU's caches and cores, and "
+      "the properties of each available device");
+  a->json.add(sub, "the same");
+  return {sub, [a] { return run_info(*a); }};
 }
 
 }  // namespace tandem::cli

@@ -20,8 +20,7 @@ inline int omp_get_max_threads() { return 1; }
 #include <string>
 #include <vector>
 
-#include "args.hpp"
-#include "cli.hpp"
+#include "options.hpp"
 #include "sweep.hpp"
 #include "tandem/detail/timing.hpp"
 #include "tandem/tandem.hpp"
@@ -51,33 +50,11 @@ std::string bytes_text(std::size_t b) {
   return buf;
 }
 
-std::string today() {
-  std::time_t now = std::time(nullptr);
-  char date[32];
-  std::strftime(date, sizeof date, "%Y-%m-%d", std::localtime(&now));
-  return date;
-}
-
-void write_json(const std::string& path, const std::string& text) {
-  if (!path.empty()) write_text(path, text);
-}
-
-// Cache sizes the OS reports for CPU 0 (level and bytes), from sysfs; empty elsewhere.
+// The data caches of CPU 0 as sysfs reports them (level and bytes of one instance).
 std::vector<std::pair<std::string, std::size_t>> cache_sizes() {
   std::vector<std::pair<std::string, std::size_t>> out;
-  for (int i = 0; i < 8; ++i) {
-    const std::string dir = "/sys/devices/system/cpu/cpu0/cache/index" + std::to_string(i) + "/";
-    std::ifstream level(dir + "level"), type(dir + "type"), size(dir + "size");
-    if (!level || !type || !size) break;
-    std::string l, t, s;
-    level >> l;
-    type >> t;
-    size >> s;
-    if (t == "Instruction" || s.empty()) continue;
-    std::size_t bytes = std::strtoull(s.c_str(), nullptr, 10);
-    if (s.back() == 'K') bytes <<= 10;
-    if (s.back() == 'M') bytes <<= 20;
-    out.emplace_back("L" + l, bytes);
+  for (const CacheInfo& c : cpu_topology().caches) {
+    if (c.type != "Instruction") out.emplace_back("L" + std::to_string(c.level), c.bytes);
   }
   return out;
 }
@@ -115,8 +92,8 @@ double read_gbps(const float* data, std::size_t bytes) {
 // (unless quiet) with a mark where the bandwidth falls by 30% or more (a level ends), and
 // returned as the JSON rows of the "memory" array.
 template <class Measure>
-std::string working_set_rows(std::size_t smallest, std::size_t largest, bool quiet, Measure&& gbps_at) {
-  std::string rows;
+Json working_set_rows(std::size_t smallest, std::size_t largest, bool quiet, Measure&& gbps_at) {
+  Json rows = Json::array();
   double previous = 0;
   for (std::size_t bytes = smallest; bytes <= largest; bytes *= 2) {
     const double gbps = gbps_at(bytes);
@@ -126,11 +103,17 @@ std::string working_set_rows(std::size_t smallest, std::size_t largest, bool qui
       std::fflush(stdout);
     }
     previous = gbps;
-    rows += std::string(rows.empty() ? "" : ",\n") + "    {\"bytes\": " + std::to_string(bytes) +
-            ", \"read_gbps\": " + json_number(gbps) + "}";
+    rows.push_back({{"bytes", bytes}, {"read_gbps", number(gbps)}});
   }
   return rows;
 }
+
+// The options `bench bandwidth` and `bench memory` share.
+struct LevelArgs {
+  std::string backend, plot;
+  bool full = false;
+  JsonOption json;
+};
 
 // Median of `reps` event-timed runs (ms) of f on the backend's default queue, `before` run
 // untimed ahead of each.
@@ -151,9 +134,10 @@ double event_median_ms(Backend& be, int reps, B&& before, F&& f) {
 // `tandem bench memory --backend GPU`: the device's levels, by the read probe (Backend::read_probe)
 // over working sets from 256 KiB to most of its memory, with shared memory and the host-device
 // link (pinned, 64 MiB) beside them. Every run's sum is checked: each element read `passes` times.
-int gpu_memory(Backend& be, bool full, const std::string& json_path, const std::string& plot_dir) {
+int gpu_memory(Backend& be, const LevelArgs& a) {
+  const bool full = a.full;
   const DeviceProperties props = be.properties();
-  const bool quiet = json_path == "-";
+  const bool quiet = a.json.to_stdout();
   const bool simulator = props.kind == BackendKind::simulator;
   // The simulator runs kernels on the CPU: a few small sets show that the probe works, no more.
   const std::size_t free_now = be.device_free_bytes();
@@ -201,75 +185,45 @@ int gpu_memory(Backend& be, bool full, const std::string& json_path, const std::
                 bytes_text(props.shared_memory_per_block).c_str());
     std::printf("%12s %10s\n", "working set", "GB/s");
   }
-  std::string json = "{\n  \"command\": \"tandem bench memory --backend " + be.name() + "\",\n  \"date\": \"" +
-                     today() + "\",\n  \"backend\": " + json_string(be.name()) +
-                     ",\n  \"device\": " + json_string(props.name) +
-                     ",\n  \"threads\": " + std::to_string(std::size_t(blocks) * 256) + ",\n  \"caches\": [";
-  if (props.l2_cache_bytes > 0) json += "{\"level\": \"L2\", \"bytes\": " + std::to_string(props.l2_cache_bytes) + "}";
-  json += "],\n  \"shared_gbps\": " + json_number(shared_gbps) + ",\n  \"link_gbps\": " + json_number(link_gbps) +
-          ",\n  \"memory\": [\n";
-  json += working_set_rows(simulator ? 4096 : (std::size_t(256) << 10), largest, quiet, [&](std::size_t bytes) {
-    const unsigned passes = static_cast<unsigned>(std::max(1.0, target / double(bytes)));
-    return probe(bytes, passes, 0, double(bytes) * passes);
-  });
-  json += "\n  ]\n}\n";
+  Json caches = Json::array();
+  if (props.l2_cache_bytes > 0) caches.push_back({{"level", "L2"}, {"bytes", props.l2_cache_bytes}});
+  Json json{{"command", "tandem bench memory --backend " + be.name()},
+            {"date", today()},
+            {"backend", be.name()},
+            {"device", props.name},
+            {"threads", std::size_t(blocks) * 256},
+            {"caches", caches},
+            {"shared_gbps", number(shared_gbps)},
+            {"link_gbps", number(link_gbps)}};
+  json["memory"] =
+      working_set_rows(simulator ? 4096 : (std::size_t(256) << 10), largest, quiet, [&](std::size_t bytes) {
+        const unsigned passes = static_cast<unsigned>(std::max(1.0, target / double(bytes)));
+        return probe(bytes, passes, 0, double(bytes) * passes);
+      });
   if (!quiet) {
     std::printf("%12s %10.1f   (each block's %s read from on-chip shared memory)\n", "shared", shared_gbps,
                 bytes_text(std::size_t(per_block) * sizeof(float)).c_str());
     std::printf("%12s %10.1f   (host to device, pinned, %s)\n", "link", link_gbps, bytes_text(link_bytes).c_str());
   }
-  write_json(json_path, json);
-  if (!plot_dir.empty()) sweep::plot_json(json, plot_dir, "memory.json");
+  a.json.write(json);
+  if (!a.plot.empty()) sweep::plot_json(json, a.plot, "memory.json");
   return 0;
 }
 
-// The options `bench bandwidth` and `bench memory` share; false (after printing) on an unknown one.
-struct LevelArgs {
-  std::string backend, json, plot;
-  bool full = false;
-};
-bool parse_level_args(const std::vector<std::string>& argv, const char* command, LevelArgs& a) {
-  Args args(argv);
-  while (args.next()) {
-    const std::string& f = args.flag();
-    if (f == "--backend") {
-      a.backend = args.value();
-    } else if (f == "--json") {
-      a.json = args.value();
-    } else if (f == "--plot") {
-      a.plot = args.value();
-    } else if (f == "--full") {
-      a.full = true;
-    } else {
-      std::fprintf(stderr, "tandem bench %s: unknown option '%s' (see tandem --help)\n", command, f.c_str());
-      return false;
-    }
-  }
-  return true;
-}
-
-}  // namespace
-
-int bench_bandwidth_main(const std::vector<std::string>& argv) {
-  LevelArgs a;
-  if (!parse_level_args(argv, "bandwidth", a)) return 2;
-  const std::string &backend_name = a.backend, &json_path = a.json, &plot_dir = a.plot;
+int bench_bandwidth(const LevelArgs& a) {
   const bool full = a.full;
-  Backend& be = backend_name.empty() ? default_backend() : get_backend(backend_name);
+  Backend& be = a.backend.empty() ? default_backend() : get_backend(a.backend);
   const DeviceProperties props = be.properties();
-  const bool quiet = json_path == "-";
+  const bool quiet = a.json.to_stdout();
   const std::size_t largest = full ? (std::size_t(1) << 30) : (std::size_t(64) << 20);
   sweep::warm_up(be);
-  std::string json = "{\n  \"command\": \"tandem bench bandwidth\",\n  \"date\": \"" + today() +
-                     "\",\n  \"backend\": " + json_string(be.name()) + ",\n  \"device\": " + json_string(props.name) +
-                     ",\n  \"bandwidth\": [\n";
+  Json rows = Json::array();
   if (!quiet) {
     std::printf(
         "host <-> %s (%s) copy bandwidth, GB/s%s\n", be.name().c_str(), props.name.c_str(),
         props.kind == BackendKind::cpu ? " (a CPU backend's device memory is host memory: these are memcpy)" : "");
     std::printf("%10s %16s %14s %16s %14s\n", "size", "to device page", "to device pin", "to host page", "to host pin");
   }
-  bool first = true;
   for (std::size_t bytes = 1024; bytes <= largest; bytes *= 4) {
     const std::size_t n = bytes / 4;
     std::vector<float> pageable(n, 1.0f);
@@ -292,31 +246,31 @@ int bench_bandwidth_main(const std::vector<std::string>& argv) {
                   gbps(down_page), gbps(down_pin), pinned.is_pinned() ? "" : "  (no page-locked memory here)");
       std::fflush(stdout);
     }
-    json += std::string(first ? "" : ",\n") + "    {\"bytes\": " + std::to_string(bytes) +
-            ", \"to_device_pageable_gbps\": " + json_number(gbps(up_page)) +
-            ", \"to_device_pinned_gbps\": " + json_number(gbps(up_pin)) +
-            ", \"to_host_pageable_gbps\": " + json_number(gbps(down_page)) +
-            ", \"to_host_pinned_gbps\": " + json_number(gbps(down_pin)) +
-            ", \"pinned\": " + (pinned.is_pinned() ? "true" : "false") + "}";
-    first = false;
+    rows.push_back({{"bytes", bytes},
+                    {"to_device_pageable_gbps", number(gbps(up_page))},
+                    {"to_device_pinned_gbps", number(gbps(up_pin))},
+                    {"to_host_pageable_gbps", number(gbps(down_page))},
+                    {"to_host_pinned_gbps", number(gbps(down_pin))},
+                    {"pinned", pinned.is_pinned()}});
   }
-  json += "\n  ]\n}\n";
-  write_json(json_path, json);
-  if (!plot_dir.empty()) sweep::plot_json(json, plot_dir, "bandwidth.json");
+  const Json json{{"command", "tandem bench bandwidth"},
+                  {"date", today()},
+                  {"backend", be.name()},
+                  {"device", props.name},
+                  {"bandwidth", rows}};
+  a.json.write(json);
+  if (!a.plot.empty()) sweep::plot_json(json, a.plot, "bandwidth.json");
   return 0;
 }
 
-int bench_memory_main(const std::vector<std::string>& argv) {
-  LevelArgs a;
-  if (!parse_level_args(argv, "memory", a)) return 2;
-  const std::string &backend_name = a.backend, &json_path = a.json, &plot_dir = a.plot;
+int bench_memory(const LevelArgs& a) {
   const bool full = a.full;
-  if (!backend_name.empty()) {
-    Backend& be = get_backend(backend_name);
-    if (be.properties().kind != BackendKind::cpu) return gpu_memory(be, full, json_path, plot_dir);
+  if (!a.backend.empty()) {
+    Backend& be = get_backend(a.backend);
+    if (be.properties().kind != BackendKind::cpu) return gpu_memory(be, a);
     // A CPU backend's memory is the host's: the host loop below measures it.
   }
-  const bool quiet = json_path == "-";
+  const bool quiet = a.json.to_stdout();
   const std::size_t largest = full ? (std::size_t(4) << 30) : (std::size_t(256) << 20);
   const auto caches = cache_sizes();
   // One allocation, first-touched by the threads that read it.
@@ -334,18 +288,45 @@ int bench_memory_main(const std::vector<std::string>& argv) {
     for (const auto& [level, bytes] : caches) std::printf(" %s %s", level.c_str(), bytes_text(bytes).c_str());
     std::printf("\n%12s %10s\n", "working set", "GB/s");
   }
-  std::string json = "{\n  \"command\": \"tandem bench memory\",\n  \"date\": \"" + today() +
-                     "\",\n  \"threads\": " + std::to_string(omp_get_max_threads()) + ",\n  \"caches\": [";
-  for (std::size_t i = 0; i < caches.size(); ++i) {
-    json += std::string(i ? ", " : "") + "{\"level\": \"" + caches[i].first +
-            "\", \"bytes\": " + std::to_string(caches[i].second) + "}";
-  }
-  json += "],\n  \"memory\": [\n";
-  json += working_set_rows(4096, largest, quiet, [&](std::size_t bytes) { return read_gbps(data.data(), bytes); });
-  json += "\n  ]\n}\n";
-  write_json(json_path, json);
-  if (!plot_dir.empty()) sweep::plot_json(json, plot_dir, "memory.json");
+  Json cache_rows = Json::array();
+  for (const auto& [level, bytes] : caches) cache_rows.push_back({{"level", level}, {"bytes", bytes}});
+  Json json{{"command", "tandem bench memory"},
+            {"date", today()},
+            {"threads", omp_get_max_threads()},
+            {"caches", cache_rows}};
+  json["memory"] =
+      working_set_rows(4096, largest, quiet, [&](std::size_t bytes) { return read_gbps(data.data(), bytes); });
+  a.json.write(json);
+  if (!a.plot.empty()) sweep::plot_json(json, a.plot, "memory.json");
   return 0;
+}
+
+}  // namespace
+
+// bench bandwidth and bench memory, under bench.
+std::vector<Command> add_levels(CLI::App* bench) {
+  std::vector<Command> out;
+  for (const bool memory : {false, true}) {
+    auto a = std::make_shared<LevelArgs>();
+    CLI::App* sub =
+        memory ? bench->add_subcommand(
+                     "memory",
+                     "CPU read bandwidth by working set, 4 KiB to 256 MiB (--full: 4 GiB): where L1, L2, L3 and RAM "
+                     "begin, beside the cache sizes sysfs reports; with a GPU backend, its L1, L2 and device memory "
+                     "by a probe kernel (256 KiB to 1 GiB, --full: 4 GiB), shared memory and the host link")
+               : bench->add_subcommand("bandwidth",
+                                       "host <-> device copies from pageable and pinned memory, 1 KiB to 64 MiB "
+                                       "(--full: 1 GiB)");
+    sub->add_option(
+           "--backend", a->backend,
+           memory ? "a GPU backend to probe (default: the host CPU)" : "backend (default: TANDEM_BACKEND, else auto)")
+        ->type_name("NAME");
+    sub->add_flag("--full", a->full, "the whole size range");
+    a->json.add(sub, "the measurements");
+    sub->add_option("--plot", a->plot, "PNG plots in DIR (needs python3-matplotlib)")->type_name("DIR");
+    out.push_back({sub, [a, memory] { return memory ? bench_memory(*a) : bench_bandwidth(*a); }});
+  }
+  return out;
 }
 
 }  // namespace tandem::cli

@@ -6,17 +6,16 @@
 #include <algorithm>
 #include <chrono>
 #include <cmath>
+#include <condition_variable>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <ctime>
-#include <filesystem>
-#include <fstream>
 #include <memory>
+#include <mutex>
 #include <random>
 #include <thread>
 
-#include "args.hpp"
 #include "tandem/detail/timing.hpp"
 #include "tandem/tandem.hpp"
 
@@ -325,6 +324,54 @@ std::size_t flush_bytes(const DeviceProperties& p) {
   return 2 * std::max({p.l3_cache_bytes, p.l2_cache_bytes, p.l1_cache_bytes});
 }
 
+// Says on standard error what is being measured whenever 2 s pass without a line (a result
+// counts as one: bench prints a row for each), so that a long run never looks hung.
+class Watch {
+ public:
+  using Clock = std::chrono::steady_clock;
+  explicit Watch(std::string label) : label_(std::move(label)) {
+    if (!label_.empty()) thread_ = std::thread([this] { loop(); });
+  }
+  ~Watch() {
+    {
+      std::lock_guard lock(mutex_);
+      stop_ = true;
+    }
+    wake_.notify_all();
+    if (thread_.joinable()) thread_.join();
+  }
+  void begin(std::string what) {
+    std::lock_guard lock(mutex_);
+    what_ = std::move(what);
+  }
+  void result() {
+    std::lock_guard lock(mutex_);
+    ++results_;
+    last_ = Clock::now();
+  }
+
+ private:
+  void loop() {
+    std::unique_lock lock(mutex_);
+    while (!wake_.wait_for(lock, std::chrono::milliseconds(200), [this] { return stop_; })) {
+      const auto now = Clock::now();
+      if (now - last_ < std::chrono::seconds(2)) continue;
+      std::fprintf(stderr, "%s: measuring %s (%zu results so far, %.0f s)\n", label_.c_str(), what_.c_str(), results_,
+                   std::chrono::duration<double>(now - start_).count());
+      std::fflush(stderr);
+      last_ = now;
+    }
+  }
+  std::string label_, what_ = "setup";
+  std::size_t results_ = 0;
+  const Clock::time_point start_ = Clock::now();
+  Clock::time_point last_ = start_;
+  bool stop_ = false;
+  std::mutex mutex_;
+  std::condition_variable wake_;
+  std::thread thread_;
+};
+
 }  // namespace
 
 void warm_up(Backend& be) {
@@ -365,10 +412,12 @@ std::vector<Result> run(const Options& o, const std::function<void(const Result&
     }
   }
   std::vector<Result> results;
+  Watch watch(o.progress_label);
   for (const std::string& name : names) {
     Backend& be = get_backend(name);
     const DeviceProperties props = be.properties();
     const bool reference = name == "reference";
+    watch.begin("the warm-up of " + name);
     warm_up(be);
     // Where a kernel's data would fit in the caches, each timed run starts cold (options.flush).
     // Not on the simulators and the reference: correctness tools, not timing models.
@@ -382,6 +431,8 @@ std::vector<Result> run(const Options& o, const std::function<void(const Result&
         // Flushing matters where the operands (three arrays at most) fit in the caches.
         Buffer* flush = evict > 0 && 3 * 4 * elems < evict ? &flusher : nullptr;
         const bool on_host = props.kind == BackendKind::cpu;  // for the vendor BLAS's flush
+        const std::string at = std::to_string(n).append(mm ? "^3" : " elements");
+        watch.begin(std::string("the copy bandwidth on ").append(name).append(" at ").append(at));
         const double limit = copy_gbps(be, elems, o.min_seconds, flush);
         auto variants = variants_of(be, algorithm, o.variants);
         // With every tier swept, the vendor row goes first and is the peer of the others.
@@ -397,8 +448,13 @@ std::vector<Result> run(const Options& o, const std::function<void(const Result&
           }
         }
         for (const std::string& variant : variants) {
-          // The slow teaching tiers stop at 1024^3 (minutes per run beyond; the ladder shows there).
-          if (mm && n > 1024 && (variant == "naive" || variant == "tiled")) continue;
+          // The slow teaching tiers stop at 1024^3 (minutes per run beyond; the ladder shows there),
+          // and at 256^3 unless --full (the quick default stays under a minute on 2 cores).
+          if (mm && n > (o.full ? 1024u : 256u) && (variant == "naive" || variant == "tiled")) continue;
+          std::string what = algorithm;  // built in steps: GCC 12 warns falsely (-Wrestrict) on one long +
+          what.append(" on ").append(name);
+          if (!variant.empty()) what.append(" (").append(variant).append(")");
+          watch.begin(what.append(" at ").append(at));
           const auto owned = setup(be, algorithm, variant, n);
           Setup& s = *owned;
           Result r;
@@ -432,6 +488,7 @@ std::vector<Result> run(const Options& o, const std::function<void(const Result&
           r.vendor_gflops = vendor;
           results.push_back(r);
           if (progress) progress(r);
+          watch.result();
           // Its end-to-end runs used OpenBLAS last: let its threads go idle before our tiers run.
           if (on_host && variant == "vendor") std::this_thread::sleep_for(kSettle);
         }
@@ -441,38 +498,65 @@ std::vector<Result> run(const Options& o, const std::function<void(const Result&
   return results;
 }
 
-std::string json(const std::vector<Result>& results, const std::string& command) {
-  std::time_t now = std::time(nullptr);
-  char date[32];
-  std::strftime(date, sizeof date, "%Y-%m-%d", std::localtime(&now));
-  std::string out = "{\n  \"command\": " + json_string(command) + ",\n  \"date\": \"" + date + "\",\n  \"backends\": {";
-  std::vector<std::string> seen;
+Json json(const std::vector<Result>& results, const std::string& command) {
+  Json backends = Json::object();
   for (const Result& r : results) {
-    if (std::find(seen.begin(), seen.end(), r.backend) != seen.end()) continue;
-    out += std::string(seen.empty() ? "" : ", ") + json_string(r.backend) + ": " +
-           json_string(get_backend(r.backend).properties().name);
-    seen.push_back(r.backend);
+    if (!backends.contains(r.backend)) backends[r.backend] = get_backend(r.backend).properties().name;
   }
-  out += "},\n  \"results\": [\n";
-  for (std::size_t i = 0; i < results.size(); ++i) {
-    const Result& r = results[i];
-    out += "    {\"algorithm\": " + json_string(r.algorithm) + ", \"backend\": " + json_string(r.backend) +
-           ", \"kind\": " + json_string(r.kind) + ", \"variant\": " + json_string(r.variant) +
-           ", \"size\": " + std::to_string(r.size) + ", \"bytes\": " + json_number(r.bytes) +
-           ", \"flops\": " + json_number(r.flops) + ", \"kernel_ms\": " + json_number(r.kernel.median_ms) +
-           ", \"kernel_min_ms\": " + json_number(r.kernel.min_ms) +
-           ", \"kernel_max_ms\": " + json_number(r.kernel.max_ms) + ", \"reps\": " + std::to_string(r.kernel.reps) +
-           ", \"e2e_pageable_ms\": " + json_number(r.e2e_pageable_ms) +
-           ", \"e2e_pinned_ms\": " + json_number(r.e2e_pinned_ms) +
-           ", \"e2e_overlap_ms\": " + json_number(r.e2e_overlap_ms) +
-           ", \"e2e_managed_ms\": " + json_number(r.e2e_managed_ms) +
-           ", \"flushed\": " + (r.flushed ? "true" : "false") + ", \"gbps\": " + json_number(r.gbps()) +
-           ", \"gflops\": " + json_number(r.flops > 0 ? r.gflops() : 0) +
-           ", \"copy_gbps\": " + json_number(r.limit_gbps) + ", \"vendor_gflops\": " + json_number(r.vendor_gflops) +
-           "}" + (i + 1 < results.size() ? "," : "") + "\n";
+  Json rows = Json::array();
+  for (const Result& r : results) {
+    rows.push_back({{"algorithm", r.algorithm},
+                    {"backend", r.backend},
+                    {"kind", r.kind},
+                    {"variant", r.variant},
+                    {"size", r.size},
+                    {"bytes", r.bytes},
+                    {"flops", r.flops},
+                    {"kernel_ms", number(r.kernel.median_ms)},
+                    {"kernel_min_ms", number(r.kernel.min_ms)},
+                    {"kernel_max_ms", number(r.kernel.max_ms)},
+                    {"reps", r.kernel.reps},
+                    {"e2e_pageable_ms", number(r.e2e_pageable_ms)},
+                    {"e2e_pinned_ms", number(r.e2e_pinned_ms)},
+                    {"e2e_overlap_ms", number(r.e2e_overlap_ms)},
+                    {"e2e_managed_ms", number(r.e2e_managed_ms)},
+                    {"flushed", r.flushed},
+                    {"gbps", number(r.gbps())},
+                    {"gflops", number(r.flops > 0 ? r.gflops() : 0)},
+                    {"copy_gbps", number(r.limit_gbps)},
+                    {"vendor_gflops", number(r.vendor_gflops)}});
   }
-  out += "  ]\n}\n";
-  return out;
+  return Json{{"command", command}, {"date", today()}, {"backends", backends}, {"results", rows}};
+}
+
+double load_average() {
+  double load[1] = {0};
+  return getloadavg(load, 1) == 1 ? load[0] : 0;
+}
+
+Noise assess_noise(const std::vector<Result>& results, double load_before, int cpus) {
+  Noise n;
+  n.load_average = load_before;
+  n.cpus = cpus;
+  for (const Result& r : results) {
+    // Kernels of microseconds jitter by nature (a cold cache line, a timer tick): not counted.
+    if (r.kernel.reps < 3 || r.kernel.min_ms <= 0 || r.kernel.median_ms < 0.05) continue;
+    ++n.timed_rows;
+    n.spread_rows += r.kernel.median_ms > 1.5 * r.kernel.min_ms;
+  }
+  char why[256] = "";
+  if (cpus > 0 && load_before > 0.75 * cpus) {
+    std::snprintf(why, sizeof why, "the load average was %.2f on %d CPUs before the run (other work was running)",
+                  load_before, cpus);
+  } else if (n.timed_rows > 0 && 4 * n.spread_rows > n.timed_rows) {
+    std::snprintf(why, sizeof why,
+                  "in %zu of %zu results the median kernel time is over 50%% above the fastest run (the machine is "
+                  "busy or its clock varies)",
+                  n.spread_rows, n.timed_rows);
+  }
+  n.why = why;
+  n.noisy = !n.why.empty();
+  return n;
 }
 
 std::string csv(const std::vector<Result>& results) {
@@ -490,49 +574,6 @@ std::string csv(const std::vector<Result>& results) {
     out += line;
   }
   return out;
-}
-
-void plot(const std::vector<Result>& results, const std::string& dir, const std::string& command) {
-  plot_json(json(results, command), dir, "results.json");
-}
-
-void plot_json(const std::string& text, const std::string& dir, const std::string& file) {
-  namespace fs = std::filesystem;
-  std::error_code ec;
-  fs::create_directories(dir, ec);
-  if (ec) throw InvalidArgument("--plot: cannot create " + dir + " (" + ec.message() + ")");
-  const fs::path data = fs::path(dir) / file;
-  {
-    std::ofstream f(data);
-    f << text;
-    if (!f) throw InvalidArgument("--plot: cannot write " + data.string());
-  }
-  // The script: installed beside the CLI (share/tandem), else in the source tree it was built from.
-  char self[4096] = {};
-  const ssize_t len = readlink("/proc/self/exe", self, sizeof self - 1);
-  std::vector<fs::path> candidates;
-  if (len > 0)
-    candidates.push_back(fs::path(std::string(self, std::size_t(len))).parent_path() / "../share/tandem/plot.py");
-  candidates.emplace_back(TANDEM_SOURCE_DIR "/bench/plot.py");
-  fs::path script;
-  for (const fs::path& c : candidates) {
-    if (fs::exists(c)) {
-      script = c;
-      break;
-    }
-  }
-  if (script.empty())
-    throw InvalidArgument("--plot: bench/plot.py is not installed with this tandem; the data is in " + data.string());
-  // Debian's matplotlib belongs to /usr/bin/python3; a python3 earlier on PATH may lack it.
-  for (const char* python : {"/usr/bin/python3", "python3"}) {
-    const std::string probe = std::string(python) + " -c 'import matplotlib' >/dev/null 2>&1";
-    if (std::system(probe.c_str()) != 0) continue;
-    const std::string cmd = std::string(python) + " '" + script.string() + "' '" + data.string() + "' '" + dir + "'";
-    if (std::system(cmd.c_str()) != 0) throw InvalidArgument("--plot: " + script.string() + " failed (see above)");
-    return;
-  }
-  throw InvalidArgument("--plot needs matplotlib: apt install python3-matplotlib (the data is in " + data.string() +
-                        ")");
 }
 
 }  // namespace tandem::cli::sweep

@@ -11,6 +11,8 @@
 #include <string>
 #include <vector>
 
+#include "options.hpp"
+
 namespace tandem {
 class Backend;
 }
@@ -24,6 +26,9 @@ struct Options {
   std::vector<std::string> algorithms;  // empty: all of them
   double min_seconds = 0.02;            // per kernel timing: repeat until this much time has passed
   bool flush = true;                    // evict the caches before each kernel run whose data fits in them
+  // Progress on standard error whenever 2 s pass without a line: what is being measured, how
+  // many results are in. Empty: none.
+  std::string progress_label;
 };
 
 struct Timing {
@@ -63,13 +68,29 @@ const std::vector<std::string>& algorithm_names();
 // Runs the sweep; `progress` is told each result as it is measured.
 std::vector<Result> run(const Options& options, const std::function<void(const Result&)>& progress = {});
 
-std::string json(const std::vector<Result>& results, const std::string& command);
+Json json(const std::vector<Result>& results, const std::string& command);
 std::string csv(const std::vector<Result>& results);
 
-// Writes results.json into dir and runs bench/plot.py on it (Debian's python3-matplotlib);
-// throws InvalidArgument saying what to install when it cannot.
-void plot(const std::vector<Result>& results, const std::string& dir, const std::string& command);
-// The same for any JSON plot.py knows (bench, compare, bench bandwidth, bench memory).
-void plot_json(const std::string& text, const std::string& dir, const std::string& file);
+// Whether the numbers can be trusted: noisy when the machine was busy before the run (1-minute
+// load average above 3/4 of the logical CPUs) or when, in more than a quarter of the results
+// timed 3 times or more at 0.05 ms or longer, the median kernel time is more than 50% above the
+// fastest run.
+struct Noise {
+  bool noisy = false;
+  double load_average = 0;  // before the run
+  int cpus = 0;
+  std::size_t spread_rows = 0, timed_rows = 0;  // rows with median > 1.5 x min, of the rows counted
+  std::string why;                              // empty when not noisy
+};
+double load_average();  // 1-minute; 0 where the OS does not say
+Noise assess_noise(const std::vector<Result>& results, double load_before, int cpus);
+
+// Writes the JSON into dir as `file` and runs bench/plot.py on it with /usr/bin/python3 (Debian's
+// python3-matplotlib), as an argument vector (no shell); InvalidArgument saying what to install
+// when it cannot, IoError when dir cannot be written.
+void plot_json(const Json& doc, const std::string& dir, const std::string& file);
+inline void plot(const std::vector<Result>& results, const std::string& dir, const std::string& command) {
+  plot_json(json(results, command), dir, "results.json");
+}
 
 }  // namespace tandem::cli::sweep

@@ -4,6 +4,7 @@
 
 #include <chrono>
 #include <cstdio>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -11,8 +12,8 @@
 #include <mpi.h>
 #endif
 
-#include "args.hpp"
 #include "cli.hpp"
+#include "options.hpp"
 #include "tandem/mlp.hpp"
 #include "tandem/tandem.hpp"
 
@@ -22,31 +23,17 @@ namespace {
 bool distributed_job = false;  // train --distributed runs on more than one rank
 
 struct TrainArgs {
-  std::string data, labels, label_column = "last", backend, save, header = "detect";
-  char delimiter = '\0';
-  std::vector<std::size_t> layers;
-  UnaryOp activation = UnaryOp::relu;
+  DataArgs source;
+  std::string backend, save, layers_text, activation = "relu", optimizer = "adam", dtype = "f32", placement = "auto";
   ml::MlpOptions model;
   ml::TrainOptions train;
-  double test_fraction = 0.2;
-  std::uint64_t split_seed = 42;
-  bool standardize = true, json = false, mixed_precision = false, distributed = false;
+  double test_fraction = 0.2, min_accuracy = 0;
+  std::uint64_t seed = 0;
+  CLI::Option* seed_option = nullptr;
+  bool no_standardize = false, mixed_precision = false, distributed = false;
   dist::DataParallelOptions parallel;
+  JsonOption json;
 };
-
-data::CsvOptions csv_options(const std::string& label_column, char delimiter, const std::string& header) {
-  data::CsvOptions o;
-  o.label_column = data::parse_label_column(label_column);
-  o.delimiter = delimiter;
-  if (header == "yes") {
-    o.header = data::CsvOptions::Header::yes;
-  } else if (header == "no") {
-    o.header = data::CsvOptions::Header::no;
-  } else if (header != "detect") {
-    throw InvalidArgument("--header '" + header + "': use yes, no or detect");
-  }
-  return o;
-}
 
 std::string widths_text(const std::vector<std::size_t>& w) {
   std::string s;
@@ -77,128 +64,60 @@ class Progress {
   bool enabled_;
 };
 
-}  // namespace
-
-int train_main(const std::vector<std::string>& argv) {
-  TrainArgs a;
-  a.model.optimizer.learning_rate = 1e-3;
-  a.train.epochs = 30;
-  a.train.batch_size = 32;
-  Args args(argv);
-  while (args.next()) {
-    const std::string& f = args.flag();
-    if (f == "--data")
-      a.data = args.value();
-    else if (f == "--labels")
-      a.labels = args.value();
-    else if (f == "--label-column")
-      a.label_column = args.value();
-    else if (f == "--delimiter") {
-      const std::string d = args.value();
-      if (d.size() != 1 && d != "tab") throw InvalidArgument("--delimiter takes one character (or 'tab')");
-      a.delimiter = d == "tab" ? '\t' : d[0];
-    } else if (f == "--header")
-      a.header = args.value();
-    else if (f == "--layers")
-      a.layers = args.counts();
-    else if (f == "--activation")
-      a.activation = parse_activation(args.value());  // the op table's activations
-    else if (f == "--epochs")
-      a.train.epochs = args.count();
-    else if (f == "--batch")
-      a.train.batch_size = args.count();
-    else if (f == "--lr")
-      a.model.optimizer.learning_rate = args.real(1e-12, 1e3);
-    else if (f == "--optimizer") {
-      const std::string o = args.value();
-      if (o != "adam" && o != "sgd") throw InvalidArgument("--optimizer '" + o + "': use adam or sgd");
-      a.model.optimizer.kind = o == "adam" ? ml::OptimizerKind::adam : ml::OptimizerKind::sgd;
-    } else if (f == "--momentum")
-      a.model.optimizer.momentum = args.real(0, 0.999999);
-    else if (f == "--weight-decay")
-      a.model.optimizer.weight_decay = args.real(0, 1e3);
-    else if (f == "--test-fraction")
-      a.test_fraction = args.real(0, 0.99);
-    else if (f == "--seed") {
-      const std::size_t s = args.count(0);
-      a.model.seed = a.train.seed = a.split_seed = s;
-    } else if (f == "--no-standardize")
-      a.standardize = false;
-    else if (f == "--dtype") {
-      const std::string t = args.value();
-      if (t != "f32" && t != "f64") throw InvalidArgument("--dtype '" + t + "': use f32 or f64");
-      a.model.dtype = t == "f32" ? DType::f32 : DType::f64;
-    } else if (f == "--mixed-precision")
-      a.mixed_precision = true;
-    else if (f == "--data-placement") {
-      const std::string p = args.value();
-      if (p == "auto")
-        a.train.placement = ml::DataPlacement::automatic;
-      else if (p == "device")
-        a.train.placement = ml::DataPlacement::device;
-      else if (p == "stream")
-        a.train.placement = ml::DataPlacement::stream;
-      else
-        throw InvalidArgument("--data-placement '" + p + "': use auto, device or stream");
-    } else if (f == "--backend")
-      a.backend = args.value();
-    else if (f == "--save")
-      a.save = args.value();
-    else if (f == "--json")
-      a.json = true;
-    else if (f == "--distributed")
-      a.distributed = true;
-    else if (f == "--overlap")
-      a.parallel.overlap = true;
-    else if (f == "--graphs")
-      a.train.graphs = true;
-    else {
-      std::fprintf(stderr, "tandem train: unknown option '%s' (see tandem --help)\n", f.c_str());
-      return 2;
-    }
-  }
-  if (a.data.empty()) throw InvalidArgument("--data FILE is required (CSV, or IDX images with --labels FILE)");
+int run_train(TrainArgs& a) {
+  if (!a.save.empty()) check_writable(a.save);  // before training, not after it
+  std::uint64_t split_seed = 42;
+  if (a.seed_option->count() > 0) a.model.seed = a.train.seed = split_seed = a.seed;
+  a.model.optimizer.kind = a.optimizer == "adam" ? ml::OptimizerKind::adam : ml::OptimizerKind::sgd;
+  a.model.dtype = a.dtype == "f32" ? DType::f32 : DType::f64;
   a.model.mixed_precision = a.mixed_precision;
+  a.train.placement = a.placement == "device"   ? ml::DataPlacement::device
+                      : a.placement == "stream" ? ml::DataPlacement::stream
+                                                : ml::DataPlacement::automatic;
+  const UnaryOp activation = parse_activation(a.activation);
+  std::vector<std::size_t> layers = a.layers_text.empty() ? std::vector<std::size_t>{} : parse_widths(a.layers_text);
   if (a.parallel.overlap && !a.distributed) throw InvalidArgument("--overlap goes with --distributed");
   if (a.parallel.overlap && a.train.graphs) {
     throw InvalidArgument("--graphs cannot go with --overlap: the overlapped sums start from inside backward");
   }
+  if (a.min_accuracy > 0 && a.test_fraction == 0) {
+    throw InvalidArgument("--min-accuracy needs held-out data: give --test-fraction above 0");
+  }
 
   // Data: load, split, standardise (fitted on the training split only).
-  data::Dataset all = a.labels.empty() ? data::read_csv(a.data, csv_options(a.label_column, a.delimiter, a.header))
-                                       : data::read_idx(a.data, a.labels);
+  data::Dataset all = a.source.load();
   if (all.targets.empty()) throw InvalidArgument("the data has no label column; give --label-column");
   const std::int32_t classes = all.class_count();
-  if (classes < 2) throw InvalidArgument(all.source + " has a single class; training a classifier needs two or more");
+  if (classes < 2) throw DataError(all.source + " has a single class; training a classifier needs two or more");
   if (classes > 65536 || static_cast<std::size_t>(classes) > all.rows) {
-    throw InvalidArgument(all.source + ": the label column holds class indices up to " + std::to_string(classes - 1) +
-                          " for " + std::to_string(all.rows) +
-                          " samples, which looks like an ID or a value rather than a class; check --label-column");
+    throw DataError(all.source + ": the label column holds class indices up to " + std::to_string(classes - 1) +
+                    " for " + std::to_string(all.rows) +
+                    " samples, which looks like an ID or a value rather than a class; check --label-column");
   }
   data::Split split;
   if (a.test_fraction > 0) {
-    split = data::train_test_split(all, a.test_fraction, a.split_seed);
+    split = data::train_test_split(all, a.test_fraction, split_seed);
   } else {
     split.train = all;
   }
   data::Standardizer st;
-  if (a.standardize) {
+  if (!a.no_standardize) {
     st = data::Standardizer::fit(split.train);
     st.apply(split.train);
     if (split.test.rows) st.apply(split.test);
   }
 
-  if (a.layers.empty()) a.layers = {all.cols, 128, static_cast<std::size_t>(classes)};
-  if (a.layers.front() != all.cols) {
+  if (layers.empty()) layers = {all.cols, 128, static_cast<std::size_t>(classes)};
+  if (layers.front() != all.cols) {
     throw InvalidArgument("the data has " + std::to_string(all.cols) + " features, so --layers must start with " +
-                          std::to_string(all.cols) + " (it starts with " + std::to_string(a.layers.front()) + ")");
+                          std::to_string(all.cols) + " (it starts with " + std::to_string(layers.front()) + ")");
   }
-  if (a.layers.back() < static_cast<std::size_t>(classes)) {
+  if (layers.back() < static_cast<std::size_t>(classes)) {
     throw InvalidArgument("the data has " + std::to_string(classes) +
                           " classes, so the last of --layers must be at least " + std::to_string(classes));
   }
   Backend& be = a.backend.empty() ? default_backend() : get_backend(a.backend);
-  ml::Mlp model(be, ml::layers_from_widths(a.layers, a.activation), a.model);
+  ml::Mlp model(be, ml::layers_from_widths(layers, activation), a.model);
   model.standardizer = st;
   // --distributed: one replica per MPI rank (mpirun -np N tandem train --distributed ...); rank 0
   // prints and saves, every rank reports its throughput and time in allreduce at the end.
@@ -208,34 +127,38 @@ int train_main(const std::vector<std::string>& argv) {
     distributed_job = comm->size() > 1;
   }
   const bool root = comm == nullptr || comm->rank() == 0;
-  if (!root) a.json = false;
-  const bool quiet = !root;
+  const bool text = root && !a.json.to_stdout();
 
-  const bool adam = a.model.optimizer.kind == ml::OptimizerKind::adam;
-  if (!a.json && !quiet) {
+  if (text) {
     if (comm != nullptr) {
       std::printf("data-parallel on %d ranks%s: each trains on its share of every batch of %zu\n", comm->size(),
                   dist::built_with_mpi() ? "" : " (this tandem was built without MPI: one process)",
                   a.train.batch_size);
     }
-    std::printf("tandem train: %s: %zu train / %zu held-out samples, %zu features, %d classes\n", a.data.c_str(),
+    std::printf("tandem train: %s: %zu train / %zu held-out samples, %zu features, %d classes\n", a.source.data.c_str(),
                 split.train.rows, split.test.rows, all.cols, classes);
-    std::printf("model %s (%s), %zu parameters, %s%s; backend %s\n", widths_text(a.layers).c_str(),
-                std::string(name_of(a.activation)).c_str(), model.parameter_count(),
-                std::string(name_of(a.model.dtype)).c_str(), a.mixed_precision ? " with bf16 matmuls" : "",
+    std::printf("model %s (%s), %zu parameters, %s%s; backend %s\n", widths_text(layers).c_str(), a.activation.c_str(),
+                model.parameter_count(), a.dtype.c_str(), a.mixed_precision ? " with bf16 matmuls" : "",
                 be.name().c_str());
-    std::printf("%s lr %g, batch %zu, %zu epochs, seed %llu\n", adam ? "adam" : "sgd", a.model.optimizer.learning_rate,
+    std::printf("%s lr %g, batch %zu, %zu epochs, seed %llu\n", a.optimizer.c_str(), a.model.optimizer.learning_rate,
                 a.train.batch_size, a.train.epochs, static_cast<unsigned long long>(a.train.seed));
   }
-  Progress progress(!a.json && !quiet);
+  Progress progress(root);
   a.train.on_batch = [&](std::size_t epoch, std::size_t done, std::size_t total) {
     progress.show(epoch, a.train.epochs, done, total);
   };
   const auto start = std::chrono::steady_clock::now();
   const data::Dataset* test = split.test.rows ? &split.test : nullptr;
+  Json epochs = Json::array();
   const auto on_epoch = [&](const ml::EpochReport& r) {
     progress.clear();
-    if (a.json || quiet) return;
+    epochs.push_back({{"epoch", r.epoch},
+                      {"loss", number(r.train_loss)},
+                      {"test_loss", number(r.test_loss)},
+                      {"test_accuracy", number(r.test_accuracy)},
+                      {"seconds", r.seconds},
+                      {"data_wait_seconds", r.data_wait_seconds}});
+    if (!text) return;
     std::printf("epoch %3zu/%zu  loss %.4f", r.epoch, a.train.epochs, r.train_loss);
     if (split.test.rows) {
       std::printf("  held-out loss %.4f  accuracy %5.1f%%", r.test_loss, 100 * r.test_accuracy);
@@ -254,7 +177,7 @@ int train_main(const std::vector<std::string>& argv) {
   for (const auto& r : reports) train_seconds += r.seconds;
   const double per_epoch = train_seconds / double(reports.size());
   if (!a.save.empty() && root) model.save(a.save);
-  std::string ranks_json;  // "distributed": per rank, for --json
+  Json distributed = nullptr;
   if (comm != nullptr) {
     // Per rank: samples/s over its own share, and seconds in allreduce and broadcast.
     std::vector<double> per_rank(2 * static_cast<std::size_t>(comm->size()), 0.0);
@@ -263,56 +186,120 @@ int train_main(const std::vector<std::string>& argv) {
     per_rank[2 * static_cast<std::size_t>(comm->rank()) + 1] = comm->seconds();
     comm->allreduce(per_rank, dist::Combine::sum);
     if (!root) return 0;
-    if (!a.json) {
-      for (int r = 0; r < comm->size(); ++r) {
-        std::printf("rank %d: %.0f samples/s, %.3f s in allreduce%s\n", r, per_rank[2 * std::size_t(r)],
-                    per_rank[2 * std::size_t(r) + 1], a.parallel.overlap ? " (not hidden by backward)" : "");
-      }
-      std::printf("all ranks: %.0f samples/s\n", double(split.train.rows) * double(reports.size()) / train_seconds);
-    }
-    ranks_json = ", \"distributed\": {\"ranks\": " + std::to_string(comm->size()) +
-                 ", \"overlap\": " + (a.parallel.overlap ? "true" : "false") + ", \"samples_per_second\": " +
-                 json_number(double(split.train.rows) * double(reports.size()) / train_seconds) + ", \"per_rank\": [";
+    const double all_ranks = double(split.train.rows) * double(reports.size()) / train_seconds;
+    Json ranks = Json::array();
     for (int r = 0; r < comm->size(); ++r) {
-      ranks_json += std::string(r ? ", " : "") + "{\"rank\": " + std::to_string(r) +
-                    ", \"samples_per_second\": " + json_number(per_rank[2 * std::size_t(r)]) +
-                    ", \"allreduce_seconds\": " + json_number(per_rank[2 * std::size_t(r) + 1]) + "}";
+      const double rate = per_rank[2 * std::size_t(r)], reduce = per_rank[2 * std::size_t(r) + 1];
+      if (text) {
+        std::printf("rank %d: %.0f samples/s, %.3f s in allreduce%s\n", r, rate, reduce,
+                    a.parallel.overlap ? " (not hidden by backward)" : "");
+      }
+      ranks.push_back({{"rank", r}, {"samples_per_second", rate}, {"allreduce_seconds", reduce}});
     }
-    ranks_json += "]}";
+    if (text) std::printf("all ranks: %.0f samples/s\n", all_ranks);
+    distributed = Json{{"ranks", comm->size()},
+                       {"overlap", a.parallel.overlap},
+                       {"samples_per_second", all_ranks},
+                       {"per_rank", ranks}};
   }
 
   const ml::EpochReport& last = reports.back();
-  if (a.json) {
-    std::printf("{\"command\": \"train\", \"data\": %s, \"backend\": %s, \"layers\": [", json_string(a.data).c_str(),
-                json_string(be.name()).c_str());
-    for (std::size_t i = 0; i < a.layers.size(); ++i) std::printf("%s%zu", i ? ", " : "", a.layers[i]);
-    std::printf(
-        "], \"activation\": %s, \"optimizer\": \"%s\", \"learning_rate\": %s, \"batch\": %zu, \"dtype\": \"%s\", "
-        "\"mixed_precision\": %s, \"graphs\": %s, \"train_samples\": %zu, \"test_samples\": %zu, \"epochs\": [",
-        json_string(std::string(name_of(a.activation))).c_str(), adam ? "adam" : "sgd",
-        json_number(a.model.optimizer.learning_rate).c_str(), a.train.batch_size,
-        std::string(name_of(a.model.dtype)).c_str(), a.mixed_precision ? "true" : "false",
-        a.train.graphs ? "true" : "false", split.train.rows, split.test.rows);
-    for (std::size_t i = 0; i < reports.size(); ++i) {
-      const auto& r = reports[i];
-      std::printf(
-          "%s{\"epoch\": %zu, \"loss\": %s, \"test_loss\": %s, \"test_accuracy\": %s, \"seconds\": %s, "
-          "\"data_wait_seconds\": %s}",
-          i ? ", " : "", r.epoch, json_number(r.train_loss).c_str(), json_number(r.test_loss).c_str(),
-          json_number(r.test_accuracy).c_str(), json_number(r.seconds).c_str(),
-          json_number(r.data_wait_seconds).c_str());
+  const bool below = a.min_accuracy > 0 && !(last.test_accuracy >= a.min_accuracy);
+  if (text) {
+    if (split.test.rows) {
+      std::printf("held-out accuracy %.2f%% on %zu samples; ", 100 * last.test_accuracy, split.test.rows);
     }
-    std::printf("], \"test_accuracy\": %s, \"seconds_per_epoch\": %s, \"seconds\": %s, \"saved\": %s%s}\n",
-                json_number(last.test_accuracy).c_str(), json_number(per_epoch).c_str(), json_number(total).c_str(),
-                a.save.empty() ? "null" : json_string(a.save).c_str(), ranks_json.c_str());
-    return 0;
+    std::printf("%.4f s per epoch, %.2f s in all\n", per_epoch, total);
+    if (!a.save.empty()) std::printf("model saved to %s\n", a.save.c_str());
   }
-  if (split.test.rows) {
-    std::printf("held-out accuracy %.2f%% on %zu samples; ", 100 * last.test_accuracy, split.test.rows);
+  if (below) {
+    std::fprintf(stderr, "tandem train: held-out accuracy %.2f%% is below --min-accuracy %.2f%%\n",
+                 100 * last.test_accuracy, 100 * a.min_accuracy);
   }
-  std::printf("%.4f s per epoch, %.2f s in all\n", per_epoch, total);
-  if (!a.save.empty()) std::printf("model saved to %s\n", a.save.c_str());
-  return 0;
+  a.json.write(Json{{"command", "train"},
+                    {"data", a.source.data},
+                    {"backend", be.name()},
+                    {"layers", layers},
+                    {"activation", a.activation},
+                    {"optimizer", a.optimizer},
+                    {"learning_rate", a.model.optimizer.learning_rate},
+                    {"batch", a.train.batch_size},
+                    {"dtype", a.dtype},
+                    {"mixed_precision", a.mixed_precision},
+                    {"graphs", a.train.graphs},
+                    {"train_samples", split.train.rows},
+                    {"test_samples", split.test.rows},
+                    {"epochs", epochs},
+                    {"test_accuracy", number(last.test_accuracy)},
+                    {"min_accuracy", a.min_accuracy > 0 ? Json(a.min_accuracy) : Json(nullptr)},
+                    {"seconds_per_epoch", per_epoch},
+                    {"seconds", total},
+                    {"saved", a.save.empty() ? Json(nullptr) : Json(a.save)},
+                    {"distributed", distributed}});
+  return below ? 1 : 0;
+}
+
+}  // namespace
+
+Command add_train(CLI::App& app) {
+  auto a = std::make_shared<TrainArgs>();
+  a->model.optimizer.learning_rate = 1e-3;
+  a->train.epochs = 30;
+  a->train.batch_size = 32;
+  CLI::App* sub = app.add_subcommand(
+      "train",
+      "train an MLP classifier on a data set and report loss and held-out accuracy per epoch (e.g. tandem train "
+      "--data data/digits.csv.gz)");
+  a->source.add(sub, "the class column: last, first, or a 0-based index (negative: from the end)");
+  sub->add_option("--layers", a->layers_text, "widths from inputs to classes (default: features,128,classes)")
+      ->type_name("W,W,...")
+      ->check(width_list());
+  std::vector<std::string> activations;
+  for (UnaryOp op : kActivations) activations.emplace_back(name_of(op));
+  sub->add_option("--activation", a->activation, "the hidden layers' activation")
+      ->check(CLI::IsMember(activations))
+      ->capture_default_str();
+  sub->add_option("--epochs", a->train.epochs, "passes over the training data")
+      ->check(whole_number(1))
+      ->capture_default_str();
+  sub->add_option("--batch", a->train.batch_size, "samples per step")->check(whole_number(1))->capture_default_str();
+  sub->add_option("--lr", a->model.optimizer.learning_rate, "learning rate")
+      ->check(real_number(1e-12, 1e3))
+      ->capture_default_str();
+  sub->add_option("--optimizer", a->optimizer, "adam (AdamW decay) or sgd")
+      ->check(CLI::IsMember({"adam", "sgd"}))
+      ->capture_default_str();
+  sub->add_option("--momentum", a->model.optimizer.momentum, "sgd momentum")->check(real_number(0, 0.999999));
+  sub->add_option("--weight-decay", a->model.optimizer.weight_decay, "weight decay")->check(real_number(0, 1e3));
+  sub->add_option("--test-fraction", a->test_fraction, "held-out share (0: none)")
+      ->check(real_number(0, 0.99))
+      ->capture_default_str();
+  a->seed_option = sub->add_option("--seed", a->seed, "split and initialisation seed (default 42 split, 1 init)")
+                       ->check(whole_number(0, UINT64_MAX));
+  sub->add_flag("--no-standardize", a->no_standardize,
+                "keep the raw features (default: standardise on the training split)");
+  sub->add_option("--dtype", a->dtype, "parameter type")->check(CLI::IsMember({"f32", "f64"}))->capture_default_str();
+  sub->add_flag("--mixed-precision", a->mixed_precision, "bf16 matmul inputs, f32 weights, loss scaling");
+  sub->add_flag("--distributed", a->distributed,
+                "data-parallel over MPI: mpirun -np N tandem train --distributed ... (rank 0 prints)");
+  sub->add_flag("--overlap", a->parallel.overlap,
+                "with --distributed: sum each layer's gradients while backward goes on");
+  sub->add_option("--data-placement", a->placement,
+                  "auto, device (upload once, gather batches there) or stream (pinned staging, next batch copied "
+                  "while this one computes)")
+      ->check(CLI::IsMember({"auto", "device", "stream"}))
+      ->capture_default_str();
+  sub->add_flag("--graphs", a->train.graphs,
+                "each batch's forward and backward recorded once as a graph and replayed (on cuda one CUDA graph "
+                "launch per batch); not with --overlap");
+  sub->add_option("--backend", a->backend, "backend to train on (default: TANDEM_BACKEND, else auto)")
+      ->type_name("NAME");
+  sub->add_option("--save", a->save, "write the trained model (versioned, checksummed) for tandem predict")
+      ->type_name("FILE");
+  sub->add_option("--min-accuracy", a->min_accuracy, "exit 1 when the final held-out accuracy is below X (0 to 1)")
+      ->check(real_number(0, 1));
+  a->json.add(sub, "the run, epoch by epoch,");
+  return {sub, [a] { return run_train(*a); }};
 }
 
 void end_distributed_job(int code) {

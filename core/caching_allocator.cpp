@@ -6,6 +6,7 @@
 #include <limits>
 
 #include "tandem/backend.hpp"
+#include "tandem/environment.hpp"
 #include "tandem/errors.hpp"
 
 namespace tandem::detail {
@@ -23,10 +24,7 @@ std::size_t round_block(std::size_t bytes) {
   return (bytes + granule - 1) / granule * granule;
 }
 
-bool debug_memory_enabled() {
-  const char* value = std::getenv("TANDEM_DEBUG_MEMORY");
-  return value != nullptr && value[0] != '\0' && value[0] != '0';
-}
+bool debug_memory_enabled() { return env::flag("TANDEM_DEBUG_MEMORY"); }
 
 }  // namespace
 

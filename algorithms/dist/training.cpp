@@ -7,6 +7,7 @@
 #include <string>
 
 #include "mpi_host.hpp"
+#include "tandem/environment.hpp"
 #include "tandem/errors.hpp"
 
 namespace tandem::dist {
@@ -159,8 +160,7 @@ std::vector<ml::EpochReport> train(Communicator& comm, ml::Mlp& model, const dat
     };
   }
   options.sum_over_replicas = [&comm](double v) { return comm.allreduce(v, Combine::sum); };
-  const char* check = std::getenv("TANDEM_DIST_CHECK");
-  const bool checking = check != nullptr && std::string(check) == "1";
+  const bool checking = env::flag("TANDEM_DIST_CHECK");
   auto each_epoch = [&](const ml::EpochReport& rep) {
     if (checking) {
       const auto h = static_cast<double>(parameter_checksum(model) >> 11);  // exact in a double
@@ -184,6 +184,5 @@ std::vector<ml::EpochReport> train(Communicator& comm, ml::Mlp& model, const dat
     throw;
   }
 }
-
 
 }  // namespace tandem::dist

@@ -11,17 +11,22 @@
 //    end - 4   u32      CRC-32 (IEEE) of every byte before it
 // The checksum is verified before anything else is read, so a corrupt or truncated file is a
 // DataError and never an allocation sized by garbage; the structure is then checked field by field.
-#include <array>
+#include <cerrno>
 #include <cstring>
 #include <fstream>
 #include <limits>
 
 #include "host_data.hpp"
+#include "model_file.hpp"
 #include "tandem/errors.hpp"
 #include "tandem/mlp.hpp"
 
 namespace tandem::ml {
 namespace {
+
+using model_file::crc32;
+using model_file::Reader;
+using model_file::Writer;
 
 constexpr char kMagic[8] = {'T', 'A', 'N', 'D', 'E', 'M', 'N', 'N'};
 constexpr std::uint32_t kVersion = 1;
@@ -30,7 +35,8 @@ constexpr std::uint32_t kLinearCode = 1;
 
 std::uint32_t code_of(LayerKind k) {
   if (k.is_linear()) return kLinearCode;
-  return visit_activation(k.op(), []<class Row>(Row) { return Row::model_code; }, [] { return 0u; });
+  return visit_activation(
+      k.op(), []<class Row>(Row) { return Row::model_code; }, [] { return 0u; });
 }
 
 // The layer a saved code stands for; false when no layer has it.
@@ -47,79 +53,6 @@ bool kind_of_code(std::uint32_t code, LayerKind& kind) {
   }
   return false;
 }
-
-std::uint32_t crc32(const unsigned char* p, std::size_t n) {
-  static const std::array<std::uint32_t, 256> table = [] {
-    std::array<std::uint32_t, 256> t{};
-    for (std::uint32_t i = 0; i < 256; ++i) {
-      std::uint32_t c = i;
-      for (int k = 0; k < 8; ++k) c = (c & 1) ? 0xedb88320u ^ (c >> 1) : c >> 1;
-      t[i] = c;
-    }
-    return t;
-  }();
-  std::uint32_t c = 0xffffffffu;
-  for (std::size_t i = 0; i < n; ++i) c = table[(c ^ p[i]) & 0xffu] ^ (c >> 8);
-  return c ^ 0xffffffffu;
-}
-
-class Writer {
- public:
-  void bytes(const void* p, std::size_t n) {
-    const auto* b = static_cast<const unsigned char*>(p);
-    out.insert(out.end(), b, b + n);
-  }
-  template <class U> void le(U v) {
-    for (std::size_t i = 0; i < sizeof(U); ++i) out.push_back(static_cast<unsigned char>(v >> (8 * i)));
-  }
-  void f64(double v) {
-    std::uint64_t u;
-    std::memcpy(&u, &v, 8);
-    le(u);
-  }
-  std::vector<unsigned char> out;
-};
-
-class Reader {
- public:
-  Reader(const std::vector<unsigned char>& b, std::size_t end, const std::string& source)
-      : b_(b), end_(end), source_(source) {}
-  std::size_t offset() const { return pos_; }
-  [[noreturn]] void fail(const std::string& what) const {
-    throw DataError(source_ + ": byte offset " + std::to_string(pos_) + ": " + what);
-  }
-  void need(std::size_t n, const char* what) {
-    if (n > end_ - pos_) {
-      fail(std::string("the file ends inside ") + what + " (" + std::to_string(n) + " bytes needed, " +
-           std::to_string(end_ - pos_) + " left)");
-    }
-  }
-  template <class U> U le(const char* what) {
-    need(sizeof(U), what);
-    U v = 0;
-    for (std::size_t i = 0; i < sizeof(U); ++i) v |= U(b_[pos_ + i]) << (8 * i);
-    pos_ += sizeof(U);
-    return v;
-  }
-  double f64(const char* what) {
-    const auto u = le<std::uint64_t>(what);
-    double v;
-    std::memcpy(&v, &u, 8);
-    return v;
-  }
-  const unsigned char* take(std::size_t n, const char* what) {
-    need(n, what);
-    const unsigned char* p = b_.data() + pos_;
-    pos_ += n;
-    return p;
-  }
-  bool at_end() const { return pos_ == end_; }
-
- private:
-  const std::vector<unsigned char>& b_;
-  std::size_t pos_ = 0, end_;
-  const std::string& source_;
-};
 
 }  // namespace
 
@@ -218,7 +151,8 @@ Mlp Mlp::deserialize(Backend& backend, const std::vector<unsigned char>& bytes, 
   for (Buffer& p : model.params_) {
     const auto n = r.le<std::uint64_t>("a parameter count");
     if (n != p.size()) {
-      r.fail("a parameter buffer of " + std::to_string(n) + " values where the layers need " + std::to_string(p.size()));
+      r.fail("a parameter buffer of " + std::to_string(n) + " values where the layers need " +
+             std::to_string(p.size()));
     }
     const unsigned char* raw = r.take(p.bytes(), "the parameters");
     p.upload_bytes(raw, p.bytes());
@@ -231,15 +165,15 @@ Mlp Mlp::deserialize(Backend& backend, const std::vector<unsigned char>& bytes, 
 void Mlp::save(const std::string& path) const {
   const std::vector<unsigned char> bytes = serialize();
   std::ofstream out(path, std::ios::binary | std::ios::trunc);
-  if (!out) throw InvalidArgument("save: cannot write " + path + " (" + std::strerror(errno) + ")");
+  if (!out) throw IoError(path + ": cannot write the model (" + std::strerror(errno) + ")");
   out.write(reinterpret_cast<const char*>(bytes.data()), static_cast<std::streamsize>(bytes.size()));
   out.close();
-  if (!out) throw InvalidArgument("save: writing " + path + " failed (disk full?)");
+  if (!out) throw IoError(path + ": writing the model failed (disk full?)");
 }
 
 Mlp Mlp::load(Backend& backend, const std::string& path) {
   std::ifstream in(path, std::ios::binary);
-  if (!in) throw DataError(path + ": cannot open the file (" + std::strerror(errno) + ")");
+  if (!in) throw IoError(path + ": cannot open the file (" + std::strerror(errno) + ")");
   const std::vector<unsigned char> bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
   return deserialize(backend, bytes, path);
 }

@@ -376,4 +376,27 @@ std::vector<EpochReport> train(Mlp& model, const data::Dataset& train_set, const
   return reports;
 }
 
+std::vector<std::int32_t> predict_classes(Mlp& model, const data::Dataset& d, std::size_t batch_size) {
+  if (batch_size == 0) throw InvalidArgument("predict_classes: the batch size must be at least 1");
+  if (d.cols != model.inputs()) {
+    throw ShapeMismatch("predict_classes: the model takes " + std::to_string(model.inputs()) + " features, " +
+                        d.source + " has " + std::to_string(d.cols));
+  }
+  Backend& be = model.backend();
+  const DType dt = model.options().dtype;
+  const std::size_t out = model.outputs();
+  std::vector<std::int32_t> classes(d.rows);
+  for (std::size_t start = 0; start < d.rows; start += batch_size) {
+    const std::size_t rows = std::min(batch_size, d.rows - start);
+    const Matrix xb = matrix(to_device(be, std::span(d.features).subspan(start * d.cols, rows * d.cols), dt),
+                             static_cast<std::int64_t>(rows), static_cast<std::int64_t>(d.cols));
+    const std::vector<double> logits = to_host(model.forward(xb).buffer);
+    for (std::size_t i = 0; i < rows; ++i) {
+      const double* row = logits.data() + i * out;
+      classes[start + i] = static_cast<std::int32_t>(std::max_element(row, row + out) - row);
+    }
+  }
+  return classes;
+}
+
 }  // namespace tandem::ml

@@ -3,6 +3,7 @@
 #include <random>
 #include <sstream>
 
+#include "tandem/environment.hpp"
 #include "tandem/errors.hpp"
 #include "tandem/verify.hpp"
 
@@ -10,11 +11,14 @@ namespace tandem::verify {
 
 double unit_roundoff(DType compute) {
   switch (compute) {
-    case DType::f64: return op::kUnitRoundoffF64;
+    case DType::f64:
+      return op::kUnitRoundoffF64;
     case DType::f32:
     case DType::f16:
-    case DType::bf16: return std::ldexp(1.0, -24);
-    case DType::i32: return 0;
+    case DType::bf16:
+      return std::ldexp(1.0, -24);
+    case DType::i32:
+      return 0;
   }
   return 0;
 }
@@ -71,14 +75,7 @@ std::string Comparison::describe(std::size_t max_listed) const {
 }
 
 std::uint64_t seed_from_environment() {
-  if (const char* env = std::getenv("TANDEM_TEST_SEED"); env != nullptr && env[0] != '\0') {
-    char* end = nullptr;
-    const unsigned long long value = std::strtoull(env, &end, 0);
-    if (end == env || *end != '\0') {
-      throw InvalidArgument(std::string("TANDEM_TEST_SEED='") + env + "' is not a number");
-    }
-    return value;
-  }
+  if (const auto seed = env::whole("TANDEM_TEST_SEED")) return *seed;
   std::random_device device;
   return (static_cast<std::uint64_t>(device()) << 32) ^ device();
 }

@@ -4,9 +4,8 @@
 #include <fstream>
 #include <string>
 
-#include <unistd.h>
-
 #include "host_backend.hpp"
+#include "tandem/topology.hpp"
 
 namespace tandem::host {
 
@@ -23,11 +22,6 @@ std::string cpuinfo_field(const std::string& key) {
     }
   }
   return "";
-}
-
-std::size_t cache_bytes(int name) {
-  const long value = sysconf(name);
-  return value > 0 ? static_cast<std::size_t>(value) : 0;
 }
 }  // namespace
 
@@ -54,26 +48,34 @@ DeviceProperties cpu_properties(int threads) {
   p.kind = BackendKind::cpu;
   p.memory_bytes = physical_memory_bytes();
   p.compute_units = threads;
-  p.l1_cache_bytes = cache_bytes(_SC_LEVEL1_DCACHE_SIZE);
-  p.l2_cache_bytes = cache_bytes(_SC_LEVEL2_CACHE_SIZE);
-  p.l3_cache_bytes = cache_bytes(_SC_LEVEL3_CACHE_SIZE);
+  const CpuTopology& topology = cpu_topology();  // sysfs, not sysconf (wrong on some VMs)
+  p.l1_cache_bytes = topology.l1d_bytes;
+  p.l2_cache_bytes = topology.l2_bytes;
+  p.l3_cache_bytes = topology.l3_bytes;
   const std::string mhz = cpuinfo_field("cpu MHz");
   p.clock_mhz = static_cast<int>(std::strtod(mhz.c_str(), nullptr));  // 0 when absent or malformed
   p.simd_width = 1;
 #if defined(__x86_64__) || defined(__i386__)
-  const char* features[] = {"sse4.2", "avx", "avx2", "fma", "f16c", "avx512f", "avx512bw", "avx512vl", "avx512bf16",
-                            "avx512fp16", "amx-tile"};
+  const char* features[] = {"sse4.2",   "avx",      "avx2",       "fma",        "f16c",    "avx512f",
+                            "avx512bw", "avx512vl", "avx512bf16", "avx512fp16", "amx-tile"};
   for (const char* f : features) {
     bool has = false;
     const std::string name = f;
     // __builtin_cpu_supports needs a literal; check the common ones, read the rest from /proc.
-    if (name == "avx2") has = __builtin_cpu_supports("avx2");
-    else if (name == "avx") has = __builtin_cpu_supports("avx");
-    else if (name == "fma") has = __builtin_cpu_supports("fma");
-    else if (name == "sse4.2") has = __builtin_cpu_supports("sse4.2");
-    else if (name == "avx512f") has = __builtin_cpu_supports("avx512f");
-    else if (name == "avx512bw") has = __builtin_cpu_supports("avx512bw");
-    else if (name == "avx512vl") has = __builtin_cpu_supports("avx512vl");
+    if (name == "avx2")
+      has = __builtin_cpu_supports("avx2");
+    else if (name == "avx")
+      has = __builtin_cpu_supports("avx");
+    else if (name == "fma")
+      has = __builtin_cpu_supports("fma");
+    else if (name == "sse4.2")
+      has = __builtin_cpu_supports("sse4.2");
+    else if (name == "avx512f")
+      has = __builtin_cpu_supports("avx512f");
+    else if (name == "avx512bw")
+      has = __builtin_cpu_supports("avx512bw");
+    else if (name == "avx512vl")
+      has = __builtin_cpu_supports("avx512vl");
     else {
       static const std::string flags = cpuinfo_field("flags").append(" ");
       std::string needle;

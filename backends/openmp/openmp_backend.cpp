@@ -12,6 +12,8 @@
 #include "../../core/factories.hpp"
 #include "../host/cpu_info.hpp"
 #include "microkernel.hpp"
+#include "tandem/environment.hpp"
+#include "tandem/topology.hpp"
 
 namespace tandem::openmp {
 
@@ -21,30 +23,26 @@ namespace {
 // the OS does not say its size). TANDEM_OPENMP_STREAM_FROM=BYTES moves the threshold (the tests
 // use it to run the streaming paths at small sizes); "off" never streams.
 std::size_t stream_from_bytes_setting() {
-  if (const char* env = std::getenv("TANDEM_OPENMP_STREAM_FROM")) {
-    const std::string_view text(env);
-    if (text == "off") return SIZE_MAX;
+  if (const auto text = env::text("TANDEM_OPENMP_STREAM_FROM")) {
+    if (*text == "off") return SIZE_MAX;
     std::size_t bytes = 0;
-    const auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), bytes);
-    if (ec != std::errc() || end != text.data() + text.size()) {
-      throw InvalidArgument("TANDEM_OPENMP_STREAM_FROM='" + std::string(text) +
+    const auto [end, ec] = std::from_chars(text->data(), text->data() + text->size(), bytes);
+    if (ec != std::errc() || end != text->data() + text->size()) {
+      throw InvalidArgument("TANDEM_OPENMP_STREAM_FROM='" + *text +
                             "': give the output size in bytes from which stores stream (e.g. 134217728), or off");
     }
     return bytes;
   }
-  for (int level : {_SC_LEVEL3_CACHE_SIZE, _SC_LEVEL2_CACHE_SIZE}) {
-    const long b = sysconf(level);
-    if (b > 0) return static_cast<std::size_t>(b);
-  }
-  return std::size_t(32) << 20;
+  const CpuTopology& cpu = cpu_topology();  // sysfs: the size of one last-level cache
+  const std::size_t last_level = cpu.l3_bytes ? cpu.l3_bytes : cpu.l2_bytes;
+  return last_level ? last_level : std::size_t(32) << 20;
 }
 
 }  // namespace
 
 bool isa_allowed(std::string_view isa) {
   static const std::string cap = [] {
-    const char* env = std::getenv("TANDEM_CPU_ISA");
-    return std::string(env != nullptr && *env != 0 ? env : "avx512");
+    return env::choice("TANDEM_CPU_ISA", {"generic", "avx2", "avx512"}, "avx512");
   }();
   if (isa == "avx512") return cap == "avx512" && host::cpu_has_avx512f();
   if (isa == "avx2") return (cap == "avx512" || cap == "avx2") && host::cpu_has_avx2_fma();

@@ -15,30 +15,16 @@
 #include "../host/cpu_info.hpp"
 #include "../host/host_backend.hpp"
 #include "sim_engine.hpp"
+#include "tandem/environment.hpp"
 
 namespace tandem {
 namespace sim {
 namespace {
 
-std::uint64_t env_number(const char* name, bool& found) {
-  const char* v = std::getenv(name);
-  found = v != nullptr && v[0] != '\0';
-  if (!found) return 0;
-  char* end = nullptr;
-  const unsigned long long x = std::strtoull(v, &end, 10);
-  if (end == v || *end != '\0') {
-    throw InvalidArgument(std::string(name) + "=" + v + " is not a non-negative integer");
-  }
-  return x;
-}
-
 // TANDEM_SIM_SEED, else TANDEM_TEST_SEED (so a test run's seed replays its thread order), else random.
 std::uint64_t schedule_seed() {
-  bool found = false;
-  std::uint64_t seed = env_number("TANDEM_SIM_SEED", found);
-  if (found) return seed;
-  seed = env_number("TANDEM_TEST_SEED", found);
-  if (found) return seed;
+  if (const auto seed = env::whole("TANDEM_SIM_SEED")) return *seed;
+  if (const auto seed = env::whole("TANDEM_TEST_SEED")) return *seed;
   return (std::uint64_t(std::random_device{}()) << 32) ^ std::random_device{}();
 }
 
@@ -120,12 +106,7 @@ EngineOptions options_for(unsigned warp) {
   EngineOptions o;
   o.warp_size = warp;
   o.seed = schedule_seed();
-  bool found = false;
-  const std::uint64_t threads = env_number("TANDEM_SIM_THREADS", found);
-  if (found && (threads == 0 || threads > 1024)) {
-    throw InvalidArgument("TANDEM_SIM_THREADS=" + std::to_string(threads) + ": use 1 to 1024 OS threads");
-  }
-  o.threads = static_cast<unsigned>(threads);
+  o.threads = static_cast<unsigned>(env::whole("TANDEM_SIM_THREADS", 1, 1024).value_or(0));  // 0: the default
   return o;
 }
 
@@ -141,9 +122,7 @@ Engine& engine_of(Backend& backend) {
 namespace detail {
 int sim_device_count(std::string&) { return 1; }
 int sim64_device_count(std::string&) { return 1; }
-std::shared_ptr<Backend> make_sim_backend(int) {
-  return make_backend<sim::SimBackend>("sim", sim::options_for(32));
-}
+std::shared_ptr<Backend> make_sim_backend(int) { return make_backend<sim::SimBackend>("sim", sim::options_for(32)); }
 std::shared_ptr<Backend> make_sim64_backend(int) {
   return make_backend<sim::SimBackend>("sim64", sim::options_for(64));
 }

@@ -76,4 +76,11 @@ class DataError : public Error {
   using Error::Error;
 };
 
+// A file cannot be opened, read or written; the message names the path and the system's reason.
+// A DataError, so code that handles bad input handles an unreadable file too.
+class IoError : public DataError {
+ public:
+  using DataError::DataError;
+};
+
 }  // namespace tandem

@@ -1,6 +1,7 @@
 // A multi-layer perceptron that trains on any backend: Linear layers and every activation of the op
-// table (tandem/op_table.hpp: ReLU, Sigmoid, Tanh, GELU, SiLU, ...) at any depth and width; softmax cross-entropy or MSE loss; hand-written backward passes; SGD with
-// momentum or Adam, weight decay; seeded He/Xavier initialisation; mini-batch training; save/load.
+// table (tandem/op_table.hpp: ReLU, Sigmoid, Tanh, GELU, SiLU, ...) at any depth and width; softmax cross-entropy or
+// MSE loss; hand-written backward passes; SGD with momentum or Adam, weight decay; seeded He/Xavier initialisation;
+// mini-batch training; save/load.
 #pragma once
 
 #include <cstddef>
@@ -48,8 +49,7 @@ struct LayerSpec {
 
 // Linear layers of these widths (input, hidden..., output) with `activation` between them and
 // none after the last: {64, 128, 10} is Linear(64,128), ReLU, Linear(128,10).
-std::vector<LayerSpec> layers_from_widths(const std::vector<std::size_t>& widths,
-                                          UnaryOp activation = UnaryOp::relu);
+std::vector<LayerSpec> layers_from_widths(const std::vector<std::size_t>& widths, UnaryOp activation = UnaryOp::relu);
 
 struct OptimizerOptions {
   OptimizerKind kind = OptimizerKind::adam;
@@ -232,5 +232,8 @@ std::vector<EpochReport> train(Mlp& model, const data::Dataset& train, const dat
                                const std::function<void(const EpochReport&)>& on_epoch = {});
 // Loss and accuracy of the model on a data set, in batches.
 Evaluation evaluate(Mlp& model, const data::Dataset& d, std::size_t batch_size = 1024);
+// The class of every sample of d (the largest output), in batches; d's targets are not read. The
+// model's standardizer is not applied here: d must be standardised as the training data was.
+std::vector<std::int32_t> predict_classes(Mlp& model, const data::Dataset& d, std::size_t batch_size = 1024);
 
 }  // namespace tandem::ml

@@ -24,12 +24,12 @@ struct RegressionOptions {
   Solver solver = Solver::closed_form;
   DType dtype = DType::f64;  // compute type on the backend: f64 or f32
   // Gradient descent only:
-  bool standardize = true;      // train on standardised features (coefficients are reported in the original units)
+  bool standardize = true;  // train on standardised features (coefficients are reported in the original units)
   double learning_rate = 0.1;
   std::size_t epochs = 1000;
-  std::size_t batch_size = 0;   // 0: the full batch
-  double tolerance = 1e-9;      // stop when an epoch lowers the loss by less than this share of it
-  std::uint64_t seed = 1;       // mini-batch order
+  std::size_t batch_size = 0;  // 0: the full batch
+  double tolerance = 1e-9;     // stop when an epoch lowers the loss by less than this share of it
+  std::uint64_t seed = 1;      // mini-batch order
 };
 
 struct LinearModel {
@@ -55,5 +55,13 @@ std::vector<double> predict(Backend& backend, const LinearModel& model, const da
 // MSE and R^2 of the model on d (which needs targets).
 RegressionMetrics evaluate(Backend& backend, const LinearModel& model, const data::Dataset& d,
                            DType dtype = DType::f64);
+
+// A versioned binary file (magic "TANDEMLR") with a CRC-32. load raises IoError when the file
+// cannot be read and DataError when it is not a linear model, is corrupt, truncated or of another
+// version (naming the byte offset); save raises IoError.
+void save(const LinearModel& model, const std::string& path);
+LinearModel load_linear_model(const std::string& path);
+std::vector<unsigned char> serialize(const LinearModel& model);
+LinearModel deserialize_linear_model(const std::vector<unsigned char>& bytes, const std::string& source);
 
 }  // namespace tandem::ml

@@ -1,0 +1,157 @@
+// The TANDEM_* variables: one table of what each takes, and the readers every part of tandem uses,
+// so that a value nobody understands is refused with the list instead of silently ignored.
+#include "tandem/environment.hpp"
+
+#include <algorithm>
+#include <charconv>
+#include <cstdlib>
+#include <functional>
+
+#include "tandem/errors.hpp"
+#include "tandem/registry.hpp"
+
+extern char** environ;
+
+namespace tandem {
+namespace {
+
+std::string joined(const std::vector<std::string>& words, const char* last_sep) {
+  std::string out;
+  for (std::size_t i = 0; i < words.size(); ++i) {
+    out += i == 0 ? "" : (i + 1 == words.size() ? last_sep : ", ");
+    out += words[i];
+  }
+  return out;
+}
+
+std::string backend_values() {
+  std::vector<std::string> names = backend_names();
+  names.emplace_back("auto");
+  return joined(names, " or ") + ", optionally NAME:DEVICE";
+}
+
+// How each variable's value is checked (the readers below do the same at the point of use).
+struct Checked {
+  const char* name;
+  std::function<std::string()> values;
+  const char* meaning;
+  std::function<void()> check;
+};
+
+void check_backend() {
+  const auto value = env::text("TANDEM_BACKEND");
+  if (!value) return;
+  const std::string name = value->substr(0, value->find(':'));
+  const auto names = backend_names();
+  if (name != "auto" && std::find(names.begin(), names.end(), name) == names.end()) {
+    throw InvalidArgument("TANDEM_BACKEND='" + *value + "' is not a backend; use " + backend_values());
+  }
+}
+
+void check_stream_from() {
+  const auto value = env::text("TANDEM_OPENMP_STREAM_FROM");
+  if (!value || *value == "off") return;
+  std::uint64_t bytes = 0;
+  const auto [end, ec] = std::from_chars(value->data(), value->data() + value->size(), bytes);
+  if (ec != std::errc() || end != value->data() + value->size()) {
+    throw InvalidArgument("TANDEM_OPENMP_STREAM_FROM='" + *value +
+                          "': give the output size in bytes from which stores stream (e.g. 134217728), or off");
+  }
+}
+
+const std::vector<Checked>& table() {
+  static const std::vector<Checked> rows = {
+      {"TANDEM_BACKEND", backend_values, "the backend default_backend() and the CLI use", check_backend},
+      {"TANDEM_CPU_ISA", [] { return std::string("generic, avx2 or avx512"); },
+       "the widest instruction set the openmp kernels may use",
+       [] {
+         env::choice("TANDEM_CPU_ISA", {"generic", "avx2", "avx512"}, "avx512");
+       }},
+      {"TANDEM_OPENMP_STREAM_FROM", [] { return std::string("a size in bytes, or off"); },
+       "output size from which the openmp backend writes with streaming stores", check_stream_from},
+      {"TANDEM_TEST_SEED", [] { return std::string("a whole number"); },
+       "the seed of tandem check and the tests (printed by every run, to replay it)",
+       [] { env::whole("TANDEM_TEST_SEED"); }},
+      {"TANDEM_SIM_SEED", [] { return std::string("a whole number"); }, "the simulator's thread order",
+       [] { env::whole("TANDEM_SIM_SEED"); }},
+      {"TANDEM_SIM_THREADS", [] { return std::string("1 to 1024"); }, "OS threads the simulator runs blocks on",
+       [] { env::whole("TANDEM_SIM_THREADS", 1, 1024); }},
+      {"TANDEM_DEBUG_MEMORY", [] { return std::string("0 or 1"); }, "1: report buffers still alive at exit",
+       [] { env::flag("TANDEM_DEBUG_MEMORY"); }},
+      {"TANDEM_PROFILE", [] { return std::string("a file path"); },
+       "every op, timed, written there as a Chrome/Perfetto trace at exit", [] {}},
+      {"TANDEM_CROSSOVER", [] { return std::string("a file path"); },
+       "the crossover file of tandem compare --crossover, for backend_for()", [] {}},
+      {"TANDEM_DIST_CHECK", [] { return std::string("0 or 1"); },
+       "1: data-parallel training compares the replicas' parameters after every epoch",
+       [] { env::flag("TANDEM_DIST_CHECK"); }},
+  };
+  return rows;
+}
+
+}  // namespace
+
+const std::vector<EnvironmentVariable>& environment_variables() {
+  static const std::vector<EnvironmentVariable> list = [] {
+    std::vector<EnvironmentVariable> out;
+    for (const Checked& c : table()) out.push_back({c.name, c.values(), c.meaning});
+    return out;
+  }();
+  return list;
+}
+
+std::vector<std::string> check_environment() {
+  std::vector<std::string> unknown;
+  for (char** e = environ; e != nullptr && *e != nullptr; ++e) {
+    const std::string entry = *e;
+    if (entry.rfind("TANDEM_", 0) != 0) continue;
+    const std::string name = entry.substr(0, entry.find('='));
+    const auto& rows = table();
+    const auto row = std::find_if(rows.begin(), rows.end(), [&](const Checked& c) { return name == c.name; });
+    if (row == rows.end()) {
+      unknown.push_back(name);
+    } else {
+      row->check();
+    }
+  }
+  return unknown;
+}
+
+namespace env {
+
+std::optional<std::string> text(const char* name) {
+  const char* value = std::getenv(name);
+  if (value == nullptr || value[0] == '\0') return std::nullopt;
+  return std::string(value);
+}
+
+bool flag(const char* name) {
+  const auto value = text(name);
+  if (!value || *value == "0") return false;
+  if (*value == "1") return true;
+  throw InvalidArgument(std::string(name) + "='" + *value + "': use 1 (on) or 0 (off)");
+}
+
+std::string choice(const char* name, const std::vector<std::string>& allowed, const std::string& fallback) {
+  const auto value = text(name);
+  if (!value) return fallback;
+  if (std::find(allowed.begin(), allowed.end(), *value) == allowed.end()) {
+    throw InvalidArgument(std::string(name) + "='" + *value + "' is not one of " + joined(allowed, " or "));
+  }
+  return *value;
+}
+
+std::optional<std::uint64_t> whole(const char* name, std::uint64_t min, std::uint64_t max) {
+  const auto value = text(name);
+  if (!value) return std::nullopt;
+  std::uint64_t x = 0;
+  const auto [end, ec] = std::from_chars(value->data(), value->data() + value->size(), x);
+  if (ec != std::errc() || end != value->data() + value->size() || x < min || x > max) {
+    throw InvalidArgument(std::string(name) + "='" + *value + "': use a whole number from " + std::to_string(min) +
+                          " to " + std::to_string(max));
+  }
+  return x;
+}
+
+}  // namespace env
+}  // namespace tandem

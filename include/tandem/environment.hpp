@@ -1,0 +1,39 @@
+// The TANDEM_* environment variables: what each one takes, checked the same way wherever it is
+// read. A value tandem does not understand is an InvalidArgument that names the variable and
+// lists what it accepts; it is never ignored.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace tandem {
+
+struct EnvironmentVariable {
+  std::string name;
+  std::string values;   // what it takes, e.g. "generic, avx2 or avx512"
+  std::string meaning;  // what it does
+};
+
+// Every variable tandem reads, in the order `tandem --help` lists them.
+const std::vector<EnvironmentVariable>& environment_variables();
+
+// Checks the value of every TANDEM_* variable set in this process and throws InvalidArgument for
+// the first one tandem cannot use. Returns the names of set TANDEM_* variables that tandem does not
+// read (a typo, most likely), for the caller to warn about.
+std::vector<std::string> check_environment();
+
+namespace env {
+
+// The variable's value when it is set and not empty.
+std::optional<std::string> text(const char* name);
+// 0 or 1 (unset or empty: false).
+bool flag(const char* name);
+// One of `allowed` (unset or empty: fallback).
+std::string choice(const char* name, const std::vector<std::string>& allowed, const std::string& fallback);
+// A whole number in [min, max] (unset or empty: nullopt).
+std::optional<std::uint64_t> whole(const char* name, std::uint64_t min = 0, std::uint64_t max = UINT64_MAX);
+
+}  // namespace env
+}  // namespace tandem
