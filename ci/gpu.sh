@@ -7,8 +7,8 @@
 # targets against CUB, cuBLAS and the device copy; the sweeps; the ML benchmark), and writes
 # every log, JSON and plot into DIR, summary.txt last.
 #
-# doctest comes from Debian's doctest-dev where present, else from a copy of its headers and CMake
-# package under .deps/ (.deps/include/doctest/*.h, .deps/lib/cmake/doctest/*.cmake).
+# doctest, CLI11 and nlohmann/json come from Debian's packages where present, else from the copy
+# of their headers and CMake packages that ci/gpu-deps.sh writes into .deps/ (carry it along).
 # Environment: CMAKE_CUDA_ARCHITECTURES (default 90), TANDEM_GPU_BUILD (default build/gpu).
 set -uo pipefail
 out=${1:?usage: ci/gpu.sh DIR}
@@ -47,7 +47,7 @@ nvcc_path=$(command -v nvcc || echo /usr/local/cuda/bin/nvcc)
 export PATH="$(dirname "$nvcc_path"):$PATH"
 sanitizer=$(command -v compute-sanitizer || echo "$(dirname "$nvcc_path")/compute-sanitizer")
 doctest=()
-[ -d "$root/.deps/lib/cmake/doctest" ] && doctest=("-Ddoctest_DIR=$root/.deps/lib/cmake/doctest")
+[ -d "$root/.deps" ] && doctest=("-DCMAKE_PREFIX_PATH=$root/.deps")
 jobs=$(nproc)
 
 step configure cmake -S "$root" -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Release -DTANDEM_ENABLE_CUDA=ON \
