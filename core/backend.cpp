@@ -2,6 +2,7 @@
 // composite defaults of the optional ops, host events, recorded graphs, the extra queues.
 #include "tandem/backend.hpp"
 
+#include <algorithm>
 #include <chrono>
 #include <cmath>
 #include <cstdio>
@@ -9,6 +10,7 @@
 #include <limits>
 #include <new>
 #include <sstream>
+#include <vector>
 
 #include "caching_allocator.hpp"
 #include "host_event.hpp"
@@ -161,13 +163,31 @@ void Graph::replay() {
   impl_->replay();
 }
 
+namespace {
+// The backends whose recorded work this thread is running (Backend::capture's replay): a capture
+// called from inside that work would nest, which the contract refuses.
+thread_local std::vector<const Backend*> replaying;
+}  // namespace
+
 Graph Backend::capture(Queue, const std::function<void()>& work) {
   if (!work) throw InvalidArgument("capture: no work to record");
+  if (std::find(replaying.begin(), replaying.end(), this) != replaying.end()) {
+    throw InvalidArgument("capture: called from inside captured work on '" + name() +
+                          "' (captures do not nest: capture the inner work on its own)");
+  }
   struct Recorded final : Graph::Impl {
+    const Backend* backend = nullptr;
     std::function<void()> work;
-    void replay() override { work(); }
+    void replay() override {
+      replaying.push_back(backend);
+      struct Pop {
+        ~Pop() { replaying.pop_back(); }
+      } pop;
+      work();
+    }
   };
   auto g = std::make_shared<Recorded>();
+  g->backend = this;
   g->work = work;
   return Graph(std::move(g));
 }

@@ -1,7 +1,6 @@
 // Data loading: the shipped data sets, CSV and IDX parsing, gzip, bad input (named file, line or
 // offset), random and truncated inputs, the seeded split, standardisation and the generator.
 #include <doctest/doctest.h>
-
 #include <unistd.h>
 
 #include <algorithm>
@@ -121,7 +120,10 @@ TEST_SUITE("data") {
     const data::Dataset d = data::parse_csv("  1   2 \n 3 4\n", "d.txt");
     CHECK(d.features == std::vector<double>{1, 2, 3, 4});
     // A UTF-8 byte order mark does not turn the first data row into a header.
-    const data::Dataset bom = data::parse_csv("\xEF\xBB\xBF" "5,6\n7,8\n", "bom.csv");
+    const data::Dataset bom = data::parse_csv(
+        "\xEF\xBB\xBF"
+        "5,6\n7,8\n",
+        "bom.csv");
     CHECK(bom.rows == 2);
     CHECK(bom.features.front() == 5);
     CHECK(data::parse_label_column("last") == -1);
@@ -133,9 +135,10 @@ TEST_SUITE("data") {
 
   TEST_CASE("CSV: quoted fields as RFC 4180 writes them") {
     // A header whose names hold the delimiter, a quote and a line break; quoted numbers; CRLF.
-    const data::Dataset a = data::parse_csv("\"a,b\",\"say \"\"hi\"\"\",\"multi\r\nline\",y\r\n"
-                                            "1,\"2.5\", 3 ,0\r\n\"-4\",5,6,1\r\n",
-                                            "q.csv", {.label_column = -1});
+    const data::Dataset a = data::parse_csv(
+        "\"a,b\",\"say \"\"hi\"\"\",\"multi\r\nline\",y\r\n"
+        "1,\"2.5\", 3 ,0\r\n\"-4\",5,6,1\r\n",
+        "q.csv", {.label_column = -1});
     CHECK(a.rows == 2);
     CHECK(a.cols == 3);
     CHECK(a.features == std::vector<double>{1, 2.5, 3, -4, 5, 6});
@@ -151,17 +154,21 @@ TEST_SUITE("data") {
     // A quoted line break moves the line count: the bad value is named on line 4.
     expect_data_error([] { data::parse_csv("\"a\nb\",c\n1,2\n3,x\n", "n.csv"); }, {"n.csv", "line 4, column 2"});
     expect_data_error([] { data::parse_csv("a,b\n1,\"2\n", "o.csv"); }, {"o.csv", "line 2", "never closed"});
-    expect_data_error([] { data::parse_csv("a,b\n1,\"2\"x\n", "t.csv"); }, {"t.csv", "line 2", "after the closing quote"});
+    expect_data_error([] { data::parse_csv("a,b\n1,\"2\"x\n", "t.csv"); },
+                      {"t.csv", "line 2", "after the closing quote"});
   }
 
   TEST_CASE("CSV: bad input names the file, line and column") {
-    expect_data_error([] { data::parse_csv("1,2\n3,x\n", "f.csv"); }, {"f.csv", "line 2, column 2", "'x' is not a (finite) number"});
-    expect_data_error([] { data::parse_csv("1,2\n3,4,5\n", "f.csv"); }, {"f.csv", "line 2", "3 fields", "line 1 has 2"});
+    expect_data_error([] { data::parse_csv("1,2\n3,x\n", "f.csv"); },
+                      {"f.csv", "line 2, column 2", "'x' is not a (finite) number"});
+    expect_data_error([] { data::parse_csv("1,2\n3,4,5\n", "f.csv"); },
+                      {"f.csv", "line 2", "3 fields", "line 1 has 2"});
     expect_data_error([] { data::parse_csv("", "e.csv"); }, {"e.csv", "no data"});
     expect_data_error([] { data::parse_csv("a,b\n", "h.csv"); }, {"h.csv", "header but no data"});
     expect_data_error([] { data::parse_csv("1,2\n", "l.csv", {.label_column = 5}); }, {"l.csv", "label column 5"});
     expect_data_error([] { data::parse_csv("1\n2\n", "o.csv", {.label_column = 0}); }, {"no feature columns"});
-    expect_data_error([] { data::parse_csv("1,2\n3,\n", "m.csv"); }, {"line 2, column 2", "'' is not a (finite) number"});
+    expect_data_error([] { data::parse_csv("1,2\n3,\n", "m.csv"); },
+                      {"line 2, column 2", "'' is not a (finite) number"});
     for (const char* bad : {"nan", "inf", "-inf", "+-1", "++1", "1e999"}) {
       CAPTURE(bad);
       expect_data_error([&] { data::parse_csv(std::string("1,2\n3,") + bad + "\n", "f.csv"); },
@@ -184,7 +191,8 @@ TEST_SUITE("data") {
     TempFile f("digits.csv.gz");
     std::vector<unsigned char> truncated(gz.begin(), gz.begin() + static_cast<long>(gz.size() / 2));
     f.write(truncated);
-    expect_data_error([&] { data::read_file(f.str()); }, {f.str(), "truncated", "byte offset " + std::to_string(truncated.size())});
+    expect_data_error([&] { data::read_file(f.str()); },
+                      {f.str(), "truncated", "byte offset " + std::to_string(truncated.size())});
     std::vector<unsigned char> corrupt = gz;
     for (std::size_t i = 100; i < 140; ++i) corrupt[i] ^= 0x5a;
     f.write(corrupt);
@@ -192,7 +200,8 @@ TEST_SUITE("data") {
     std::vector<unsigned char> trailing = gz;
     trailing.push_back('x');
     f.write(trailing);
-    expect_data_error([&] { data::read_file(f.str()); }, {"after the end of the gzip stream", std::to_string(gz.size())});
+    expect_data_error([&] { data::read_file(f.str()); },
+                      {"after the end of the gzip stream", std::to_string(gz.size())});
     // Two members, as `cat a.gz b.gz` makes: both inflate.
     std::vector<unsigned char> twice = gz;
     twice.insert(twice.end(), gz.begin(), gz.end());
@@ -333,4 +342,10 @@ TEST_SUITE("data") {
     CHECK(std::fabs(sum / 1e5) < 0.02);
     CHECK(std::fabs(sq / 1e5 - 1) < 0.02);
   }
+}
+
+TEST_CASE("Rng::below(0) is refused with a typed error, not a division by zero") {
+  tandem::data::Rng rng(1);
+  CHECK_THROWS_WITH_AS(rng.below(0), doctest::Contains("below(0)"), tandem::InvalidArgument);
+  CHECK(rng.below(1) == 0);
 }

@@ -30,8 +30,10 @@ inline std::uint32_t crc32(const unsigned char* p, std::size_t n) {
 class Writer {
  public:
   void bytes(const void* p, std::size_t n) {
-    const auto* b = static_cast<const unsigned char*>(p);
-    out.insert(out.end(), b, b + n);
+    if (n == 0) return;
+    const std::size_t at = out.size();
+    out.resize(at + n);  // not insert(): GCC 12 warns falsely (-Wstringop-overflow) on it at -O2
+    std::memcpy(out.data() + at, p, n);
   }
   template <class U>
   void le(U v) {

@@ -79,61 +79,61 @@ class KokkosBackend : public tandem::Backend {  // created as detail::Owned<Kokk
     copy(q, d_dst, d_src, bytes, false, false);
   }
   void synchronize(Queue q) override {
-    check_queue(q);
+    const auto lock = enter(q);
     Kokkos::fence();
   }
 
   void binary(Queue q, BinaryOp op, DType t, std::size_t n, const void* x, const void* y, void* out) override {
-    check_queue(q);
+    const auto lock = enter(q);
     detail::dispatch_float(t,
                            [&]<class T>() { kokkos_backend::binary<T>(op, count(n), as<T>(x), as<T>(y), as<T>(out)); });
   }
   void unary(Queue q, UnaryOp op, DType t, std::size_t n, const void* x, void* out) override {
-    check_queue(q);
+    const auto lock = enter(q);
     detail::dispatch_float(t, [&]<class T>() { kokkos_backend::unary<T>(op, count(n), as<T>(x), as<T>(out)); });
   }
   void axpy(Queue q, DType t, std::size_t n, double alpha, const void* x, void* y) override {
-    check_queue(q);
+    const auto lock = enter(q);
     detail::dispatch_float(t, [&]<class T>() { kokkos_backend::axpy<T>(count(n), T(alpha), as<T>(x), as<T>(y)); });
   }
   void scale(Queue q, DType t, std::size_t n, double alpha, const void* x, void* out) override {
-    check_queue(q);
+    const auto lock = enter(q);
     detail::dispatch_float(t, [&]<class T>() { kokkos_backend::scale<T>(count(n), T(alpha), as<T>(x), as<T>(out)); });
   }
   void fill(Queue q, DType t, std::size_t n, double value, void* out) override {
-    check_queue(q);
+    const auto lock = enter(q);
     detail::dispatch_any(t, [&]<class T>() { kokkos_backend::fill<T>(count(n), host::from<T>(value), as<T>(out)); });
   }
   void add_row_vector(Queue q, DType t, std::int64_t rows, std::int64_t cols, const void* x, std::int64_t ldx,
                       const void* bias, void* out, std::int64_t ldo) override {
-    check_queue(q);
+    const auto lock = enter(q);
     detail::dispatch_float(t, [&]<class T>() {
       kokkos_backend::add_row_vector<T>(rows, cols, as<T>(x), ldx, as<T>(bias), as<T>(out), ldo);
     });
   }
   void matrix_add(Queue q, DType t, std::int64_t rows, std::int64_t cols, double alpha, const void* a, std::int64_t lda,
                   double beta, const void* b, std::int64_t ldb, void* c, std::int64_t ldc) override {
-    check_queue(q);
+    const auto lock = enter(q);
     detail::dispatch_float(t, [&]<class T>() {
       kokkos_backend::matrix_add<T>(rows, cols, T(alpha), as<T>(a), lda, T(beta), as<T>(b), ldb, as<T>(c), ldc);
     });
   }
   void transpose(Queue q, DType t, std::int64_t rows, std::int64_t cols, const void* a, std::int64_t lda, void* out,
                  std::int64_t ldo) override {
-    check_queue(q);
+    const auto lock = enter(q);
     detail::dispatch_any(t,
                          [&]<class T>() { kokkos_backend::transpose<T>(rows, cols, as<T>(a), lda, as<T>(out), ldo); });
   }
   void gather_rows(Queue q, DType t, std::int64_t rows, std::int64_t cols, const std::int32_t* index,
                    std::int64_t x_rows, const void* x, std::int64_t ldx, void* out, std::int64_t ldo) override {
-    check_queue(q);
+    const auto lock = enter(q);
     detail::dispatch_any(t, [&]<class T>() {
       const T missing = host::from<T>(std::is_same_v<T, std::int32_t> ? -1.0 : std::nan(""));
       kokkos_backend::gather_rows<T>(rows, cols, index, x_rows, as<T>(x), ldx, as<T>(out), ldo, missing);
     });
   }
   void convert(Queue q, DType from, DType to_type, std::size_t n, const void* x, void* out) override {
-    check_queue(q);
+    const auto lock = enter(q);
     detail::dispatch_real(from, [&]<class S>() {
       detail::dispatch_real(to_type, [&]<class D>() { kokkos_backend::convert<S, D>(count(n), as<S>(x), as<D>(out)); });
     });
@@ -144,7 +144,7 @@ class KokkosBackend : public tandem::Backend {  // created as detail::Owned<Kokk
     return g.m * g.n >= 64 * 64 && g.k >= 16 ? MatmulTier::tiled : MatmulTier::naive;
   }
   void matmul(Queue q, const GemmArgs& g) override {
-    check_queue(q);
+    const auto lock = enter(q);
     if (g.tier != MatmulTier::naive && g.tier != MatmulTier::tiled) {
       throw Unsupported("matmul: the kokkos backend has the tiers naive and tiled, not '" +
                         std::string(name_of(g.tier)) + "'");
@@ -163,7 +163,7 @@ class KokkosBackend : public tandem::Backend {  // created as detail::Owned<Kokk
 
   void reduce(Queue q, ReduceOp op, DType t, std::size_t n_elems, const void* x, void* result,
               std::string_view) override {
-    check_queue(q);
+    const auto lock = enter(q);
     const std::int64_t n = count(n_elems);
     detail::dispatch_numeric(t, [&]<class T>() {
       const T* v = as<T>(x);
@@ -199,20 +199,20 @@ class KokkosBackend : public tandem::Backend {  // created as detail::Owned<Kokk
     });
   }
   void dot(Queue q, DType t, std::size_t n, const void* x, const void* y, void* result) override {
-    check_queue(q);
+    const auto lock = enter(q);
     detail::dispatch_float(t, [&]<class T>() {
       store(result, sum_of<T>("tandem::dot", count(n), Products<T>{as<T>(x), as<T>(y)}));
     });
   }
   void mse(Queue q, DType t, std::size_t n, const void* a, const void* b, void* result) override {
-    check_queue(q);
+    const auto lock = enter(q);
     detail::dispatch_float(t, [&]<class T>() {
       store(result, sum_of<T>("tandem::mse", count(n), SquaredDifferences<T>{as<T>(a), as<T>(b)}) / T(n));
     });
   }
   void reduce_rows(Queue q, ReduceOp op, DType t, std::int64_t rows, std::int64_t cols, const void* x, std::int64_t ldx,
                    void* out) override {
-    check_queue(q);
+    const auto lock = enter(q);
     detail::dispatch_numeric(t, [&]<class T>() {
       if (op == ReduceOp::max) {
         reduce_axis<T, true>(rows, cols, as<T>(x), ldx, 1, as<T>(out));
@@ -223,7 +223,7 @@ class KokkosBackend : public tandem::Backend {  // created as detail::Owned<Kokk
   }
   void reduce_cols(Queue q, ReduceOp op, DType t, std::int64_t rows, std::int64_t cols, const void* x, std::int64_t ldx,
                    void* out) override {
-    check_queue(q);
+    const auto lock = enter(q);
     // A column of x is a row of x^T: the same loop with the strides swapped.
     detail::dispatch_numeric(t, [&]<class T>() {
       if (op == ReduceOp::max) {
@@ -234,14 +234,14 @@ class KokkosBackend : public tandem::Backend {  // created as detail::Owned<Kokk
     });
   }
   void scan(Queue q, ScanKind kind, DType t, std::size_t n, const void* x, void* out, std::string_view) override {
-    check_queue(q);
+    const auto lock = enter(q);
     detail::dispatch_numeric(
         t, [&]<class T>() { kokkos_backend::scan<T>(kind == ScanKind::inclusive, count(n), as<T>(x), as<T>(out)); });
   }
   void softmax_cross_entropy(Queue q, DType t, std::int64_t rows, std::int64_t cols, const void* logits,
                              std::int64_t ld_logits, const std::int32_t* labels, void* probs, std::int64_t ld_probs,
                              void* losses) override {
-    check_queue(q);
+    const auto lock = enter(q);
     detail::dispatch_float(t, [&]<class T>() {
       kokkos_backend::softmax_cross_entropy<T>(rows, cols, as<T>(logits), ld_logits, labels, as<T>(probs), ld_probs,
                                                as<T>(losses));
@@ -258,12 +258,18 @@ class KokkosBackend : public tandem::Backend {  // created as detail::Owned<Kokk
     return static_cast<T*>(p);
   }
   static std::int64_t count(std::size_t n) { return static_cast<std::int64_t>(n); }
-  // Kokkos runs one queue here: the default one (id 0).
-  static void check_queue(Queue q) {
+  // Kokkos runs one queue here: the default one (id 0). Every dispatch holds one lock for the
+  // process: the default execution-space instance is shared by all host threads, and its team
+  // scratch and reduction buffers with it (Serial, OpenMP), so two threads dispatching at once
+  // corrupted each other's tiled matmuls (20 of 800 concurrent results wrong before this lock).
+  // Recursive: a reduction stores its result through copy(), which takes it again.
+  [[nodiscard]] static std::unique_lock<std::recursive_mutex> enter(Queue q) {
     if (q.id != 0) {
       throw InvalidArgument("queue " + std::to_string(q.id) +
                             " was not created by the kokkos backend (it has one queue)");
     }
+    static std::recursive_mutex dispatch;
+    return std::unique_lock(dispatch);
   }
   // A scalar result, written to device memory from the host.
   template <class T>
@@ -272,7 +278,7 @@ class KokkosBackend : public tandem::Backend {  // created as detail::Owned<Kokk
   }
   // bytes between any two of host and device memory, through unmanaged Views.
   static void copy(Queue q, void* dst, const void* src, std::size_t bytes, bool dst_host, bool src_host) {
-    check_queue(q);
+    const auto lock = enter(q);
     if (bytes == 0) return;
     using Unmanaged = Kokkos::MemoryTraits<Kokkos::Unmanaged>;
     using HostView = Kokkos::View<char*, Kokkos::HostSpace, Unmanaged>;

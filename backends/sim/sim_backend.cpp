@@ -2,6 +2,7 @@
 // backends/gpu over a runtime whose device is the engine in sim_engine.cpp. Memory is host
 // memory with guard zones; queues are synchronous (every launch finishes before it returns), so
 // events read the host clock.
+#include <atomic>
 #include <chrono>
 #include <cstdlib>
 #include <cstring>
@@ -72,10 +73,11 @@ class SimRuntime {
   // Few blocks keep the simulator fast; grid-stride loops cover any size with them.
   unsigned max_blocks() const { return 4 * engine_.threads(); }
 
-  int create_stream() { return ++streams_; }
-  int streams() const { return streams_ + 1; }
+  // Queues may be created from several threads at once (ThreadSanitizer found ++ unguarded).
+  int create_stream() { return streams_.fetch_add(1) + 1; }
+  int streams() const { return streams_.load() + 1; }
   void check_stream(int id) const {
-    if (id < 0 || id > streams_) {
+    if (id < 0 || id > streams_.load()) {
       throw InvalidArgument("queue " + std::to_string(id) + " was not created by this backend (create_queue)");
     }
   }
@@ -97,7 +99,7 @@ class SimRuntime {
 
  private:
   SimEngine engine_;
-  int streams_ = 0;
+  std::atomic<int> streams_ = 0;
 };
 
 using SimBackend = gpu::GpuBackend<SimRuntime>;

@@ -5,6 +5,16 @@
 // pointers and run on a queue; the public API (ops.hpp) checks every argument before it calls them,
 // so a backend may assume shapes, types, leading dimensions and devices are valid.
 // Matrices are row-major: element (i, j) of a matrix with leading dimension ld is at [i * ld + j].
+//
+// Threads. A Backend may be used from several host threads at once, on its default queue and on
+// queues of their own (create_queue may be called from any thread): every backend gives each
+// caller the result it gets alone (tests/test_concurrency.cpp, also under ThreadSanitizer for
+// reference, openmp and kokkos). Ops that threads queue on one queue run in the order the
+// threads queue them; ops of different threads on the same buffers without a synchronize between
+// them race, as any memory does. kokkos serialises its dispatches (Kokkos' default execution-space
+// instance is one per process), so threads add no speed there. One capture at a time per
+// backend; a nested one raises InvalidArgument. Objects that keep state between calls are one
+// thread's at a time: a Buffer object being assigned or destroyed, an ml::Mlp, a data::Rng.
 #pragma once
 
 #include <cstddef>
@@ -195,7 +205,8 @@ class Backend : public std::enable_shared_from_this<Backend> {
   // of the graph. Nothing in it may wait for the host (a synchronous copy, a download, a
   // TANDEM_PROFILE timer): that invalidates the capture, which raises DeviceError saying so. One
   // capture at a time per backend; a nested one raises InvalidArgument. Elsewhere the work itself
-  // is kept and a replay runs it again, op by op: the same results on the queue q.
+  // is kept and a replay runs it again, op by op: the same results on the queue q; a capture
+  // called from inside that work raises InvalidArgument when the replay reaches it.
   virtual Graph capture(Queue q, const std::function<void()>& work);
 
   // ---- primitive ops ----
