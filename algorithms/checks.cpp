@@ -1,5 +1,6 @@
 #include "checks.hpp"
 
+#include "tandem/detail/checked.hpp"
 #include "tandem/errors.hpp"
 
 namespace tandem::checks {
@@ -10,7 +11,8 @@ std::string where(const char* op, const char* role) { return std::string(op) + "
 
 Backend& backend_of(const Buffer& b, const char* op, const char* role) {
   if (b.empty_handle()) {
-    throw InvalidArgument(where(op, role) + " is an empty Buffer handle; allocate it with Buffer(backend, dtype, count)");
+    throw InvalidArgument(where(op, role) +
+                          " is an empty Buffer handle; allocate it with Buffer(backend, dtype, count)");
   }
   return b.backend();
 }
@@ -67,7 +69,14 @@ void matrix_fits(const Matrix& m, const char* op, const char* role) {
                           " (row-major: ld >= cols, and ld >= 1)");
   }
   if (m.rows == 0 || m.cols == 0) return;
-  const auto needed = static_cast<std::size_t>((m.rows - 1) * m.ld + m.cols);
+  // (rows - 1) * ld + cols elements, computed without wrapping: a (2^62 x 4) view once wrapped to
+  // 0 elements and passed, and an op then wrote far outside its buffer.
+  std::int64_t extent = 0;
+  if (!detail::mul_fits<std::int64_t>(m.rows - 1, m.ld, extent) || !detail::add_fits(extent, m.cols, extent)) {
+    throw InvalidArgument(where(op, role) + " is (" + std::to_string(m.rows) + ", " + std::to_string(m.cols) +
+                          ") with ld " + std::to_string(m.ld) + ": (rows - 1) * ld + cols does not fit in 64 bits");
+  }
+  const auto needed = static_cast<std::size_t>(extent);
   if (m.buffer.size() < needed) {
     throw ShapeMismatch(where(op, role) + " is (" + std::to_string(m.rows) + ", " + std::to_string(m.cols) +
                         ") with ld " + std::to_string(m.ld) + ", which needs " + std::to_string(needed) +

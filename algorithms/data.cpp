@@ -11,6 +11,7 @@
 #include <cmath>
 #include <cstdio>
 #include <cstring>
+#include <filesystem>
 #include <fstream>
 #include <limits>
 #include <numbers>
@@ -143,11 +144,37 @@ Dataset Dataset::select(std::span<const std::size_t> indices) const {
 
 // ---- files ----
 
-std::vector<unsigned char> read_file(const std::string& path) {
+std::vector<unsigned char> read_file(const std::string& path, std::size_t limit) {
+  std::error_code ec;
+  if (std::filesystem::is_directory(path, ec)) throw IoError(path + ": is a directory, not a file");
   std::ifstream in(path, std::ios::binary);
   if (!in) throw IoError(path + ": cannot open the file (" + std::strerror(errno) + ")");
-  std::vector<unsigned char> bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  const auto too_large = [&] {
+    return DataError(path + ": more than " + std::to_string(limit >> 20) +
+                     " MiB; tandem reads data sets into memory, up to that size (a device such as /dev/zero never "
+                     "ends)");
+  };
+  std::vector<unsigned char> bytes;
+  try {
+    // A regular file says its size: refused before anything is read. Anything else (a pipe, a
+    // device) is read in chunks, and refused as soon as it passes the limit.
+    const auto size = std::filesystem::is_regular_file(path, ec) ? std::filesystem::file_size(path, ec) : 0;
+    if (!ec && size > limit) throw too_large();
+    bytes.reserve(static_cast<std::size_t>(size));
+    constexpr std::size_t kChunk = std::size_t(1) << 20;
+    while (in) {
+      const std::size_t at = bytes.size();
+      if (at > limit) throw too_large();
+      bytes.resize(at + kChunk);
+      in.read(reinterpret_cast<char*>(bytes.data() + at), static_cast<std::streamsize>(kChunk));
+      bytes.resize(at + static_cast<std::size_t>(in.gcount()));
+    }
+  } catch (const std::bad_alloc&) {
+    throw DataError(path + ": does not fit in this machine's memory (" + std::to_string(bytes.size() >> 20) +
+                    " MiB read)");
+  }
   if (in.bad()) throw IoError(path + ": read error (" + std::strerror(errno) + ")");
+  if (bytes.size() > limit) throw too_large();
   if (bytes.size() >= 2 && bytes[0] == 0x1f && bytes[1] == 0x8b) return inflate_gzip(bytes, path);
   return bytes;
 }
@@ -258,6 +285,14 @@ Dataset read_idx(const std::string& images_path, const std::string& labels_path)
   if (d.rows == 0) fail(images_path, "the file holds no images");
   d.features = images.values;
   d.targets = labels.values;
+  // A float IDX file may hold NaN or Inf: refused with where, as the CSV reader refuses them
+  // (training on one gave a NaN loss and a zero exit).
+  const auto bad = std::find_if(d.features.begin(), d.features.end(), [](double v) { return !std::isfinite(v); });
+  if (bad != d.features.end()) {
+    const auto at = static_cast<std::size_t>(bad - d.features.begin());
+    fail(images_path, "image " + std::to_string(at / d.cols) + ", value " + std::to_string(at % d.cols) + " is " +
+                          std::to_string(*bad) + ", not a finite number");
+  }
   (void)d.class_labels();  // labels must be class indices
   return d;
 }

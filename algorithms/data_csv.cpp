@@ -206,8 +206,22 @@ Dataset parse_csv(std::string_view text, const std::string& source, const CsvOpt
 
   bool header = options.header == CsvOptions::Header::yes;
   if (options.header == CsvOptions::Header::detect) {
+    // A header has text in every column, a data row a number in every one. A first row with
+    // both is neither: taken for a header, a data row with one typo, an overflow (1e309) or a nan
+    // would be dropped without a word.
+    std::vector<std::size_t> text_fields;
     double v;
-    header = std::any_of(fields.begin(), fields.end(), [&](const std::string& f) { return !parse_number(f, v); });
+    for (std::size_t c = 0; c < field_count; ++c) {
+      if (!parse_number(fields[c], v)) text_fields.push_back(c);
+    }
+    if (!text_fields.empty() && text_fields.size() < field_count) {
+      fail(source, "line " + std::to_string(first) + ", column " + std::to_string(text_fields.front() + 1) + ": " +
+                       show(fields[text_fields.front()]) + " is not a (finite) number, but " +
+                       std::to_string(field_count - text_fields.size()) +
+                       " other field(s) of the line are: neither a " +
+                       "header (text in every column) nor data; fix the value, or give the header option (yes or no)");
+    }
+    header = !text_fields.empty();
   }
 
   std::optional<std::size_t> label;

@@ -2,6 +2,7 @@
 // exit codes.
 #include <cstdio>
 #include <exception>
+#include <new>
 #include <string>
 #include <vector>
 
@@ -35,6 +36,10 @@ int exit_code_of(const std::exception& e, std::string& lead) {
     return kRunError;
   }
   if (dynamic_cast<const Error*>(&e) != nullptr) return kUsage;
+  if (dynamic_cast<const std::bad_alloc*>(&e) != nullptr) {
+    lead = "out of host memory: ";
+    return kRunError;
+  }
   lead = "unexpected error: ";
   return kRunError;
 }

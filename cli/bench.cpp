@@ -10,6 +10,7 @@
 #include <thread>
 #include <vector>
 
+#include "levels.hpp"
 #include "options.hpp"
 #include "sweep.hpp"
 #include "tandem/tandem.hpp"
@@ -277,6 +278,32 @@ int run_compare(Common& c) {
   doc["noise"] = noise_json;
   outputs(c, results, "tandem compare", doc);
   return refused ? 1 : 0;
+}
+
+// bench bandwidth and bench memory, under bench.
+std::vector<Command> add_levels(CLI::App* bench) {
+  std::vector<Command> out;
+  for (const bool memory : {false, true}) {
+    auto a = std::make_shared<LevelArgs>();
+    CLI::App* sub =
+        memory ? bench->add_subcommand(
+                     "memory",
+                     "CPU read bandwidth by working set, 4 KiB to 256 MiB (--full: 4 GiB): where L1, L2, L3 and RAM "
+                     "begin, beside the cache sizes sysfs reports; with a GPU backend, its L1, L2 and device memory "
+                     "by a probe kernel (256 KiB to 1 GiB, --full: 4 GiB), shared memory and the host link")
+               : bench->add_subcommand("bandwidth",
+                                       "host <-> device copies from pageable and pinned memory, 1 KiB to 64 MiB "
+                                       "(--full: 1 GiB)");
+    sub->add_option(
+           "--backend", a->backend,
+           memory ? "a GPU backend to probe (default: the host CPU)" : "backend (default: TANDEM_BACKEND, else auto)")
+        ->type_name("NAME");
+    sub->add_flag("--full", a->full, "the whole size range");
+    a->json.add(sub, "the measurements");
+    sub->add_option("--plot", a->plot, "PNG plots in DIR (needs python3-matplotlib)")->type_name("DIR");
+    out.push_back({sub, [a, memory] { return memory ? bench_memory(*a) : bench_bandwidth(*a); }});
+  }
+  return out;
 }
 
 }  // namespace

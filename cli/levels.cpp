@@ -20,7 +20,7 @@ inline int omp_get_max_threads() { return 1; }
 #include <string>
 #include <vector>
 
-#include "options.hpp"
+#include "levels.hpp"
 #include "sweep.hpp"
 #include "tandem/detail/timing.hpp"
 #include "tandem/tandem.hpp"
@@ -107,13 +107,6 @@ Json working_set_rows(std::size_t smallest, std::size_t largest, bool quiet, Mea
   }
   return rows;
 }
-
-// The options `bench bandwidth` and `bench memory` share.
-struct LevelArgs {
-  std::string backend, plot;
-  bool full = false;
-  JsonOption json;
-};
 
 // Median of `reps` event-timed runs (ms) of f on the backend's default queue, `before` run
 // untimed ahead of each.
@@ -210,6 +203,8 @@ int gpu_memory(Backend& be, const LevelArgs& a) {
   return 0;
 }
 
+}  // namespace
+
 int bench_bandwidth(const LevelArgs& a) {
   const bool full = a.full;
   Backend& be = a.backend.empty() ? default_backend() : get_backend(a.backend);
@@ -299,34 +294,6 @@ int bench_memory(const LevelArgs& a) {
   a.json.write(json);
   if (!a.plot.empty()) sweep::plot_json(json, a.plot, "memory.json");
   return 0;
-}
-
-}  // namespace
-
-// bench bandwidth and bench memory, under bench.
-std::vector<Command> add_levels(CLI::App* bench) {
-  std::vector<Command> out;
-  for (const bool memory : {false, true}) {
-    auto a = std::make_shared<LevelArgs>();
-    CLI::App* sub =
-        memory ? bench->add_subcommand(
-                     "memory",
-                     "CPU read bandwidth by working set, 4 KiB to 256 MiB (--full: 4 GiB): where L1, L2, L3 and RAM "
-                     "begin, beside the cache sizes sysfs reports; with a GPU backend, its L1, L2 and device memory "
-                     "by a probe kernel (256 KiB to 1 GiB, --full: 4 GiB), shared memory and the host link")
-               : bench->add_subcommand("bandwidth",
-                                       "host <-> device copies from pageable and pinned memory, 1 KiB to 64 MiB "
-                                       "(--full: 1 GiB)");
-    sub->add_option(
-           "--backend", a->backend,
-           memory ? "a GPU backend to probe (default: the host CPU)" : "backend (default: TANDEM_BACKEND, else auto)")
-        ->type_name("NAME");
-    sub->add_flag("--full", a->full, "the whole size range");
-    a->json.add(sub, "the measurements");
-    sub->add_option("--plot", a->plot, "PNG plots in DIR (needs python3-matplotlib)")->type_name("DIR");
-    out.push_back({sub, [a, memory] { return memory ? bench_memory(*a) : bench_bandwidth(*a); }});
-  }
-  return out;
 }
 
 }  // namespace tandem::cli

@@ -135,6 +135,9 @@ void JsonOption::add(CLI::App* app, const std::string& what) {
                 ->type_name("[FILE]");
 }
 
+bool JsonOption::wanted() const { return option_ != nullptr && option_->count() > 0; }
+bool JsonOption::to_stdout() const { return wanted() && (path_.empty() || path_ == "-"); }
+
 void JsonOption::write(const Json& doc) const {
   if (!wanted()) return;
   write_text(to_stdout() ? "-" : path_, doc.dump(2) + "\n");

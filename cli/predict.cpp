@@ -3,6 +3,7 @@
 // they are.
 #include <cstdio>
 #include <cstring>
+#include <filesystem>
 #include <fstream>
 #include <memory>
 #include <string>
@@ -25,6 +26,8 @@ struct PredictArgs {
 
 // "mlp" or "linear", from the file's magic bytes.
 std::string model_kind(const std::string& path) {
+  std::error_code ec;
+  if (std::filesystem::is_directory(path, ec)) throw IoError(path + ": is a directory, not a model file");
   std::ifstream in(path, std::ios::binary);
   if (!in) throw IoError(path + ": cannot open the file (" + std::strerror(errno) + ")");
   char magic[8] = {};

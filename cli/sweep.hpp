@@ -11,7 +11,7 @@
 #include <string>
 #include <vector>
 
-#include "options.hpp"
+#include "json.hpp"
 
 namespace tandem {
 class Backend;

@@ -90,9 +90,12 @@ int run_train(TrainArgs& a) {
   const std::int32_t classes = all.class_count();
   if (classes < 2) throw DataError(all.source + " has a single class; training a classifier needs two or more");
   if (classes > 65536 || static_cast<std::size_t>(classes) > all.rows) {
+    // Few classes and fewer rows: too little data, not an ID column (once said of a one-row file).
     throw DataError(all.source + ": the label column holds class indices up to " + std::to_string(classes - 1) +
-                    " for " + std::to_string(all.rows) +
-                    " samples, which looks like an ID or a value rather than a class; check --label-column");
+                    " for " + std::to_string(all.rows) + " samples, " +
+                    (classes <= 100
+                         ? std::string("too few samples to train a classifier with that many classes")
+                         : std::string("which looks like an ID or a value rather than a class; check --label-column")));
   }
   data::Split split;
   if (a.test_fraction > 0) {

@@ -6,12 +6,15 @@
 #include <string>
 #include <vector>
 
+#include "tandem/mlp.hpp"
+#include "tandem/regression.hpp"
 #include "tandem/tandem.hpp"
 
 using namespace tandem;
 
 namespace {
-template <class E, class F> std::string raises(F&& f) {
+template <class E, class F>
+std::string raises(F&& f) {
   try {
     f();
   } catch (const E& e) {
@@ -93,8 +96,9 @@ TEST_CASE("empty or null where not allowed") {
 TEST_CASE("leading dimension smaller than the row length") {
   Backend& be = get_backend(cpu_backend());
   Buffer a(be, DType::f32, 12);
-  CHECK(raises<InvalidArgument>([&] { matrix(a, 3, 4, 3); }).find("leading dimension 3, smaller than its row length 4") !=
-        std::string::npos);
+  CHECK(raises<InvalidArgument>([&] {
+          matrix(a, 3, 4, 3);
+        }).find("leading dimension 3, smaller than its row length 4") != std::string::npos);
   Matrix bad{a, 3, 4, 2};  // built by hand: the op still checks
   Buffer c(be, DType::f32, 16);
   Matrix cm = matrix(c, 4, 4);
@@ -146,8 +150,8 @@ TEST_CASE("outputs may be their input in place, but not overlap it partly") {
   Buffer shifted = x.slice(1, 4), head = x.slice(0, 4);
   CHECK(raises<InvalidArgument>([&] { add(head, head, shifted); }).find("overlaps") != std::string::npos);
   CHECK_THROWS_AS(axpy(1.0, head, shifted), InvalidArgument);
-  Buffer logits = Buffer::from(be, std::vector<float>{1, 2, 3, 4}), labels = Buffer::from(be, std::vector<std::int32_t>{0, 1}),
-         losses(be, DType::f32, 2);
+  Buffer logits = Buffer::from(be, std::vector<float>{1, 2, 3, 4}),
+         labels = Buffer::from(be, std::vector<std::int32_t>{0, 1}), losses(be, DType::f32, 2);
   Matrix lm = matrix(logits, 2, 2);
   CHECK_THROWS_AS(softmax_cross_entropy(lm, labels, lm, losses), InvalidArgument);  // probs over logits
   Buffer i32(be, DType::i32, 3);
@@ -173,4 +177,58 @@ TEST_CASE("an op value outside its enum is an InvalidArgument, never a silent de
   CHECK_FALSE(is_activation(UnaryOp::exp));
   CHECK(is_activation(UnaryOp::silu));
   CHECK(grad_op(UnaryOp::silu) == BinaryOp::silu_grad);
+}
+
+TEST_CASE("views whose extent overflows 64 bits are refused, and ops on them never touch memory") {
+  Backend& be = get_backend(cpu_backend());
+  Buffer one(be, DType::f32, 1);
+  const std::int64_t big = std::int64_t(1) << 32, huge = std::int64_t(1) << 62;
+  // Both once wrapped around to a small extent and passed.
+  CHECK(raises<InvalidArgument>([&] { matrix(one, big + 1, 1, big); }).find("does not fit in 64 bits") !=
+        std::string::npos);
+  CHECK(raises<InvalidArgument>([&] { matrix(one, huge, 4); }).find("does not fit in 64 bits") != std::string::npos);
+  // Built by hand, the ops check again: matmul's k = 0 scaling path and reduce_cols once crashed.
+  Matrix wide{one, huge, 4, 4};
+  Buffer empty_k(be, DType::f32, 1);
+  Matrix a{empty_k, huge, 0, 1}, b{empty_k, 0, 4, 4};
+  CHECK_THROWS_AS(matmul(a, b, wide), InvalidArgument);
+  Buffer sums(be, DType::f32, 4);
+  CHECK_THROWS_AS(reduce_cols(ReduceOp::sum, wide, sums), InvalidArgument);
+}
+
+TEST_CASE("Mlp::step without a backward since the last step is refused: the weights stay as they were") {
+  Backend& be = get_backend(cpu_backend());
+  ml::Mlp model(be, ml::layers_from_widths({3, 4, 2}));
+  const std::vector<float> before = model.parameters()[0].to_vector<float>();
+  CHECK(raises<InvalidArgument>([&] { model.step(); }).find("call backward()") != std::string::npos);
+  CHECK(model.parameters()[0].to_vector<float>() == before);
+  const Matrix x = matrix(Buffer::from(be, std::vector<float>{1, 2, 3, 4, 5, 6}), 2, 3);
+  const Buffer labels = Buffer::from(be, std::vector<std::int32_t>{0, 1});
+  const Matrix targets = matrix(Buffer::from(be, std::vector<float>{1, 0, 0, 1}), 2, 2);
+  model.forward(x);
+  model.backward(labels, targets);
+  model.step();
+  CHECK(model.parameters()[0].to_vector<float>() != before);
+  CHECK_THROWS_AS(model.step(), InvalidArgument);  // the same gradients twice
+}
+
+TEST_CASE("regression on values whose squares overflow or underflow says so, naming the column") {
+  Backend& be = get_backend("reference");
+  data::Dataset d;
+  d.rows = 4;
+  d.cols = 2;
+  d.features = {1, 1e200, 2, 3e200, 3, 2e200, 4, 5e200};
+  d.targets = {1, 2, 3, 4};
+  d.source = "big.csv";
+  CHECK(raises<InvalidArgument>([&] { ml::fit_linear_regression(be, d); }).find("feature 1 reaches |x| = 5e+200") !=
+        std::string::npos);
+  d.features = {1, 1e-200, 2, 3e-200, 3, 2e-200, 4, 5e-200};
+  CHECK(raises<InvalidArgument>([&] { ml::fit_linear_regression(be, d); }).find("underflows in f64") !=
+        std::string::npos);
+  d.features = {1, 1, 2, 3, 3, 2, 4, 5};
+  d.targets = {1, 2, 3, 1e19};
+  ml::RegressionOptions in_f32;
+  in_f32.dtype = DType::f32;
+  CHECK(raises<InvalidArgument>([&] { ml::fit_linear_regression(be, d, in_f32); }).find("the target reaches") !=
+        std::string::npos);
 }

@@ -11,7 +11,7 @@
 #include <thread>
 #include <vector>
 
-#include "support.hpp"
+#include "ml_support.hpp"
 #include "tandem/mlp.hpp"
 #include "tandem/tandem.hpp"
 
@@ -85,13 +85,8 @@ std::size_t differences(const std::vector<double>& got, const std::vector<double
 }  // namespace
 
 TEST_CASE("concurrency: threads sharing the backend, on the default queue and on their own, get the serial results") {
-  Backend* be = nullptr;
-  try {
-    be = &get_backend(test::backend_under_test());
-  } catch (const BackendUnavailable& e) {
-    std::printf("SKIPPED: %s\n", e.what());
-    return;
-  }
+  Backend* be = test::backend_or_skip();
+  if (be == nullptr) return;
   const bool slow = be->properties().kind == BackendKind::simulator;
   const int threads = slow ? 4 : 8, reps = slow ? 2 : 6, kinds = 4;
   const bool exact = be->properties().kind != BackendKind::gpu;
@@ -127,13 +122,8 @@ TEST_CASE("concurrency: threads sharing the backend, on the default queue and on
 }
 
 TEST_CASE("concurrency: a capture inside captured work is refused") {
-  Backend* be = nullptr;
-  try {
-    be = &get_backend(test::backend_under_test());
-  } catch (const BackendUnavailable& e) {
-    std::printf("SKIPPED: %s\n", e.what());
-    return;
-  }
+  Backend* be = test::backend_or_skip();
+  if (be == nullptr) return;
   const Queue q = be->create_queue();
   Buffer x(*be, DType::f32, 16);
   bool refused = false;

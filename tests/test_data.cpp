@@ -15,6 +15,8 @@
 #include "ml_support.hpp"
 #include "tandem/data.hpp"
 #include "tandem/errors.hpp"
+#include "tandem/mlp.hpp"
+#include "tandem/registry.hpp"
 
 namespace {
 
@@ -156,6 +158,30 @@ TEST_SUITE("data") {
     expect_data_error([] { data::parse_csv("a,b\n1,\"2\n", "o.csv"); }, {"o.csv", "line 2", "never closed"});
     expect_data_error([] { data::parse_csv("a,b\n1,\"2\"x\n", "t.csv"); },
                       {"t.csv", "line 2", "after the closing quote"});
+  }
+
+  TEST_CASE("CSV: a first row with both numbers and text is neither header nor data, and nothing is dropped") {
+    // Each was once taken for a header and the row dropped without a word.
+    for (const char* first : {"1,2x,3", "1,1e309,3", "nan,2,3"}) {
+      CAPTURE(first);
+      expect_data_error([&] { data::parse_csv(std::string(first) + "\n4,5,6\n", "f.csv"); },
+                        {"f.csv", "line 1, column", "neither a header", "header option"});
+    }
+    // Said to be a header, it is one; text in every column is one without being said.
+    CHECK(data::parse_csv("id,2019,2020\n4,5,6\n", "y.csv",
+                          {.header = data::CsvOptions::Header::yes, .label_column = std::nullopt})
+              .rows == 1);
+    CHECK(data::parse_csv("a,b,c\n4,5,6\n", "h.csv").rows == 1);
+    CHECK(data::parse_csv("1,2,3\n4,5,6\n", "n.csv").rows == 2);
+  }
+
+  TEST_CASE("files: a directory is an IoError with its path, an endless device a DataError at the limit") {
+    const std::string dir = std::filesystem::temp_directory_path().string();
+    CHECK_THROWS_WITH_AS(data::read_file(dir), doctest::Contains((dir + ": is a directory").c_str()), IoError);
+    CHECK_THROWS_WITH_AS(data::read_csv(dir), doctest::Contains("is a directory"), IoError);
+    CHECK_THROWS_WITH_AS(data::read_file("/dev/zero", std::size_t(16) << 20), doctest::Contains("more than 16 MiB"),
+                         DataError);
+    CHECK_THROWS_WITH_AS(ml::Mlp::load(get_backend("reference"), dir), doctest::Contains("is a directory"), IoError);
   }
 
   TEST_CASE("CSV: bad input names the file, line and column") {

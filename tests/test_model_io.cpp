@@ -3,6 +3,7 @@
 #include <doctest/doctest.h>
 
 #include <array>
+#include <cmath>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
@@ -11,6 +12,7 @@
 
 #include "support.hpp"
 #include "tandem/mlp.hpp"
+#include "tandem/regression.hpp"
 #include "tandem/tandem.hpp"
 
 namespace {
@@ -47,7 +49,8 @@ TEST_SUITE("model files") {
   TEST_CASE("a saved model loads back from the file, and missing or foreign files are DataErrors") {
     Backend& be = get_backend("reference");
     ml::Mlp model(be, ml::layers_from_widths({4, 8, 3}));
-    const auto path = (std::filesystem::temp_directory_path() / ("tandem-model-" + std::to_string(test::seed()))).string();
+    const auto path =
+        (std::filesystem::temp_directory_path() / ("tandem-model-" + std::to_string(test::seed()))).string();
     model.save(path);
     const ml::Mlp back = ml::Mlp::load(be, path);
     CHECK(back.serialize() == model.serialize());
@@ -76,7 +79,9 @@ TEST_SUITE("model files") {
 
   TEST_CASE("thousands of random corruptions, also behind a valid checksum: a model or a DataError") {
     Backend& be = get_backend("reference");
-    ml::Mlp model(be, {{ml::LayerKind::linear, 3, 4}, {ml::LayerKind::activation(UnaryOp::tanh), 4, 4}, {ml::LayerKind::linear, 4, 2}});
+    ml::Mlp model(be, {{ml::LayerKind::linear, 3, 4},
+                       {ml::LayerKind::activation(UnaryOp::tanh), 4, 4},
+                       {ml::LayerKind::linear, 4, 2}});
     model.standardizer.mean = {0, 1, 2};
     model.standardizer.scale = {1, 1, 1};
     const std::vector<unsigned char> good = model.serialize();
@@ -87,7 +92,8 @@ TEST_SUITE("model files") {
       const auto edits = 1 + rng.below(3);
       for (std::uint64_t e = 0; e < edits; ++e) {
         // Mostly the header and layer table, where a bad value could mislead the reader.
-        const std::size_t at = rng.below(4) == 0 ? rng.below(b.size() - 4) : rng.below(std::min<std::size_t>(120, b.size() - 4));
+        const std::size_t at =
+            rng.below(4) == 0 ? rng.below(b.size() - 4) : rng.below(std::min<std::size_t>(120, b.size() - 4));
         b[at] = static_cast<unsigned char>(rng.next());
       }
       if (trial % 2 == 0) reseal(b);
@@ -101,5 +107,37 @@ TEST_SUITE("model files") {
     }
     CHECK(rejected > 1500);
     MESSAGE(rejected, " rejected, ", loaded, " loaded (edits that changed only parameter values)");
+  }
+
+  TEST_CASE("every model save writes loads back: 5000 layers, and the standardiser is validated") {
+    Backend& be = get_backend("reference");
+    const std::vector<std::size_t> widths(2501, 2);  // 2500 linear layers and 2499 activations
+    ml::Mlp deep(be, ml::layers_from_widths(widths));
+    CHECK(deep.layers().size() > 4096);  // once the loader's cap
+    CHECK(ml::Mlp::deserialize(be, deep.serialize(), "deep").serialize() == deep.serialize());
+    ml::Mlp model(be, ml::layers_from_widths({4, 8, 3}));
+    model.standardizer.mean = {0, 1, 2, 3};
+    model.standardizer.scale = {1, 1, 0, 1};  // a zero scale divides by zero
+    CHECK(error_of(be, model.serialize()).find("scale is not a finite positive number") != std::string::npos);
+    model.standardizer.scale = {1, 1, 1, 1};
+    model.standardizer.mean[1] = std::nan("");
+    CHECK(error_of(be, model.serialize()).find("mean is not finite") != std::string::npos);
+  }
+
+  TEST_CASE("linear model files round-trip exactly and refuse corruption") {
+    ml::LinearModel m;
+    m.coefficients = {0.1, -2.5e-300, 3e300};
+    m.intercept = -7.25;
+    const std::vector<unsigned char> bytes = ml::serialize(m);
+    const ml::LinearModel back = ml::deserialize_linear_model(bytes, "lr");
+    CHECK(back.coefficients == m.coefficients);
+    CHECK(back.intercept == m.intercept);
+    for (std::size_t i = 0; i < bytes.size(); ++i) {
+      std::vector<unsigned char> bad = bytes;
+      bad[i] ^= 0x40;
+      CHECK_THROWS_AS(ml::deserialize_linear_model(bad, "lr"), DataError);
+    }
+    CHECK_THROWS_AS(ml::deserialize_linear_model({bytes.begin(), bytes.end() - 1}, "lr"), DataError);
+    CHECK_THROWS_WITH_AS(ml::load_linear_model("/nonexistent/lr.model"), doctest::Contains("cannot open"), IoError);
   }
 }

@@ -14,6 +14,7 @@
 #include <iterator>
 
 #include "model_file.hpp"
+#include "tandem/data.hpp"
 #include "tandem/regression.hpp"
 
 namespace tandem::ml {
@@ -34,26 +35,7 @@ std::vector<unsigned char> serialize(const LinearModel& model) {
 }
 
 LinearModel deserialize_linear_model(const std::vector<unsigned char>& bytes, const std::string& source) {
-  if (bytes.size() < 8 || std::memcmp(bytes.data(), kMagic, 8) != 0) {
-    throw DataError(source + ": byte offset 0: not a tandem linear model (it does not start with \"TANDEMLR\")");
-  }
-  if (bytes.size() < 32) {
-    throw DataError(source + ": the file is truncated: " + std::to_string(bytes.size()) +
-                    " bytes, less than the smallest linear model file");
-  }
-  model_file::Reader r(bytes, bytes.size() - 4, source);
-  (void)r.take(8, "the magic number");
-  const auto version = r.le<std::uint32_t>("the version");
-  if (version != kVersion) {
-    r.fail("format version " + std::to_string(version) + "; this tandem reads version " + std::to_string(kVersion) +
-           (version > kVersion ? " (the file was written by a newer tandem)" : ""));
-  }
-  std::uint32_t stored = 0;
-  for (int i = 0; i < 4; ++i) stored |= std::uint32_t(bytes[bytes.size() - 4 + std::size_t(i)]) << (8 * i);
-  if (stored != model_file::crc32(bytes.data(), bytes.size() - 4)) {
-    throw DataError(source + ": checksum mismatch: the file is corrupt or truncated (" + std::to_string(bytes.size()) +
-                    " bytes)");
-  }
+  model_file::Reader r = model_file::open(bytes, source, kMagic, kVersion, 32, "linear model");
   const auto features = r.le<std::uint64_t>("the feature count");
   if (features == 0 || features != (bytes.size() - 32) / 8 || (bytes.size() - 32) % 8 != 0) {
     r.fail(std::to_string(features) + " features do not match the file's length (" + std::to_string(bytes.size()) +
@@ -82,11 +64,6 @@ void save(const LinearModel& model, const std::string& path) {
   if (!out) throw IoError(path + ": writing the model failed (disk full?)");
 }
 
-LinearModel load_linear_model(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) throw IoError(path + ": cannot open the file (" + std::strerror(errno) + ")");
-  const std::vector<unsigned char> bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-  return deserialize_linear_model(bytes, path);
-}
+LinearModel load_linear_model(const std::string& path) { return deserialize_linear_model(data::read_file(path), path); }
 
 }  // namespace tandem::ml

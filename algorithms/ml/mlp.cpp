@@ -305,10 +305,22 @@ const Buffer& Mlp::backward(const Buffer& labels, const Matrix& targets,
     reduce_cols(ReduceOp::sum, dy, grads_[p + 1], queue_);
     if (gradients_ready) gradients_ready(p, 2);
   }
+  gradients_fresh_ = true;
   return loss_;
 }
 
+void Mlp::zero_gradients() {
+  for (Buffer& g : grads_) fill(g, 0.0, queue_);
+  gradients_fresh_ = true;
+}
+
 void Mlp::step() {
+  // Without a backward since the last step the gradients are stale (or zero): a step would move
+  // the weights by them again, silently.
+  if (!gradients_fresh_) {
+    throw InvalidArgument("Mlp::step: no gradients since the last step; call backward() (or train_step) first");
+  }
+  gradients_fresh_ = false;
   if (options_.mixed_precision) {
     // The gradients carry the loss scale: skip the step when any overflowed, else unscale them.
     for (std::size_t i = 0; i < grads_.size(); ++i) {
@@ -434,6 +446,7 @@ const Buffer& Mlp::forward_backward_graph(const Matrix& x, const Buffer& labels,
       ++graphs_recorded_;
     }
   }
+  gradients_fresh_ = true;  // a replayed CUDA graph computed them without calling backward()
   return loss_;
 }
 

@@ -12,12 +12,14 @@
 // The checksum is verified before anything else is read, so a corrupt or truncated file is a
 // DataError and never an allocation sized by garbage; the structure is then checked field by field.
 #include <cerrno>
+#include <cmath>
 #include <cstring>
 #include <fstream>
 #include <limits>
 
 #include "host_data.hpp"
 #include "model_file.hpp"
+#include "tandem/data.hpp"
 #include "tandem/errors.hpp"
 #include "tandem/mlp.hpp"
 
@@ -82,26 +84,7 @@ std::vector<unsigned char> Mlp::serialize() const {
 }
 
 Mlp Mlp::deserialize(Backend& backend, const std::vector<unsigned char>& bytes, const std::string& source) {
-  if (bytes.size() < 8 || std::memcmp(bytes.data(), kMagic, 8) != 0) {
-    throw DataError(source + ": byte offset 0: not a tandem model file (it does not start with \"TANDEMNN\")");
-  }
-  if (bytes.size() < 28) {
-    throw DataError(source + ": the file is truncated: " + std::to_string(bytes.size()) +
-                    " bytes, less than the smallest model file");
-  }
-  Reader r(bytes, bytes.size() - 4, source);
-  (void)r.take(8, "the magic number");
-  const auto version = r.le<std::uint32_t>("the version");
-  if (version != kVersion) {
-    r.fail("format version " + std::to_string(version) + "; this tandem reads version " + std::to_string(kVersion) +
-           (version > kVersion ? " (the file was written by a newer tandem)" : ""));
-  }
-  std::uint32_t stored = 0;
-  for (int i = 0; i < 4; ++i) stored |= std::uint32_t(bytes[bytes.size() - 4 + std::size_t(i)]) << (8 * i);
-  if (stored != crc32(bytes.data(), bytes.size() - 4)) {
-    throw DataError(source + ": checksum mismatch: the file is corrupt or truncated (" + std::to_string(bytes.size()) +
-                    " bytes)");
-  }
+  Reader r = model_file::open(bytes, source, kMagic, kVersion, 28, "model file");
   MlpOptions o;
   const auto dtype = r.le<std::uint32_t>("the dtype");
   if (dtype != static_cast<std::uint32_t>(DType::f32) && dtype != static_cast<std::uint32_t>(DType::f64)) {
@@ -112,7 +95,11 @@ Mlp Mlp::deserialize(Backend& backend, const std::vector<unsigned char>& bytes, 
   if (loss != 1 && loss != 2) r.fail("unknown loss code " + std::to_string(loss));
   o.loss = static_cast<LossKind>(loss);
   const auto count = r.le<std::uint32_t>("the layer count");
-  if (count == 0 || count > 4096) r.fail(std::to_string(count) + " layers (expected 1 to 4096)");
+  // Each layer takes 20 bytes of the file: the file's size bounds the count (a fixed cap of 4096
+  // once refused deeper models that save() had written).
+  if (count == 0 || std::size_t(count) > (bytes.size() - r.offset()) / 20) {
+    r.fail(std::to_string(count) + " layers do not fit in the " + std::to_string(bytes.size()) + " bytes of the file");
+  }
   std::vector<LayerSpec> layers(count);
   for (LayerSpec& l : layers) {
     const auto kind = r.le<std::uint32_t>("a layer");
@@ -146,8 +133,14 @@ Mlp Mlp::deserialize(Backend& backend, const std::vector<unsigned char>& bytes, 
   r.need(16 * s, "the standardiser");
   model.standardizer.mean.resize(s);
   model.standardizer.scale.resize(s);
-  for (double& v : model.standardizer.mean) v = r.f64("the standardiser");
-  for (double& v : model.standardizer.scale) v = r.f64("the standardiser");
+  for (double& v : model.standardizer.mean) {
+    v = r.f64("the standardiser");
+    if (!std::isfinite(v)) r.fail("a standardiser mean is not finite");
+  }
+  for (double& v : model.standardizer.scale) {
+    v = r.f64("the standardiser");
+    if (!std::isfinite(v) || !(v > 0)) r.fail("a standardiser scale is not a finite positive number");
+  }
   for (Buffer& p : model.params_) {
     const auto n = r.le<std::uint64_t>("a parameter count");
     if (n != p.size()) {
@@ -172,10 +165,8 @@ void Mlp::save(const std::string& path) const {
 }
 
 Mlp Mlp::load(Backend& backend, const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) throw IoError(path + ": cannot open the file (" + std::strerror(errno) + ")");
-  const std::vector<unsigned char> bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-  return deserialize(backend, bytes, path);
+  // Bounded, typed reads: a directory, /dev/zero or a huge file end in IoError or DataError.
+  return deserialize(backend, data::read_file(path), path);
 }
 
 }  // namespace tandem::ml

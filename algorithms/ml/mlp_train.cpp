@@ -343,7 +343,7 @@ std::vector<EpochReport> train(Mlp& model, const data::Dataset& train_set, const
         slot_loss.copy_from(model.backward(l.buffer, t, ready));
       } else {
         // A replica with no rows of a small last batch adds nothing to its gradient.
-        for (Buffer g : model.gradients()) g.fill(0);
+        model.zero_gradients();
         slot_loss.fill(0);
       }
       if (options.combine_gradients) options.combine_gradients(model, rows, global_rows);

@@ -89,4 +89,33 @@ class Reader {
   const std::string& source_;
 };
 
+// The checks every model file starts with, in this order: the magic, a minimum size, the format
+// version (named, so that a newer file says so), and the CRC-32 in its last 4 bytes. Returns a
+// Reader past the version, over the bytes before the checksum.
+inline Reader open(const std::vector<unsigned char>& bytes, const std::string& source, const char (&magic)[8],
+                   std::uint32_t version, std::size_t smallest, const char* kind) {
+  if (bytes.size() < 8 || std::memcmp(bytes.data(), magic, 8) != 0) {
+    throw DataError(source + ": byte offset 0: not a tandem " + kind + " (it does not start with \"" +
+                    std::string(magic, 8) + "\")");
+  }
+  if (bytes.size() < smallest) {
+    throw DataError(source + ": the file is truncated: " + std::to_string(bytes.size()) +
+                    " bytes, less than the smallest " + kind);
+  }
+  Reader r(bytes, bytes.size() - 4, source);
+  (void)r.take(8, "the magic number");
+  const auto found = r.le<std::uint32_t>("the version");
+  if (found != version) {
+    r.fail("format version " + std::to_string(found) + "; this tandem reads version " + std::to_string(version) +
+           (found > version ? " (the file was written by a newer tandem)" : ""));
+  }
+  std::uint32_t stored = 0;
+  for (int i = 0; i < 4; ++i) stored |= std::uint32_t(bytes[bytes.size() - 4 + std::size_t(i)]) << (8 * i);
+  if (stored != crc32(bytes.data(), bytes.size() - 4)) {
+    throw DataError(source + ": checksum mismatch: the file is corrupt or truncated (" + std::to_string(bytes.size()) +
+                    " bytes)");
+  }
+  return r;
+}
+
 }  // namespace tandem::ml::model_file

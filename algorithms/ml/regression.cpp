@@ -19,6 +19,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdio>
 #include <limits>
 #include <numeric>
 #include <string>
@@ -255,7 +256,8 @@ LinearModel closed_form(Backend& be, const data::Dataset& d, DType dt) {
 
 LinearModel gradient_descent(Backend& be, const data::Dataset& d, const RegressionOptions& o) {
   if (!(o.learning_rate > 0) || !std::isfinite(o.learning_rate)) {
-    throw InvalidArgument("linear regression: the learning rate must be positive, not " + std::to_string(o.learning_rate));
+    throw InvalidArgument("linear regression: the learning rate must be positive, not " +
+                          std::to_string(o.learning_rate));
   }
   if (o.epochs == 0) throw InvalidArgument("linear regression: epochs must be at least 1");
   if (d.rows > std::size_t(std::numeric_limits<std::int32_t>::max())) {
@@ -324,9 +326,11 @@ LinearModel gradient_descent(Backend& be, const data::Dataset& d, const Regressi
     if (!std::isfinite(loss) || loss > 100 * initial_loss) {
       throw InvalidArgument("linear regression: gradient descent diverged at epoch " + std::to_string(epoch + 1) +
                             " (the loss is " + std::to_string(loss) + "); lower the learning rate (it is " +
-                            std::to_string(o.learning_rate) + ")" + (o.standardize ? "" : " or standardise the features"));
+                            std::to_string(o.learning_rate) + ")" +
+                            (o.standardize ? "" : " or standardise the features"));
     }
-    const double previous = model.loss_history.empty() ? std::numeric_limits<double>::infinity() : model.loss_history.back();
+    const double previous =
+        model.loss_history.empty() ? std::numeric_limits<double>::infinity() : model.loss_history.back();
     model.loss_history.push_back(loss);
     model.epochs_run = epoch + 1;
     if (std::isfinite(previous) && previous - loss >= 0 && previous - loss <= o.tolerance * previous) {
@@ -348,11 +352,35 @@ LinearModel gradient_descent(Backend& be, const data::Dataset& d, const Regressi
   return model;
 }
 
+// Values whose squares overflow or underflow the compute type make the solvers report a rank
+// deficiency or a constant column that is not there: said as what it is, with the column.
+void check_range(const data::Dataset& d, DType t) {
+  const double big = t == DType::f32 ? 1e18 : 1e150, small = t == DType::f32 ? 1e-18 : 1e-150;
+  const auto judge = [&](double largest, const std::string& what) {
+    if (largest > big || (largest > 0 && largest < small)) {
+      char text[160];
+      std::snprintf(text, sizeof text, "%s reaches |x| = %.3g, whose square %s in %s; rescale it (e.g. divide by %.3g)",
+                    what.c_str(), largest, largest > big ? "overflows" : "underflows", std::string(name_of(t)).c_str(),
+                    largest);
+      throw InvalidArgument("linear regression: " + d.source + ": " + text);
+    }
+  };
+  for (std::size_t j = 0; j < d.cols; ++j) {
+    double largest = 0;
+    for (std::size_t i = 0; i < d.rows; ++i) largest = std::max(largest, std::fabs(d.features[i * d.cols + j]));
+    judge(largest, "feature " + std::to_string(j));
+  }
+  double largest = 0;
+  for (double y : d.targets) largest = std::max(largest, std::fabs(y));
+  judge(largest, "the target");
+}
+
 }  // namespace
 
 LinearModel fit_linear_regression(Backend& be, const data::Dataset& d, const RegressionOptions& o) {
   check_data(d, "linear regression");
   check_dtype(o.dtype);
+  check_range(d, o.dtype);
   return o.solver == Solver::closed_form ? closed_form(be, d, o.dtype) : gradient_descent(be, d, o);
 }
 

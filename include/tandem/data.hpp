@@ -34,14 +34,17 @@ struct Dataset {
 
 // Reads a whole file, inflating it when it is gzip-compressed (detected by its magic bytes, not
 // its name). DataError names the file and the byte offset where a compressed stream is corrupt.
-std::vector<unsigned char> read_file(const std::string& path);
+// IoError when it cannot be read (a directory, no permission); DataError past `limit` bytes, read
+// or inflated (a device such as /dev/zero, a gzip bomb), checked before the memory is taken.
+std::vector<unsigned char> read_file(const std::string& path, std::size_t limit = std::size_t(4) << 30);
 
 struct CsvOptions {
   // Field separator; '\0' detects it from the first line outside quotes (',' then ';' then tab,
   // else runs of blanks). ' ' also means runs of blanks (and then quotes are plain characters).
   char delimiter = '\0';
   enum class Header { detect, yes, no };
-  // detect: the first line is a header when one of its fields is not a number.
+  // detect: the first line is a header when none of its fields is a number, data when all are;
+  // a line with both is a DataError naming it (a typo must not turn a data row into a header).
   Header header = Header::detect;
   // The column holding the target: 0-based; negative counts from the end (-1 is the last).
   // nullopt: every column is a feature and targets stays empty.

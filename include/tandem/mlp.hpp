@@ -101,8 +101,12 @@ class Mlp {
   // reduction across processes may start while backward goes on with the layers before.
   const Buffer& backward(const Buffer& labels, const Matrix& targets,
                          const std::function<void(std::size_t, std::size_t)>& gradients_ready = {});
-  // One optimizer step with the gradients of the last backward().
+  // One optimizer step with the gradients of the last backward(); InvalidArgument when no
+  // backward ran since the last step.
   void step();
+  // Sets every gradient to zero, as a backward over no rows would (a data-parallel replica with
+  // no rows of a small last batch): the next step() takes them.
+  void zero_gradients();
   // forward() and backward() of a batch as one Graph (Backend::capture), so that a GPU runs the
   // whole pass from one launch (on cuda a CUDA graph, instead of a launch per op). The first call
   // for a set of buffers (x, labels, targets), batch size and loss scale runs the pass and records
@@ -173,6 +177,7 @@ class Mlp {
   };
   std::vector<Recording> recordings_;
   std::uint64_t graphs_recorded_ = 0, graphs_replayed_ = 0;
+  bool gradients_fresh_ = false;  // backward ran since the last step
 };
 
 // ---- training ----
