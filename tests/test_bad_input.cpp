@@ -232,3 +232,11 @@ TEST_CASE("regression on values whose squares overflow or underflow says so, nam
   CHECK(raises<InvalidArgument>([&] { ml::fit_linear_regression(be, d, in_f32); }).find("the target reaches") !=
         std::string::npos);
 }
+
+TEST_CASE("an MLP layer too large for memory is OutOfMemory from the backend, not std::bad_alloc") {
+  Backend& be = get_backend("reference");
+  // 64 x 2^31 weights: 512 GiB in f32, more than this machine has.
+  CHECK_THROWS_AS(ml::Mlp(be, ml::layers_from_widths({64, std::size_t(1) << 31, 10})), OutOfMemory);
+  ml::Mlp fine(be, ml::layers_from_widths({64, 16, 10}));  // and the backend still works
+  CHECK(fine.parameter_count() == 64 * 16 + 16 + 16 * 10 + 10);
+}

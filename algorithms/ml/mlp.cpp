@@ -130,9 +130,24 @@ Mlp::Mlp(Backend& backend, std::vector<LayerSpec> layers, const MlpOptions& opti
         visit_activation(
             layers_[i + 1].kind.op(), []<class Row>(Row) { return Row::he_init; }, [] { return false; });
     const double stddev = relu_next ? std::sqrt(2.0 / double(l.inputs)) : std::sqrt(2.0 / double(l.inputs + l.outputs));
-    std::vector<double> w(l.inputs * l.outputs);
-    for (double& v : w) v = rng.normal() * stddev;
-    params_.push_back(to_device(backend, w, dt));
+    // The device buffer first, so that a layer too large is OutOfMemory from the backend, then
+    // filled from the host in chunks (never the whole layer in host memory as doubles).
+    Buffer w(backend, dt, l.inputs * l.outputs);
+    constexpr std::size_t kChunk = std::size_t(1) << 20;
+    std::vector<double> values;
+    std::vector<float> narrow;
+    for (std::size_t at = 0; at < w.size(); at += kChunk) {
+      values.resize(std::min(kChunk, w.size() - at));
+      for (double& v : values) v = rng.normal() * stddev;
+      Buffer part = w.slice(at, values.size());
+      if (dt == DType::f32) {
+        narrow.assign(values.begin(), values.end());
+        part.upload(std::span<const float>(narrow));
+      } else {
+        part.upload(std::span<const double>(values));
+      }
+    }
+    params_.push_back(w);
     Buffer b(backend, dt, l.outputs);
     fill(b, 0);
     params_.push_back(b);
