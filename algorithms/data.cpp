@@ -319,25 +319,39 @@ Standardizer Standardizer::fit(const Dataset& d) {
   Standardizer s;
   s.mean.assign(d.cols, 0);
   s.scale.assign(d.cols, 0);
+  auto at = [&](std::size_t r, std::size_t c) { return d.features[r * d.cols + c]; };
+  std::vector<double> largest(d.cols, 0.0);
   for (std::size_t r = 0; r < d.rows; ++r) {
-    for (std::size_t c = 0; c < d.cols; ++c) s.mean[c] += d.features[r * d.cols + c];
+    for (std::size_t c = 0; c < d.cols; ++c) largest[c] = std::max(largest[c], std::fabs(at(r, c)));
   }
-  for (double& m : s.mean) m /= double(d.rows);
+  for (std::size_t c = 0; c < d.cols; ++c) {
+    if (!std::isfinite(largest[c])) {
+      throw DataError(d.source + ": column " + std::to_string(c + 1) +
+                      " holds a NaN or infinite value; it cannot be standardised");
+    }
+  }
+  // Sums of values near the largest double overflow: each column is summed divided by a power of
+  // two near its largest magnitude, which is exact, so ordinary data get the same bits as without.
+  std::vector<double> unit(d.cols, 1.0);
+  for (std::size_t c = 0; c < d.cols; ++c) {
+    if (largest[c] > 0) unit[c] = std::ldexp(1.0, std::ilogb(largest[c]));
+  }
+  for (std::size_t r = 0; r < d.rows; ++r) {
+    for (std::size_t c = 0; c < d.cols; ++c) s.mean[c] += at(r, c) / unit[c];
+  }
+  for (std::size_t c = 0; c < d.cols; ++c) s.mean[c] /= double(d.rows);
   for (std::size_t r = 0; r < d.rows; ++r) {
     for (std::size_t c = 0; c < d.cols; ++c) {
-      const double dev = d.features[r * d.cols + c] - s.mean[c];
+      const double dev = at(r, c) / unit[c] - s.mean[c];
       s.scale[c] += dev * dev;
     }
   }
   // A constant feature (to rounding: its spread within a few ulps of its size) keeps scale 1, so it
   // becomes ~0 instead of amplified rounding.
-  std::vector<double> largest(d.cols, 0.0);
-  for (std::size_t r = 0; r < d.rows; ++r) {
-    for (std::size_t c = 0; c < d.cols; ++c) largest[c] = std::max(largest[c], std::fabs(d.features[r * d.cols + c]));
-  }
   for (std::size_t c = 0; c < d.cols; ++c) {
+    s.mean[c] *= unit[c];
     double& v = s.scale[c];
-    v = std::sqrt(v / double(d.rows));
+    v = std::sqrt(v / double(d.rows)) * unit[c];
     if (!(v > 16 * 0x1p-53 * largest[c]) || !std::isfinite(v)) v = 1;
   }
   return s;
@@ -351,7 +365,9 @@ void Standardizer::apply(Dataset& d) const {
   for (std::size_t r = 0; r < d.rows; ++r) {
     for (std::size_t c = 0; c < d.cols; ++c) {
       double& x = d.features[r * d.cols + c];
-      x = (x - mean[c]) / scale[c];
+      const double y = (x - mean[c]) / scale[c];
+      // x - mean overflows when the two are near the largest double with opposite signs.
+      x = std::isfinite(y) ? y : x / scale[c] - mean[c] / scale[c];
     }
   }
 }

@@ -498,7 +498,8 @@ void reduce_axis(bool per_row, ReduceOp op, const Matrix& x, Buffer& out, Queue 
   same_size(static_cast<std::size_t>(per_row ? x.rows : x.cols), out, name, "out");
   if (x.rows == 0 || x.cols == 0) {
     if (!traits_of(op).empty_is_zero && out.size() > 0) {
-      throw InvalidArgument(std::string(name) + ": the " + std::string(name_of(op)) + " over zero elements is undefined");
+      throw InvalidArgument(std::string(name) + ": the " + std::string(name_of(op)) +
+                            " over zero elements is undefined");
     }
     if (out.size() > 0) be.fill(q, out.dtype(), out.size(), 0.0, out.data());
     return;
@@ -538,7 +539,8 @@ void exclusive_scan(const Buffer& x, Buffer& out, Queue q, std::string_view vari
   scan(ScanKind::exclusive, x, out, q, variant);
 }
 
-void softmax_cross_entropy(const Matrix& logits, const Buffer& labels, Matrix& probs, Buffer& losses, Queue q) {
+void softmax_cross_entropy(const Matrix& logits, const Buffer& labels, Matrix& probs, Buffer& losses, Queue q,
+                           LabelCheck check) {
   const char* name = "softmax_cross_entropy";
   matrix_fits(logits, name, "logits");
   matrix_fits(probs, name, "probs");
@@ -563,6 +565,17 @@ void softmax_cross_entropy(const Matrix& logits, const Buffer& labels, Matrix& p
   checks::no_overlap(probs.buffer, logits.buffer, name, "probs",
                      "logits (the loss reads the logits after probs are written)");
   checks::no_overlap(losses, probs.buffer, name, "losses", "probs");
+  if (check == LabelCheck::read_back && !be.capturing()) {
+    std::vector<std::int32_t> host(labels.size());
+    labels.download(std::span<std::int32_t>(host), q);
+    for (std::size_t r = 0; r < host.size(); ++r) {
+      if (host[r] < 0 || host[r] >= logits.cols) {
+        throw InvalidArgument(std::string(name) + ": label " + std::to_string(host[r]) + " in row " +
+                              std::to_string(r) + " is not a class of " + std::to_string(logits.cols) +
+                              " columns (0 to " + std::to_string(logits.cols - 1) + ")");
+      }
+    }
+  }
   profile::OpTimer timer(be, q, "softmax_cross_entropy");
   if (timer.on()) timer.set(mat(logits), 3 * mat_bytes(logits) + labels.bytes());
   be.softmax_cross_entropy(q, logits.buffer.dtype(), logits.rows, logits.cols, logits.buffer.data(), logits.ld,

@@ -240,3 +240,55 @@ TEST_CASE("an MLP layer too large for memory is OutOfMemory from the backend, no
   ml::Mlp fine(be, ml::layers_from_widths({64, 16, 10}));  // and the backend still works
   CHECK(fine.parameter_count() == 64 * 16 + 16 + 16 * 10 + 10);
 }
+
+TEST_CASE("features near the largest double: standardised without overflow, refused raw in f32, never a NaN loss") {
+  Backend& be = get_backend(cpu_backend());
+  data::Dataset d;
+  d.source = "huge.csv";
+  d.cols = 2;
+  for (int r = 0; r < 40; ++r) {
+    const double sign = r % 2 == 0 ? 1 : -1;
+    d.features.insert(d.features.end(), {sign * (1 + 0.01 * r) * 1.2e308, 0.5 * r});
+    d.targets.push_back(r % 2);
+  }
+  d.rows = 40;
+  // The sums of the first column overflow a double; the fit must not.
+  const data::Standardizer st = data::Standardizer::fit(d);
+  CHECK(std::isfinite(st.mean[0]));
+  CHECK(std::isfinite(st.scale[0]));
+  CHECK(st.scale[0] > 1e308);
+  data::Dataset scaled = d;
+  st.apply(scaled);
+  for (double v : scaled.features) CHECK(std::fabs(v) < 3);
+  // Ordinary columns get the bits the plain formula gives (the scaling is by a power of two).
+  double mean = 0, var = 0;
+  for (int r = 0; r < 40; ++r) mean += 0.5 * r;
+  mean /= 40;
+  for (int r = 0; r < 40; ++r) var += (0.5 * r - mean) * (0.5 * r - mean);
+  CHECK(st.mean[1] == mean);
+  CHECK(st.scale[1] == std::sqrt(var / 40));
+
+  ml::Mlp model(be, ml::layers_from_widths({2, 8, 2}));
+  ml::TrainOptions o;
+  o.epochs = 2;
+  o.batch_size = 8;
+  // Raw, the first column is Inf in f32: a DataError naming the value and place, not a NaN loss
+  // blamed on the learning rate.
+  const std::string why = raises<DataError>([&] { ml::train(model, d, nullptr, o); });
+  CHECK(why.find("huge.csv holds a feature of 1.2e+308 (sample 1, column 1)") != std::string::npos);
+  CHECK(why.find("beyond the 3.4e+38 that f32 holds") != std::string::npos);
+  // Standardised, it trains to finite losses.
+  for (const ml::EpochReport& rep : ml::train(model, scaled, nullptr, o)) CHECK(std::isfinite(rep.train_loss));
+}
+
+TEST_CASE("a label outside the model's classes is refused by Mlp::backward, not a NaN loss") {
+  Backend& be = get_backend(cpu_backend());
+  ml::Mlp model(be, ml::layers_from_widths({3, 4, 2}));
+  const Matrix x = matrix(Buffer::from(be, std::vector<float>{1, 2, 3, 4, 5, 6}), 2, 3);
+  const Matrix targets = matrix(Buffer::from(be, std::vector<float>{1, 0, 0, 1}), 2, 2);
+  model.forward(x);
+  const Buffer bad = Buffer::from(be, std::vector<std::int32_t>{0, 2});
+  CHECK(raises<InvalidArgument>([&] { model.backward(bad, targets); }).find("label 2 in row 1") != std::string::npos);
+  const Buffer good = Buffer::from(be, std::vector<std::int32_t>{0, 1});
+  CHECK(std::isfinite(model.backward(good, targets).to_vector<float>()[0]));
+}

@@ -160,11 +160,17 @@ TEST_CASE("softmax of equal logits is uniform and its loss is log(classes)") {
     Buffer labels = Buffer::from(be, std::vector<std::int32_t>{0, 3, 4});
     Buffer probs(be, DType::f64, 12), losses(be, DType::f64, 3);
     Matrix pm = matrix(probs, rows, cols);
-    softmax_cross_entropy(matrix(logits, rows, cols), labels, pm, losses);
+    // Label 4 is out of range: refused, naming the row, before anything is written.
+    CHECK_THROWS_WITH_AS(softmax_cross_entropy(matrix(logits, rows, cols), labels, pm, losses),
+                         doctest::Contains("label 4 in row 2"), InvalidArgument);
+    Buffer negative = Buffer::from(be, std::vector<std::int32_t>{0, -1, 1});
+    CHECK_THROWS_AS(softmax_cross_entropy(matrix(logits, rows, cols), negative, pm, losses), InvalidArgument);
+    // A caller that vouches for its labels skips the read-back: the row's loss is then NaN.
+    softmax_cross_entropy(matrix(logits, rows, cols), labels, pm, losses, {}, LabelCheck::trusted);
     for (double p : probs.to_vector<double>()) CHECK(p == doctest::Approx(0.25).epsilon(1e-15));
     const auto l = losses.to_vector<double>();
     CHECK(l[0] == doctest::Approx(std::log(4.0)).epsilon(1e-15));
     CHECK(l[1] == doctest::Approx(std::log(4.0)).epsilon(1e-15));
-    CHECK(std::isnan(l[2]));  // label 4 is out of range
+    CHECK(std::isnan(l[2]));
   }
 }

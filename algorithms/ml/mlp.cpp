@@ -281,7 +281,7 @@ const Buffer& Mlp::backward(const Buffer& labels, const Matrix& targets,
   if (options_.loss == LossKind::softmax_cross_entropy) {
     Matrix probs = view(probs_store_, b, out_cols);
     Buffer losses = row_losses_.slice(0, std::size_t(b));
-    softmax_cross_entropy(y, labels, probs, losses, queue_);
+    softmax_cross_entropy(y, labels, probs, losses, queue_, label_check_);
     reduce(ReduceOp::sum, losses, loss_, queue_);
     scale(1.0 / double(b), loss_, loss_, queue_);
     sub(probs.buffer, targets.buffer, top.buffer, queue_);

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cmath>
+#include <cstdio>
 #include <cstring>
 #include <limits>
 #include <memory>
@@ -21,10 +22,28 @@ using detail::to_host;
 
 namespace {
 
+// Values the model's dtype cannot hold become Inf on the backend, and the loss NaN: said here,
+// with the place, rather than blamed on the learning rate after an epoch.
+void check_fits(const std::vector<double>& v, std::size_t cols, DType dt, const std::string& what,
+                const data::Dataset& d) {
+  const double limit =
+      dt == DType::f32 ? double(std::numeric_limits<float>::max()) : std::numeric_limits<double>::max();
+  for (std::size_t i = 0; i < v.size(); ++i) {
+    if (!(std::fabs(v[i]) <= limit)) {
+      char text[160];
+      std::snprintf(text, sizeof text, " of %.3g (sample %zu, column %zu), beyond the %.3g that ", v[i], i / cols + 1,
+                    i % cols + 1, limit);
+      throw DataError(d.source + " holds a " + what + text + std::string(name_of(dt)) + " holds" +
+                      (what == "feature" ? "; standardise the features (the default) or rescale them" : ""));
+    }
+  }
+}
+
 // The model's targets for a data set: one-hot rows (classification) or the values (MSE).
 std::vector<double> target_rows(const Mlp& model, const data::Dataset& d, std::vector<std::int32_t>& labels) {
   const std::size_t out = model.outputs();
   if (d.targets.size() != d.rows) throw InvalidArgument("train: the data set " + d.source + " has no targets");
+  check_fits(d.features, d.cols, model.options().dtype, "feature", d);
   if (model.options().loss == LossKind::softmax_cross_entropy) {
     labels = d.class_labels();
     std::vector<double> onehot(d.rows * out, 0);
@@ -42,6 +61,7 @@ std::vector<double> target_rows(const Mlp& model, const data::Dataset& d, std::v
     throw InvalidArgument("train: an MSE model on a data set with one target needs 1 output, not " +
                           std::to_string(out));
   }
+  check_fits(d.targets, 1, model.options().dtype, "target", d);
   labels.assign(d.rows, 0);
   return d.targets;
 }
@@ -75,6 +95,23 @@ using Clock = std::chrono::steady_clock;
 double since(Clock::time_point t0) { return std::chrono::duration<double>(Clock::now() - t0).count(); }
 
 }  // namespace
+
+namespace detail {
+// While alive, the model's backward() passes LabelCheck::trusted: no read-back per batch.
+class TrustLabels {
+ public:
+  explicit TrustLabels(Mlp& model) : model_(model), before_(model.label_check_) {
+    model.label_check_ = LabelCheck::trusted;
+  }
+  ~TrustLabels() { model_.label_check_ = before_; }
+  TrustLabels(const TrustLabels&) = delete;
+  TrustLabels& operator=(const TrustLabels&) = delete;
+
+ private:
+  Mlp& model_;
+  LabelCheck before_;
+};
+}  // namespace detail
 
 Evaluation evaluate(Mlp& model, const data::Dataset& d, std::size_t batch_size) {
   if (d.rows == 0) throw InvalidArgument("evaluate: the data set is empty");
@@ -270,6 +307,7 @@ std::vector<EpochReport> train(Mlp& model, const data::Dataset& train_set, const
     be.synchronize(Queue{});
   }
   double pending_wait = since(t_upload);
+  const detail::TrustLabels trusted(model);  // target_rows checked every label against the outputs
 
   Buffer index(be, DType::i32, stream ? 1 : n), losses(be, dt, batches);
   Buffer xb(be, dt, stream ? 1 : batch * cols), tb(be, dt, stream ? 1 : batch * out), lb(be, DType::i32, batch);
@@ -382,6 +420,7 @@ std::vector<std::int32_t> predict_classes(Mlp& model, const data::Dataset& d, st
     throw ShapeMismatch("predict_classes: the model takes " + std::to_string(model.inputs()) + " features, " +
                         d.source + " has " + std::to_string(d.cols));
   }
+  check_fits(d.features, d.cols, model.options().dtype, "feature", d);
   Backend& be = model.backend();
   const DType dt = model.options().dtype;
   const std::size_t out = model.outputs();

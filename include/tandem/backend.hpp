@@ -311,16 +311,18 @@ class Backend : public std::enable_shared_from_this<Backend> {
   // Human-readable list of live allocations ("" when none).
   std::string leak_report() const;
 
+  // True while this backend records a graph from a real stream capture (cuda, hip): ops queued
+  // now run only at replay. The allocator then does not give its cache back to the device on a
+  // failed allocation (freeing device memory waits for the device, which would invalidate the
+  // capture): it raises OutOfMemory at once; ops that would read data back skip that.
+  virtual bool capturing() const noexcept { return false; }
+
  protected:
   // Told of every block the caching allocator hands out: `requested` of its `block` bytes are in
   // use (the simulator guards the rest). Called with the allocator's lock held.
   virtual void on_allocate(void* ptr, std::size_t requested, std::size_t block) noexcept {
     (void)ptr, (void)requested, (void)block;
   }
-  // True while this backend records a graph from a real stream capture: the allocator then
-  // does not give its cache back to the device on a failed allocation (freeing device memory
-  // waits for the device, which would invalidate the capture); it raises OutOfMemory at once.
-  virtual bool capturing() const noexcept { return false; }
 
   // Reports leaks (TANDEM_DEBUG_MEMORY=1) and gives every cached block back to the device; later
   // frees go straight to the device. Backends never call it from their destructors: every backend

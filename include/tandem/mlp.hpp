@@ -79,6 +79,10 @@ struct Evaluation {
   double accuracy = 0;  // classification (softmax cross-entropy) only; NaN for MSE
 };
 
+namespace detail {
+class TrustLabels;  // the training loop: its labels were checked against the outputs when loaded
+}
+
 class Mlp {
  public:
   Mlp(Backend& backend, std::vector<LayerSpec> layers, const MlpOptions& options = {});
@@ -178,6 +182,10 @@ class Mlp {
   std::vector<Recording> recordings_;
   std::uint64_t graphs_recorded_ = 0, graphs_replayed_ = 0;
   bool gradients_fresh_ = false;  // backward ran since the last step
+  // backward() checks the labels it is given (softmax_cross_entropy reads them back) unless the
+  // training loop, which checked them once, says otherwise.
+  LabelCheck label_check_ = LabelCheck::read_back;
+  friend class detail::TrustLabels;
 };
 
 // ---- training ----

@@ -30,11 +30,13 @@ inline void div(const Buffer& x, const Buffer& y, Buffer& out, Queue q = {}) { b
 inline void exp(const Buffer& x, Buffer& out, Queue q = {}) { unary(UnaryOp::exp, x, out, q); }
 // Each activation of the op table, by name: relu(x, out), and its derivative relu_grad(v, dy, dx):
 // dx = dy * f'(x), with v the layer's input x or output y as the row's grad_from says.
-#define TANDEM_ACTIVATION_SHORTCUTS_(n, S, kind)                                                         \
-  TANDEM_IF_##kind(inline void n(const Buffer& x, Buffer& out, Queue q = {}) { unary(UnaryOp::n, x, out, q); } \
-                   inline void n##_grad(const Buffer& v, const Buffer& dy, Buffer& dx, Queue q = {}) {         \
-                     binary(BinaryOp::n##_grad, v, dy, dx, q);                                                \
-                   })
+#define TANDEM_ACTIVATION_SHORTCUTS_(n, S, kind)                                            \
+  TANDEM_IF_##kind(                                                                         \
+      inline void n(const Buffer& x, Buffer& out, Queue q = {}) {                           \
+        unary(UnaryOp::n, x, out, q);                                                       \
+      } inline void n##_grad(const Buffer& v, const Buffer& dy, Buffer& dx, Queue q = {}) { \
+        binary(BinaryOp::n##_grad, v, dy, dx, q);                                           \
+      })
 TANDEM_UNARY_OPS(TANDEM_ACTIVATION_SHORTCUTS_)
 #undef TANDEM_ACTIVATION_SHORTCUTS_
 // y += alpha * x
@@ -106,7 +108,13 @@ void exclusive_scan(const Buffer& x, Buffer& out, Queue q = {}, std::string_view
 
 // ---- ML helpers ----
 // probs = row-wise softmax(logits); losses[r] = -log probs[r][labels[r]]. labels: i32, rows elements.
-void softmax_cross_entropy(const Matrix& logits, const Buffer& labels, Matrix& probs, Buffer& losses, Queue q = {});
+// A label outside [0, cols) is refused (InvalidArgument naming the row): by default the labels are
+// read back before the kernel runs (rows x 4 bytes; it waits for the queue). LabelCheck::trusted
+// skips that for callers that checked them already (tandem's training loop), as does recording a
+// graph (the buffer is read at replay); an out-of-range label then gives a NaN loss for its row.
+enum class LabelCheck { read_back, trusted };
+void softmax_cross_entropy(const Matrix& logits, const Buffer& labels, Matrix& probs, Buffer& losses, Queue q = {},
+                           LabelCheck check = LabelCheck::read_back);
 // result = mean((a - b)^2)
 void mse(const Buffer& a, const Buffer& b, Buffer& result, Queue q = {});
 
