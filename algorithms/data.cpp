@@ -226,6 +226,12 @@ IdxArray parse_idx(std::span<const unsigned char> bytes, const std::string& sour
     }
     count *= a.dims.back();
   }
+  // Each value becomes a double: 8 times the bytes of a u8 file. The cap matches CSV's max_values.
+  constexpr std::size_t kMaxValues = std::size_t(1) << 29;
+  if (count > kMaxValues) {
+    fail(source, "the header describes " + std::to_string(count) + " values, more than the " +
+                     std::to_string(kMaxValues) + " (4 GiB as doubles) tandem reads from one IDX file");
+  }
   const std::size_t expected = header + count * elem;
   if (bytes.size() != expected) {
     fail(source, std::string(bytes.size() < expected ? "truncated" : "too long") + ": the header describes " +

@@ -40,8 +40,8 @@ void trim_in_place(std::string& s) {
 // line break moves the count too.
 class RecordReader {
  public:
-  RecordReader(std::string_view text, char delimiter, const std::string& source)
-      : text_(text), delimiter_(delimiter), source_(source) {}
+  RecordReader(std::string_view text, char delimiter, const std::string& source, std::size_t max_fields)
+      : text_(text), delimiter_(delimiter), source_(source), max_fields_(max_fields) {}
 
   // The next record into fields (false at the end of the text); line() is where it began. The
   // strings of `fields` are reused from record to record (no allocation per field once warm).
@@ -53,6 +53,11 @@ class RecordReader {
     line_ = next_line_;
     std::size_t n = 0;
     auto open_field = [&]() -> std::string& {
+      if (n == max_fields_) {
+        fail(source_, "line " + std::to_string(next_line_) + ": more than " + std::to_string(max_fields_) +
+                          " fields (the max_columns cap); is the delimiter '" + std::string(1, delimiter_) +
+                          "' right?");
+      }
       if (n == fields.size()) fields.emplace_back();
       std::string& f = fields[n++];
       f.clear();
@@ -139,6 +144,7 @@ class RecordReader {
   std::string_view text_;
   char delimiter_;
   const std::string& source_;
+  std::size_t max_fields_;
   std::size_t pos_ = 0, line_ = 1, next_line_ = 1;
 };
 
@@ -195,7 +201,7 @@ Dataset parse_csv(std::string_view text, const std::string& source, const CsvOpt
   if (text.substr(0, 3) == "\xEF\xBB\xBF") text.remove_prefix(3);  // a UTF-8 byte order mark
   // Records one at a time, never all of them at once. The first with content fixes the field count.
   const char delimiter = options.delimiter != '\0' ? options.delimiter : detect_delimiter(text);
-  RecordReader records(text, delimiter, source);
+  RecordReader records(text, delimiter, source, std::max<std::size_t>(options.max_columns, 1));
   std::vector<std::string> fields;
   auto blank = [&] { return fields.empty() || (fields.size() == 1 && fields[0].empty()); };
   bool found = false;
@@ -243,6 +249,10 @@ Dataset parse_csv(std::string_view text, const std::string& source, const CsvOpt
     if (fields.size() != field_count) {
       fail(source, where + ": " + std::to_string(fields.size()) + " fields where line " + std::to_string(first) +
                        " has " + std::to_string(field_count));
+    }
+    if (d.features.size() + d.targets.size() > options.max_values - std::min(options.max_values, field_count)) {
+      fail(source, where + ": more than " + std::to_string(options.max_values) +
+                       " values (8 bytes each), the max_values cap; read a part of the file, or raise the cap");
     }
     for (std::size_t c = 0; c < field_count; ++c) {
       double v;

@@ -257,6 +257,29 @@ TEST_SUITE("data") {
     expect_data_error([&] { data::parse_idx(bytes, "h.idx"); }, {"truncated header"});
     bytes = {0, 0, 8, 2, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff};
     expect_data_error([&] { data::parse_idx(bytes, "big.idx"); }, {"2^40"});
+    // 2^30 one-byte values would be 8 GiB as doubles: refused from the header, before any allocation.
+    bytes = {0, 0, 8, 1, 0x40, 0, 0, 0};
+    expect_data_error([&] { data::parse_idx(bytes, "wide.idx"); }, {"wide.idx", "1073741824 values", "4 GiB"});
+  }
+
+  TEST_CASE("CSV: caps on fields per line and on values, named with the line, before memory runs out") {
+    // A line of 5000 commas (each field about 32 bytes while parsed) against a cap of 1000.
+    data::CsvOptions few;
+    few.max_columns = 1000;
+    expect_data_error([&] { data::parse_csv(std::string(5000, ',') + "\n", "commas.csv", few); },
+                      {"commas.csv", "line 1", "more than 1000 fields", "max_columns"});
+    few.header = data::CsvOptions::Header::no;
+    std::string wide = "0";
+    for (int c = 1; c < 1000; ++c) wide += ",0";
+    CHECK(data::parse_csv(wide + "\n", "x.csv", few).cols == 1000);
+    std::string many;
+    for (int r = 0; r < 40; ++r) many += "1,2,3\n";
+    data::CsvOptions small;
+    small.max_values = 100;  // 33 rows of 3 fit, the 34th does not
+    expect_data_error([&] { data::parse_csv(many, "many.csv", small); },
+                      {"many.csv", "line 34", "more than 100 values", "max_values"});
+    small.max_values = 120;
+    CHECK(data::parse_csv(many, "many.csv", small).rows == 40);
   }
 
   TEST_CASE("thousands of random and truncated inputs: a result or a DataError, never a crash") {

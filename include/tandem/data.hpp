@@ -49,6 +49,12 @@ struct CsvOptions {
   // The column holding the target: 0-based; negative counts from the end (-1 is the last).
   // nullopt: every column is a feature and targets stays empty.
   std::optional<long> label_column;
+  // Caps that keep a hostile or mistaken file (a line of a billion commas, gigabytes of "0,")
+  // from taking the machine's memory: a DataError names the line and the cap. Each field costs
+  // about 32 bytes while its line is parsed; each value 8 bytes in the data set (2^29 values are
+  // 4 GiB as doubles).
+  std::size_t max_columns = std::size_t(1) << 20;
+  std::size_t max_values = std::size_t(1) << 29;
 };
 // Parses a CSV file of numbers, quoted as RFC 4180 has it: a field in double quotes may hold the
 // delimiter, line breaks and quotes written twice (""); lines end in LF or CRLF. DataError names
