@@ -24,11 +24,10 @@ namespace {
 [[noreturn]] void fail(const std::string& source, const std::string& what) { throw DataError(source + ": " + what); }
 
 #ifdef TANDEM_HAVE_ZLIB
-// More than this inflated is refused: a small corrupt or hostile file must not take the machine's
-// memory. Data sets beyond it can be read uncompressed.
-constexpr std::size_t kMaxInflated = std::size_t(4) << 30;
-
-std::vector<unsigned char> inflate_gzip(const std::vector<unsigned char>& in, const std::string& path) {
+// More than `limit` inflated is refused: a small corrupt or hostile file must not take the
+// machine's memory. Data sets beyond it can be read uncompressed.
+std::vector<unsigned char> inflate_gzip(const std::vector<unsigned char>& in, const std::string& path,
+                                        std::size_t limit) {
   std::vector<unsigned char> out;
   z_stream z{};
   // 16 + MAX_WBITS: gzip wrapper only. Concatenated members (as `cat a.gz b.gz` makes) are
@@ -50,8 +49,11 @@ std::vector<unsigned char> inflate_gzip(const std::vector<unsigned char>& in, co
       z.avail_out = static_cast<uInt>(chunk.size());
       const int rc = inflate(&z, Z_NO_FLUSH);
       out.insert(out.end(), chunk.data(), chunk.data() + (chunk.size() - z.avail_out));
-      if (out.size() > kMaxInflated) {
-        fail(path, "inflates to more than 4 GiB (at byte offset " + std::to_string(offset()) +
+      if (out.size() > limit) {
+        fail(path, "inflates to more than " +
+                       (limit >= (std::size_t(1) << 20) ? std::to_string(limit >> 20) + " MiB"
+                                                        : std::to_string(limit) + " bytes") +
+                       " (at byte offset " + std::to_string(offset()) +
                        " of the compressed file); decompress it with gunzip and read the plain file");
       }
       if (rc == Z_STREAM_END) {
@@ -89,7 +91,7 @@ std::vector<unsigned char> inflate_gzip(const std::vector<unsigned char>& in, co
 }
 
 #else
-std::vector<unsigned char> inflate_gzip(const std::vector<unsigned char>&, const std::string& path) {
+std::vector<unsigned char> inflate_gzip(const std::vector<unsigned char>&, const std::string& path, std::size_t) {
   fail(path,
        "the file is gzip-compressed, but this tandem was built without zlib (TANDEM_ENABLE_ZLIB=OFF); "
        "decompress it with gunzip first");
@@ -175,7 +177,11 @@ std::vector<unsigned char> read_file(const std::string& path, std::size_t limit)
   }
   if (in.bad()) throw IoError(path + ": read error (" + std::strerror(errno) + ")");
   if (bytes.size() > limit) throw too_large();
-  if (bytes.size() >= 2 && bytes[0] == 0x1f && bytes[1] == 0x8b) return inflate_gzip(bytes, path);
+  return decompress(std::move(bytes), path, limit);
+}
+
+std::vector<unsigned char> decompress(std::vector<unsigned char> bytes, const std::string& source, std::size_t limit) {
+  if (bytes.size() >= 2 && bytes[0] == 0x1f && bytes[1] == 0x8b) return inflate_gzip(bytes, source, limit);
   return bytes;
 }
 

@@ -6,9 +6,10 @@
 # nlohmann-json3-dev parse the command line and write JSON for the tandem CLI. zlib1g-dev reads
 # gzip-compressed data; python3-matplotlib draws the plots of tandem compare/bench --plot;
 # libtrilinos-kokkos-dev is Debian's Kokkos (3.4, Serial) for the kokkos backend; Open MPI runs
-# tandem::dist and its multi-process tests.
+# tandem::dist and its multi-process tests. clang-15 (with its sanitizer and libFuzzer runtimes)
+# builds the fuzz targets (ci/fuzz.sh).
 set -euo pipefail
-packages=(cmake ninja-build g++ make pkgconf doctest-dev libcli11-dev nlohmann-json3-dev libopenblas-dev libboost-context-dev zlib1g-dev python3-matplotlib hipcc libamdhip64-dev librocprim-dev libtrilinos-kokkos-dev libopenmpi-dev openmpi-bin)
+packages=(cmake ninja-build g++ make pkgconf doctest-dev libcli11-dev nlohmann-json3-dev libopenblas-dev libboost-context-dev zlib1g-dev python3-matplotlib hipcc libamdhip64-dev librocprim-dev libtrilinos-kokkos-dev libopenmpi-dev openmpi-bin clang-15)
 missing=()
 for p in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

@@ -3,6 +3,7 @@
 #   1. Release build of everything with warnings as errors; every CTest test (the matrix runs on
 #      every backend built here, the rest report Skipped with the reason).
 #   2. AddressSanitizer + UndefinedBehaviorSanitizer build; the CPU tests again under them.
+#   3. ThreadSanitizer: the concurrency tests. 4. libFuzzer: each file reader for 60 s (ci/fuzz.sh).
 # Before them: the line budget (no source file over 600 lines).
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -60,5 +61,8 @@ echo "== ThreadSanitizer: the concurrency tests on reference, openmp and kokkos 
 cmake --preset tsan >/dev/null
 cmake --build --preset tsan -j "$jobs"
 ctest --preset tsan -j "$jobs"
+
+echo "== fuzzing: the CSV, IDX, gzip and model-file readers, 60 s each (clang-15, ASan+UBSan) =="
+bash ci/fuzz.sh 60
 
 echo "test.sh: all passed in $(( $(date +%s) - start )) s"

@@ -233,6 +233,14 @@ TEST_SUITE("data") {
     twice.insert(twice.end(), gz.begin(), gz.end());
     f.write(twice);
     CHECK(data::read_csv(f.str(), {.label_column = -1}).rows == 2 * 1797);
+    // The limit holds for the inflated size too (a gzip bomb), in memory as from a file.
+    const std::size_t plain = data::decompress(gz, "digits").size();
+    CHECK(data::decompress(gz, "digits", plain).size() == plain);
+    expect_data_error([&] { data::decompress(gz, "digits", plain / 2); },
+                      {"digits", "inflates to more than " + std::to_string(plain / 2) + " bytes"});
+    expect_data_error([&] { data::read_file(f.str(), 400000); },
+                      {"inflates to more than 400000 bytes"});  // two members: 529,424 bytes
+    CHECK(data::decompress({1, 2, 3}, "raw") == std::vector<unsigned char>{1, 2, 3});
   }
 
   TEST_CASE("IDX: images and labels, and bad files named with the byte offset") {

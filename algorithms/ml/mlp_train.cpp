@@ -374,8 +374,8 @@ std::vector<EpochReport> train(Mlp& model, const data::Dataset& train_set, const
         model.forward(x);
         std::function<void(std::size_t, std::size_t)> ready;
         if (options.gradients_ready) {
-          ready = [&, rows, global_rows](std::size_t first, std::size_t count) {
-            options.gradients_ready(model, first, count, rows, global_rows);
+          ready = [&, own_rows = rows, global_rows](std::size_t first, std::size_t count) {
+            options.gradients_ready(model, first, count, own_rows, global_rows);
           };
         }
         slot_loss.copy_from(model.backward(l.buffer, t, ready));

@@ -37,6 +37,10 @@ struct Dataset {
 // IoError when it cannot be read (a directory, no permission); DataError past `limit` bytes, read
 // or inflated (a device such as /dev/zero, a gzip bomb), checked before the memory is taken.
 std::vector<unsigned char> read_file(const std::string& path, std::size_t limit = std::size_t(4) << 30);
+// The bytes as read_file returns them: inflated when they start with the gzip magic, else as they
+// are. DataError (naming `source`) for a corrupt or truncated stream, or past `limit` inflated.
+std::vector<unsigned char> decompress(std::vector<unsigned char> bytes, const std::string& source,
+                                      std::size_t limit = std::size_t(4) << 30);
 
 struct CsvOptions {
   // Field separator; '\0' detects it from the first line outside quotes (',' then ';' then tab,
