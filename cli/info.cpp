@@ -29,7 +29,12 @@ Json properties_json(const DeviceProperties& p) {
               {"memory_bus_width_bits", p.memory_bus_width_bits},
               {"memory_bandwidth_gbs", number(p.memory_bandwidth_gbs)},
               {"compute_capability", p.compute_capability},
-              {"isa_features", p.isa_features}};
+              {"isa_features", p.isa_features},
+              {"tuning", [&] {
+                 Json t = Json::object();
+                 for (const auto& [k, v] : p.tuning) t[k] = v;
+                 return t;
+               }()}};
 }
 
 Json topology_json(const CpuTopology& t) {
@@ -104,6 +109,7 @@ void print_text(const std::vector<BackendInfo>& list, const std::string& chosen)
     for (const auto& f : p.isa_features) isa += (isa.empty() ? "" : " ") + f;
     std::printf("           features:      %s\n", isa.empty() ? "-" : isa.c_str());
     std::printf("           matmul tiers:  %s\n", tiers_text(be).c_str());
+    for (const auto& [k, v] : p.tuning) std::printf("           tuning:        %s: %s\n", k.c_str(), v.c_str());
   }
 }
 

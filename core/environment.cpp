@@ -68,7 +68,27 @@ const std::vector<Checked>& table() {
          env::choice("TANDEM_CPU_ISA", {"generic", "avx2", "avx512"}, "avx512");
        }},
       {"TANDEM_OPENMP_STREAM_FROM", [] { return std::string("a size in bytes, or off"); },
-       "output size from which the openmp backend writes with streaming stores", check_stream_from},
+       "output size from which the openmp backend writes in interleaved runs, streamed where that pays "
+       "(default: the last-level cache)",
+       check_stream_from},
+      {"TANDEM_OPENMP_STORES", [] { return std::string("streaming or plain"); },
+       "how the openmp backend writes large outputs (default: measured)",
+       [] {
+         env::choice("TANDEM_OPENMP_STORES", {"streaming", "plain"}, "streaming");
+       }},
+      {"TANDEM_OPENMP_STORE_RUNS", [] { return std::string("1, 2 or 4"); },
+       "interleaved runs per thread in which the openmp backend writes large outputs (default: measured)",
+       [] {
+         env::choice("TANDEM_OPENMP_STORE_RUNS", {"1", "2", "4"}, "4");
+       }},
+      {"TANDEM_TUNING", [] { return std::string("auto, table or calibrate"); },
+       "auto: the CPU tuning cached from a calibration, else measured on first use; table: by CPU vendor, "
+       "nothing measured; calibrate: measure again",
+       [] {
+         env::choice("TANDEM_TUNING", {"auto", "table", "calibrate"}, "auto");
+       }},
+      {"TANDEM_CACHE_DIR", [] { return std::string("a directory"); },
+       "where the CPU tuning is cached (default $XDG_CACHE_HOME/tandem or ~/.cache/tandem)", [] {}},
       {"TANDEM_TEST_SEED", [] { return std::string("a whole number"); },
        "the seed of tandem check and the tests (printed by every run, to replay it)",
        [] { env::whole("TANDEM_TEST_SEED"); }},

@@ -25,6 +25,16 @@ std::string cpuinfo_field(const std::string& key) {
 }
 }  // namespace
 
+std::string cpu_vendor() {
+  static const std::string vendor = cpuinfo_field("vendor_id");
+  return vendor;
+}
+
+std::string cpu_model_name() {
+  static const std::string name = cpuinfo_field("model name");
+  return name;
+}
+
 bool cpu_has_avx2_fma() {
 #if defined(__x86_64__) || defined(__i386__)
   return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
@@ -43,7 +53,7 @@ bool cpu_has_avx512f() {
 
 DeviceProperties cpu_properties(int threads) {
   DeviceProperties p;
-  p.name = cpuinfo_field("model name");
+  p.name = cpu_model_name();
   if (p.name.empty()) p.name = "unknown CPU";
   p.kind = BackendKind::cpu;
   p.memory_bytes = physical_memory_bytes();

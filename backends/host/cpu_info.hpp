@@ -1,5 +1,7 @@
 #pragma once
 
+#include <string>
+
 #include "tandem/device.hpp"
 
 namespace tandem::host {
@@ -7,6 +9,10 @@ namespace tandem::host {
 // The CPU as the OS describes it: model, memory, caches, clock and ISA features.
 // compute_units is the number of threads the backend will use.
 DeviceProperties cpu_properties(int threads);
+
+// /proc/cpuinfo's "vendor_id" (GenuineIntel, AuthenticAMD) and "model name"; "" where absent.
+std::string cpu_vendor();
+std::string cpu_model_name();
 
 // Run-time ISA checks (the CPU this process runs on, not the compiler's target).
 bool cpu_has_avx2_fma();

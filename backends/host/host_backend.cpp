@@ -1,8 +1,8 @@
 #include "host_backend.hpp"
 
-#include <new>
-
 #include <sys/sysinfo.h>
+
+#include <new>
 
 namespace tandem::host {
 

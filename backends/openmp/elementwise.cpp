@@ -10,6 +10,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdlib>
 #include <cstring>
 #include <type_traits>
 
@@ -65,17 +66,18 @@ void parallel_copy(void* dst, const void* src, std::size_t bytes) {
 inline void stream16(float* d, const float* s) { _mm_stream_ps(d, _mm_load_ps(s)); }
 inline void stream16(double* d, const double* s) { _mm_stream_pd(d, _mm_load_pd(s)); }
 
-// out[i] = g(i) over lines of memory: each thread walks its part as kStreams runs at once, one
+// out[i] = g(i) over lines of memory: each thread walks its part as `runs` runs at once, one
 // cache line from each in turn (several read streams per core keep more memory requests in
-// flight than one; interleaving whole kilobytes instead measured ~20% slower on the dev VM).
-// With kStream, the line's values are computed by the vectorised loop, then streamed out in
-// 16-byte stores; without, they are stored in place (an output that is also an input, as axpy's y:
-// its lines are read anyway, so there is no write-allocate to save).
+// flight than one; interleaving whole kilobytes instead measured ~20% slower on the Xeon VM; how
+// many runs pay differs by CPU: store_tuning()). With kStream, the line's values are computed by
+// the vectorised loop, then streamed out in 16-byte stores; without, they are stored in place (an
+// output that is also an input, as axpy's y: its lines are read anyway, so there is no
+// write-allocate to save).
 template <bool kStream, class T, class G>
-void map_lines(std::size_t n, T* out, G g) {
+void map_lines(std::size_t n, T* out, G g, std::int64_t runs) {
   constexpr std::int64_t kLine = 64 / sizeof(T);
   constexpr std::int64_t kPerStore = 16 / sizeof(T);
-  constexpr std::int64_t kStreams = 4;
+  const std::int64_t kStreams = std::max<std::int64_t>(runs, 1);
   const auto count = static_cast<std::int64_t>(n);
   // Elements before out + head is 64-byte aligned (T* is always sizeof(T)-aligned): whole lines
   // go out as whole lines.
@@ -113,18 +115,20 @@ void map_lines(std::size_t n, T* out, G g) {
 #endif
 
 // out[i] = g(i) over [0, n). Outputs of at least stream_from bytes (larger than the last-level
-// cache) go by lines in interleaved runs; `fresh` says out overlaps no input: only then are they
-// streamed (an output that is also an input is in cache line by line as it is read). g(i) may read
-// out[i] (in place) but no other element of out.
+// cache) go by lines in interleaved runs; `fresh` says out overlaps no input: only then may they
+// be streamed (an output that is also an input is in cache line by line as it is read), where
+// store_tuning() says streaming pays on this CPU. g(i) may read out[i] (in place) but no other
+// element of out.
 template <class T, class G>
 void map_into(std::size_t n, T* out, bool fresh, std::size_t stream_from, G g) {
 #if defined(__SSE2__)
   if constexpr (std::is_same_v<T, float> || std::is_same_v<T, double>) {
     if (n >= kParallelThreshold && n * sizeof(T) >= stream_from) {
-      if (fresh) {
-        map_lines<true>(n, out, g);
+      const StoreTuning& tune = store_tuning();
+      if (fresh && tune.stream) {
+        map_lines<true>(n, out, g, tune.runs);
       } else {
-        map_lines<false>(n, out, g);
+        map_lines<false>(n, out, g, fresh ? tune.runs : tune.update_runs);
       }
       return;
     }
@@ -154,6 +158,63 @@ void unary_loop(std::size_t n, const T* x, T* out, std::size_t stream_from, Op o
 }
 
 }  // namespace
+
+std::vector<StoreVariant> measure_store_variants(std::size_t bytes, int reps) {
+  std::vector<StoreVariant> out;
+#if defined(__SSE2__)
+  const std::size_t n = bytes / sizeof(float) / 64 * 64;
+  if (n < kParallelThreshold) return out;
+  const std::size_t size = n * sizeof(float);
+  float* a = static_cast<float*>(std::aligned_alloc(64, size));
+  float* b = static_cast<float*>(std::aligned_alloc(64, size));
+  float* c = static_cast<float*>(std::aligned_alloc(64, size));
+  if (a != nullptr && b != nullptr && c != nullptr) {
+    // First touch by the threads that will use each part, as the kernels' own buffers are.
+    map_lines<false>(
+        n, a, [](std::int64_t) { return 0.0f; }, 1);
+    map_lines<false>(
+        n, b, [](std::int64_t i) { return float(i & 255); }, 1);
+    map_lines<false>(
+        n, c, [](std::int64_t i) { return float(i & 127); }, 1);
+    const float s = 0.5f;
+    auto time = [&](auto&& run) {
+      double best = 1e30;
+      for (int r = 0; r < reps; ++r) {
+        const double t0 = omp_get_wtime();
+        run();
+        best = std::min(best, omp_get_wtime() - t0);
+      }
+      return best;
+    };
+    for (const int runs : {1, 2, 4}) {
+      for (const bool stream : {false, true}) {
+        const double t = time([&] {
+          if (stream) {
+            map_lines<true>(
+                n, a, [=](std::int64_t i) { return b[i] + s * c[i]; }, runs);
+          } else {
+            map_lines<false>(
+                n, a, [=](std::int64_t i) { return b[i] + s * c[i]; }, runs);
+          }
+        });
+        out.push_back({stream, false, runs, 3.0 * double(size) / t / 1e9});
+      }
+      const double t = time([&] {
+        map_lines<false>(
+            n, a, [=](std::int64_t i) { return a[i] + s * c[i]; }, runs);
+      });
+      out.push_back({false, true, runs, 3.0 * double(size) / t / 1e9});
+    }
+  }
+  std::free(a);
+  std::free(b);
+  std::free(c);
+#else
+  (void)bytes;
+  (void)reps;
+#endif
+  return out;
+}
 
 void OpenMPBackend::copy_to_device(Queue q, void* d_dst, const void* h_src, std::size_t bytes) {
   check_queue(q);

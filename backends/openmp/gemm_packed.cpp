@@ -28,12 +28,14 @@ namespace {
 struct Blocking {
   std::int64_t mc, kc, nc;
 };
-template <class T> constexpr Blocking blocking() {
+template <class T>
+constexpr Blocking blocking() {
   if constexpr (std::is_same_v<T, float>) return {192, 384, 3072};
   return {96, 256, 1536};
 }
 
-template <class T> struct AlignedArray {
+template <class T>
+struct AlignedArray {
   T* data = nullptr;
   explicit AlignedArray(std::size_t n)
       : data(static_cast<T*>(::operator new(std::max<std::size_t>(n, 1) * sizeof(T), std::align_val_t(64)))) {}
@@ -42,7 +44,8 @@ template <class T> struct AlignedArray {
   AlignedArray& operator=(const AlignedArray&) = delete;
 };
 
-template <class T> const MicroKernel<T>& pick() {
+template <class T>
+const MicroKernel<T>& pick() {
   static const MicroKernel<T> chosen = [] {
     if constexpr (std::is_same_v<T, float>) {
 #ifdef TANDEM_X86_KERNELS
@@ -62,8 +65,8 @@ template <class T> const MicroKernel<T>& pick() {
 }
 
 template <class TA, class T>
-void pack_a(const GemmArgs& g, const TA* a, std::int64_t i0, std::int64_t mb, std::int64_t p0, std::int64_t kb,
-            int mr, T* dst) {
+void pack_a(const GemmArgs& g, const TA* a, std::int64_t i0, std::int64_t mb, std::int64_t p0, std::int64_t kb, int mr,
+            T* dst) {
   // dst: ceil(mb / mr) panels, each (kb, mr), row i of the panel at [p * mr + i].
   for (std::int64_t panel = 0; panel * mr < mb; ++panel) {
     T* out = dst + panel * kb * mr;
@@ -98,7 +101,8 @@ void pack_b_panel(const GemmArgs& g, const TA* b, std::int64_t p0, std::int64_t 
   }
 }
 
-template <class TA, class T> void gemm_packed(const GemmArgs& g, const MicroKernel<T>& uk) {
+template <class TA, class T>
+void gemm_packed(const GemmArgs& g, const MicroKernel<T>& uk) {
   constexpr Blocking blk = blocking<T>();
   const int mr = uk.mr, nr = uk.nr;
   const std::int64_t mc = blk.mc / mr * mr, nc = blk.nc / nr * nr, kc = blk.kc;

@@ -7,7 +7,8 @@
 
 namespace tandem::openmp {
 
-template <class T> struct MicroKernel {
+template <class T>
+struct MicroKernel {
   const char* isa;  // "avx512", "avx2", "generic"
   int mr, nr;
   // c points at the tile's first element; ldc is C's leading dimension.

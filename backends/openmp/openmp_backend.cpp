@@ -19,9 +19,9 @@ namespace tandem::openmp {
 
 namespace {
 
-// Streaming stores pay once an output cannot stay in the last-level cache anyway (32 MiB where
-// the OS does not say its size). TANDEM_OPENMP_STREAM_FROM=BYTES moves the threshold (the tests
-// use it to run the streaming paths at small sizes); "off" never streams.
+// Streaming stores and interleaved runs pay once an output cannot stay in the last-level cache
+// anyway (32 MiB where the OS does not say its size). TANDEM_OPENMP_STREAM_FROM=BYTES moves the
+// threshold (the tests use it to run those paths at small sizes); "off" never takes them.
 std::size_t stream_from_bytes_setting() {
   if (const auto text = env::text("TANDEM_OPENMP_STREAM_FROM")) {
     if (*text == "off") return SIZE_MAX;
@@ -54,6 +54,15 @@ OpenMPBackend::OpenMPBackend() : threads_(omp_get_max_threads()), stream_from_by
 DeviceProperties OpenMPBackend::properties() const {
   DeviceProperties p = host::cpu_properties(threads_);
   p.isa_features.push_back(std::string("microkernel:") + best_microkernel_f32().isa);
+  const StoreTuning& t = store_tuning();
+  const std::string from = stream_from_bytes_ == SIZE_MAX ? std::string("never")
+                                                          : "from " + std::to_string(stream_from_bytes_ >> 20) + " MiB";
+  p.tuning.push_back({"stores", std::string(t.stream ? "streaming" : "plain") + ", " + std::to_string(t.runs) +
+                                    " interleaved run(s) per thread (in place: " + std::to_string(t.update_runs) +
+                                    "), for outputs " + from});
+  p.tuning.push_back({"stores chosen by", t.source});
+  if (!t.measured.empty()) p.tuning.push_back({"stores measured", t.measured});
+  p.tuning.push_back({"micro-kernel", best_microkernel_f32().isa});
   return p;
 }
 

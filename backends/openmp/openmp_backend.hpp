@@ -4,6 +4,8 @@
 #pragma once
 
 #include <cstdint>
+#include <string>
+#include <vector>
 
 #include "../host/host_backend.hpp"
 
@@ -66,14 +68,42 @@ class OpenMPBackend : public host::HostBackend {
                              std::int64_t ld_logits, const std::int32_t* labels, void* probs, std::int64_t ld_probs,
                              void* losses) override;
   void mse(Queue q, DType t, std::size_t n, const void* a, const void* b, void* result) override;
-  // Outputs of at least this many bytes that overlap no input are written with streaming
-  // (non-temporal) stores: the last-level cache's size, or TANDEM_OPENMP_STREAM_FROM.
+  // Outputs of at least this many bytes are written in interleaved runs, those that overlap no
+  // input with streaming (non-temporal) stores where store_tuning() says so: the last-level
+  // cache's size, or TANDEM_OPENMP_STREAM_FROM.
   std::size_t stream_from_bytes() const { return stream_from_bytes_; }
 
  private:
   int threads_;
   std::size_t stream_from_bytes_;
 };
+
+// How outputs past the last-level cache are written, chosen per CPU (tuning.cpp): on an Intel
+// Xeon four interleaved streaming-store runs per thread were fastest, on an AMD EPYC they moved a
+// third of what one run did. Measured by a calibration on first use (well under a second) and
+// cached per CPU model, thread count and tandem version; TANDEM_TUNING=table skips it,
+// TANDEM_OPENMP_STORES (streaming, plain) and TANDEM_OPENMP_STORE_RUNS (1, 2, 4) force the choices,
+// TANDEM_OPENMP_STREAM_FROM the output size from which they apply.
+struct StoreTuning {
+  bool stream = true;    // outputs that overlap no input: streaming (non-temporal) stores
+  int runs = 4;          // interleaved runs per thread for those outputs (1, 2 or 4)
+  int update_runs = 4;   // and for outputs that are also an input (axpy's y), stored in place
+  std::string source;    // "calibrated now", "cached in FILE", "table (AuthenticAMD)", an environment variable
+  std::string measured;  // each variant's GB/s when calibrated, else ""
+};
+const StoreTuning& store_tuning();
+
+// The calibration: triad-like loops (out = b + s c, and in place y = y + s c) over arrays of
+// `bytes` each, in every store variant the kernels have, the best of `reps` runs of each.
+struct StoreVariant {
+  bool stream = false;
+  bool in_place = false;
+  int runs = 1;
+  double gbs = 0;
+};
+std::vector<StoreVariant> measure_store_variants(std::size_t bytes, int reps);
+// The fastest variant of each kind: the tuning a measurement gives.
+StoreTuning choose_store_tuning(const std::vector<StoreVariant>& measured);
 
 // Whether kernels for `isa` ("avx512", "avx2") may run: the CPU has it and TANDEM_CPU_ISA
 // (generic < avx2 < avx512) does not cap below it.

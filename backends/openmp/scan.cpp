@@ -184,7 +184,8 @@ template <bool inclusive, class T>
 void scan_impl(const T* x, T* out, std::int64_t n, std::size_t stream_from) {
   using Acc = typename SumAcc<T>::type;
   // An output that is not the input, and too large to stay cached, goes around the caches.
-  const bool streamed = (out + n <= x || x + n <= out) && static_cast<std::size_t>(n) * sizeof(T) >= stream_from;
+  const bool streamed =
+      (out + n <= x || x + n <= out) && static_cast<std::size_t>(n) * sizeof(T) >= stream_from && store_tuning().stream;
   static const bool avx512 = isa_allowed("avx512");
   if (n < static_cast<std::int64_t>(kParallelThreshold)) {
     piece_scan<inclusive, Acc>(x, out, n, Acc(0), false, avx512);

@@ -3,6 +3,7 @@
 
 #include <cstddef>
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace tandem {
@@ -26,6 +27,9 @@ struct DeviceProperties {
   double memory_bandwidth_gbs = 0;        // theoretical peak where known (GPU: 2 x clock x bus width), else 0
   std::string compute_capability;         // GPU: "9.0" (CUDA), "gfx90a" (HIP); empty on CPUs
   std::vector<std::string> isa_features;  // "avx2", "avx512f", "sm_90", ...
+  // The choices the backend made for this device, and where they come from (measured, cached,
+  // a table, the environment): {"stores", "streaming, 2 interleaved runs per thread ..."}.
+  std::vector<std::pair<std::string, std::string>> tuning;
 };
 
 }  // namespace tandem

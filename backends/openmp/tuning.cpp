@@ -1,0 +1,208 @@
+// The openmp backend's store tuning (openmp_backend.hpp: StoreTuning): from the environment, a
+// cache file of an earlier calibration, a calibration now, or a table by CPU vendor, in that
+// order. The cache is a few "key value" lines in TANDEM_CACHE_DIR (else $XDG_CACHE_HOME/tandem,
+// else ~/.cache/tandem), keyed by CPU model, thread count and tandem version; deleting it, or
+// TANDEM_TUNING=calibrate, measures again.
+#include <omp.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cstdio>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <sstream>
+#include <string>
+
+#include "../host/cpu_info.hpp"
+#include "openmp_backend.hpp"
+#include "tandem/environment.hpp"
+#include "tandem/topology.hpp"
+#include "tandem/version.hpp"
+
+namespace tandem::openmp {
+
+namespace {
+
+namespace fs = std::filesystem;
+
+std::string describe(const std::vector<StoreVariant>& measured) {
+  std::string text;
+  char item[64];
+  for (const StoreVariant& v : measured) {
+    std::snprintf(item, sizeof item, "%s%s x%d %.1f", text.empty() ? "" : ", ",
+                  v.in_place ? "in-place" : (v.stream ? "streaming" : "plain"), v.runs, v.gbs);
+    text += item;
+  }
+  return text.empty() ? text : text + " GB/s";
+}
+
+// Intel's Xeons gained from four streaming runs per thread; AMD's EPYC lost two thirds with four
+// and was best with one or two (issue 18's measurements). Used without a calibration.
+StoreTuning from_table() {
+  StoreTuning t;
+  const std::string vendor = host::cpu_vendor();
+  t.runs = t.update_runs = vendor == "GenuineIntel" ? 4 : 2;
+  t.source = "table (" + (vendor.empty() ? std::string("unknown vendor") : vendor) + ")";
+  return t;
+}
+
+fs::path cache_dir() {
+  if (const auto dir = env::text("TANDEM_CACHE_DIR")) return fs::path(*dir);
+  if (const char* xdg = std::getenv("XDG_CACHE_HOME"); xdg != nullptr && *xdg != '\0') return fs::path(xdg) / "tandem";
+  if (const char* home = std::getenv("HOME"); home != nullptr && *home != '\0') {
+    return fs::path(home) / ".cache" / "tandem";
+  }
+  return {};
+}
+
+// What the cache entry must say to be this machine's.
+std::map<std::string, std::string> cache_key() {
+  return {
+      {"cpu", host::cpu_model_name()}, {"threads", std::to_string(omp_get_max_threads())}, {"version", version_string}};
+}
+
+fs::path cache_file() {
+  const fs::path dir = cache_dir();
+  if (dir.empty()) return {};
+  std::uint64_t h = 1469598103934665603ULL;  // FNV-1a of the key: one file per machine kind
+  for (const auto& [k, v] : cache_key()) {
+    for (char ch : k + "=" + v + ";") h = (h ^ static_cast<unsigned char>(ch)) * 1099511628211ULL;
+  }
+  char name[64];
+  std::snprintf(name, sizeof name, "openmp-stores-%016llx.txt", static_cast<unsigned long long>(h));
+  return dir / name;
+}
+
+bool whole_runs(const std::string& text, int& runs) {
+  if (text != "1" && text != "2" && text != "4") return false;
+  runs = text[0] - '0';
+  return true;
+}
+
+// The cached tuning, when the file is there, is this machine's and reads cleanly.
+bool read_cache(const fs::path& file, StoreTuning& t) {
+  std::ifstream in(file);
+  if (!in) return false;
+  std::map<std::string, std::string> values;
+  std::string line;
+  while (std::getline(in, line)) {
+    if (line.empty() || line[0] == '#') continue;
+    const auto space = line.find(' ');
+    if (space == std::string::npos) return false;
+    values[line.substr(0, space)] = line.substr(space + 1);
+  }
+  for (const auto& [k, v] : cache_key()) {
+    if (values[k] != v) return false;
+  }
+  if (values["stream"] != "0" && values["stream"] != "1") return false;
+  if (!whole_runs(values["runs"], t.runs) || !whole_runs(values["update_runs"], t.update_runs)) return false;
+  t.stream = values["stream"] == "1";
+  t.measured = values["measured"];
+  t.source = "cached in " + file.string();
+  return true;
+}
+
+// Written to a temporary name and renamed: processes calibrating at once never see half a file.
+std::string write_cache(const fs::path& file, const StoreTuning& t) {
+  std::error_code ec;
+  fs::create_directories(file.parent_path(), ec);
+  const fs::path tmp = file.string() + ".tmp" + std::to_string(::getpid());
+  {
+    std::ofstream out(tmp);
+    out << "# tandem's openmp store tuning, measured by a calibration run; delete the file to measure again\n";
+    for (const auto& [k, v] : cache_key()) out << k << ' ' << v << '\n';
+    out << "stream " << (t.stream ? 1 : 0) << "\nruns " << t.runs << "\nupdate_runs " << t.update_runs << "\nmeasured "
+        << t.measured << '\n';
+    if (!out) return "not cached: cannot write " + tmp.string();
+  }
+  fs::rename(tmp, file, ec);
+  if (ec) {
+    fs::remove(tmp, ec);
+    return "not cached: cannot write " + file.string();
+  }
+  return "cached in " + file.string();
+}
+
+StoreTuning calibrate() {
+  // Arrays well past the last-level cache, so that the stores go to memory as a large op's do.
+  const CpuTopology& cpu = cpu_topology();
+  const std::size_t last_level = cpu.l3_bytes ? cpu.l3_bytes : cpu.l2_bytes;
+  const std::size_t bytes = std::clamp<std::size_t>(2 * last_level, std::size_t(32) << 20, std::size_t(256) << 20);
+  const double t0 = omp_get_wtime();
+  const std::vector<StoreVariant> measured = measure_store_variants(bytes, 2);
+  if (measured.empty()) {
+    StoreTuning t = from_table();
+    t.source += "; the calibration could not allocate its " + std::to_string(3 * (bytes >> 20)) + " MiB";
+    return t;
+  }
+  StoreTuning t = choose_store_tuning(measured);
+  char took[96];
+  std::snprintf(took, sizeof took, "calibrated now (%.2f s, 3 x %zu MiB)", omp_get_wtime() - t0, bytes >> 20);
+  t.source = took;
+  return t;
+}
+
+StoreTuning resolve() {
+  const std::string mode = env::choice("TANDEM_TUNING", {"auto", "table", "calibrate"}, "auto");
+  const auto forced_runs = env::text("TANDEM_OPENMP_STORE_RUNS");
+  const auto forced_stores = env::text("TANDEM_OPENMP_STORES");
+  int runs = 0;
+  if (forced_runs && !whole_runs(*forced_runs, runs)) {
+    throw InvalidArgument("TANDEM_OPENMP_STORE_RUNS='" + *forced_runs + "': give 1, 2 or 4 (runs per thread)");
+  }
+  if (forced_stores && *forced_stores != "streaming" && *forced_stores != "plain") {
+    throw InvalidArgument("TANDEM_OPENMP_STORES='" + *forced_stores + "': give streaming or plain");
+  }
+  StoreTuning t;
+  if (forced_runs && forced_stores) {
+    t.source = "the environment (TANDEM_OPENMP_STORES, TANDEM_OPENMP_STORE_RUNS)";
+  } else if (mode == "table") {
+    t = from_table();
+  } else {
+    const fs::path file = cache_file();
+    if (mode == "calibrate" || file.empty() || !read_cache(file, t)) {
+      t = calibrate();
+      if (!t.measured.empty()) t.source += "; " + (file.empty() ? "not cached: no HOME" : write_cache(file, t));
+    }
+  }
+  if (forced_runs) {
+    t.runs = t.update_runs = runs;
+    if (!forced_stores) t.source += "; runs from TANDEM_OPENMP_STORE_RUNS";
+  }
+  if (forced_stores) {
+    t.stream = *forced_stores == "streaming";
+    if (!forced_runs) t.source += "; stores from TANDEM_OPENMP_STORES";
+  }
+  return t;
+}
+
+}  // namespace
+
+StoreTuning choose_store_tuning(const std::vector<StoreVariant>& measured) {
+  StoreTuning t;
+  const StoreVariant* fresh = nullptr;
+  const StoreVariant* in_place = nullptr;
+  for (const StoreVariant& v : measured) {
+    const StoreVariant*& best = v.in_place ? in_place : fresh;
+    // Streaming must win by 3%: within the noise, plain stores keep the output in cache for a
+    // reader that follows.
+    const double bar = best != nullptr && v.stream && !best->stream ? 1.03 : 1.0;
+    if (best == nullptr || v.gbs > bar * best->gbs) best = &v;
+  }
+  if (fresh != nullptr) {
+    t.stream = fresh->stream;
+    t.runs = fresh->runs;
+  }
+  if (in_place != nullptr) t.update_runs = in_place->runs;
+  t.measured = describe(measured);
+  return t;
+}
+
+const StoreTuning& store_tuning() {
+  static const StoreTuning tuning = resolve();
+  return tuning;
+}
+
+}  // namespace tandem::openmp
