@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <charconv>
+#include <cstdio>
 #include <cstdlib>
 #include <functional>
 
@@ -59,6 +60,18 @@ void check_stream_from() {
   }
 }
 
+void check_blocking() {
+  const auto value = env::text("TANDEM_OPENMP_GEMM_BLOCKING");
+  if (!value) return;
+  long mc = 0, kc = 0, nc = 0;
+  char end = 0;
+  if (std::sscanf(value->c_str(), "%ld,%ld,%ld%c", &mc, &kc, &nc, &end) != 3 || mc <= 0 || kc <= 0 || nc <= 0 ||
+      mc > 65536 || kc > 65536 || nc > 1048576) {
+    throw InvalidArgument("TANDEM_OPENMP_GEMM_BLOCKING='" + *value +
+                          "': give three whole numbers mc,kc,nc, at most 65536,65536,1048576 (e.g. 120,256,3072)");
+  }
+}
+
 const std::vector<Checked>& table() {
   static const std::vector<Checked> rows = {
       {"TANDEM_BACKEND", backend_values, "the backend default_backend() and the CLI use", check_backend},
@@ -81,6 +94,8 @@ const std::vector<Checked>& table() {
        [] {
          env::choice("TANDEM_OPENMP_STORE_RUNS", {"1", "2", "4"}, "4");
        }},
+      {"TANDEM_OPENMP_GEMM_BLOCKING", [] { return std::string("mc,kc,nc"); },
+       "the openmp register_blocked tier's cache blocking (default: by micro-kernel)", check_blocking},
       {"TANDEM_TUNING", [] { return std::string("auto, table or calibrate"); },
        "auto: the CPU tuning cached from a calibration, else measured on first use; table: by CPU vendor, "
        "nothing measured; calibrate: measure again",

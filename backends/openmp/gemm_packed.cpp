@@ -6,7 +6,10 @@
 //         for each MR panel: micro-kernel on an (MR, NR) tile held in registers
 // Packing converts f16/bf16 (and does the transposes), so the micro-kernel only ever sees
 // contiguous f32 or f64 panels. Full tiles go straight to C; edge tiles go through a local tile.
+#include <omp.h>
+
 #include <algorithm>
+#include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <memory>
@@ -16,6 +19,7 @@
 #include "../host/cpu_info.hpp"
 #include "microkernel.hpp"
 #include "openmp_backend.hpp"
+#include "tandem/environment.hpp"
 
 namespace tandem::openmp {
 
@@ -24,24 +28,68 @@ using host::to;
 
 namespace {
 
-// Cache blocking per compute type (multiples of every kernel's MR and NR).
-struct Blocking {
-  std::int64_t mc, kc, nc;
-};
+// Cache blocking per compute type and micro-kernel (rounded to its MR and NR where used).
+// TANDEM_OPENMP_GEMM_BLOCKING=mc,kc,nc overrides it, for measuring others.
+Blocking blocking_for(std::string_view isa, bool f32) {
+  if (const auto text = env::text("TANDEM_OPENMP_GEMM_BLOCKING")) {
+    long mc = 0, kc = 0, nc = 0;
+    char end = 0;
+    if (std::sscanf(text->c_str(), "%ld,%ld,%ld%c", &mc, &kc, &nc, &end) != 3 || mc <= 0 || kc <= 0 || nc <= 0 ||
+        mc > 65536 || kc > 65536 || nc > 1048576) {
+      throw InvalidArgument("TANDEM_OPENMP_GEMM_BLOCKING='" + *text +
+                            "': give three whole numbers mc,kc,nc, at most 65536,65536,1048576 (e.g. 120,256,3072)");
+    }
+    return {mc, kc, nc};
+  }
+  // AVX2 (6 x 16 f32 tile): kc 256 keeps a (kc, 16) panel of B (16 KiB) and a (6, kc) panel of A
+  // (6 KiB) in a 32 KiB L1, where 384 overflowed it; with a smaller A block, 1024^3 on two EPYC
+  // cores went from 86-89% to 92-95% of OpenBLAS, 2048^3 and 4096^3 stayed at 94-95%. AVX-512
+  // (tuned on a Xeon) and f64 as they were.
+  if (isa == "avx2" && f32) return {120, 256, 3072};
+  return f32 ? Blocking{192, 384, 3072} : Blocking{96, 256, 1536};
+}
 template <class T>
-constexpr Blocking blocking() {
-  if constexpr (std::is_same_v<T, float>) return {192, 384, 3072};
-  return {96, 256, 1536};
+Blocking blocking(const MicroKernel<T>& uk) {
+  static const Blocking b = blocking_for(uk.isa, std::is_same_v<T, float>);
+  return b;
 }
 
+// Packing memory kept by each thread between calls, grown as needed: allocated afresh, the 3 MB
+// of a 1024^3 product cost some 840 page faults per call (about a tenth of its time on the EPYC
+// VM). slot 0: this thread's A blocks; slot 1: the B blocks of the products it calls. Blocks
+// past 256 MiB are not kept.
 template <class T>
-struct AlignedArray {
+struct PackBuffer {
   T* data = nullptr;
-  explicit AlignedArray(std::size_t n)
-      : data(static_cast<T*>(::operator new(std::max<std::size_t>(n, 1) * sizeof(T), std::align_val_t(64)))) {}
-  ~AlignedArray() { ::operator delete(data, std::align_val_t(64)); }
-  AlignedArray(const AlignedArray&) = delete;
-  AlignedArray& operator=(const AlignedArray&) = delete;
+  PackBuffer(int slot, std::size_t n) {
+    struct Kept {
+      void* ptr = nullptr;
+      std::size_t bytes = 0;
+      ~Kept() { ::operator delete(ptr, std::align_val_t(64)); }
+    };
+    thread_local Kept kept[2];
+    const std::size_t bytes = std::max<std::size_t>(n, 1) * sizeof(T);
+    Kept& k = kept[slot];
+    if (bytes > (std::size_t(256) << 20)) {
+      owned_ = ::operator new(bytes, std::align_val_t(64));
+      data = static_cast<T*>(owned_);
+      return;
+    }
+    if (k.bytes < bytes) {
+      ::operator delete(k.ptr, std::align_val_t(64));
+      k.ptr = nullptr;
+      k.bytes = 0;
+      k.ptr = ::operator new(bytes, std::align_val_t(64));
+      k.bytes = bytes;
+    }
+    data = static_cast<T*>(k.ptr);
+  }
+  ~PackBuffer() { ::operator delete(owned_, std::align_val_t(64)); }
+  PackBuffer(const PackBuffer&) = delete;
+  PackBuffer& operator=(const PackBuffer&) = delete;
+
+ private:
+  void* owned_ = nullptr;
 };
 
 template <class T>
@@ -101,25 +149,96 @@ void pack_b_panel(const GemmArgs& g, const TA* b, std::int64_t p0, std::int64_t 
   }
 }
 
-template <class TA, class T>
-void gemm_packed(const GemmArgs& g, const MicroKernel<T>& uk) {
-  constexpr Blocking blk = blocking<T>();
+// C tile (rows, cols) at ctile += alpha * Ap x Bp, through the local edge tile when partial.
+template <class T>
+inline void tile(const MicroKernel<T>& uk, std::int64_t kb, const T* ap, const T* bp, T alpha, T* ctile,
+                 std::int64_t ldc, std::int64_t rows, std::int64_t cols, T* edge) {
   const int mr = uk.mr, nr = uk.nr;
-  const std::int64_t mc = blk.mc / mr * mr, nc = blk.nc / nr * nr, kc = blk.kc;
+  if (rows == mr && cols == nr) {
+    uk.run(kb, ap, bp, alpha, ctile, ldc);
+    return;
+  }
+  std::fill(edge, edge + mr * nr, T(0));
+  uk.run(kb, ap, bp, alpha, edge, nr);
+  for (std::int64_t i = 0; i < rows; ++i) {
+    for (std::int64_t j = 0; j < cols; ++j) ctile[i * ldc + j] += edge[i * nr + j];
+  }
+}
+
+// Each thread owns a contiguous range of C's rows (whole MR panels, as even as they come: an
+// uneven split by mc blocks left one of two threads a third idle at 1024^3) and packs its own A
+// blocks, so the only barrier per k block is the one after B is packed; B's packed block is
+// double-buffered, so packing the next one cannot overwrite the one a slower thread still reads.
+template <class TA, class T>
+void gemm_by_rows(const GemmArgs& g, const MicroKernel<T>& uk, const Blocking& blk, bool parallel) {
+  const int mr = uk.mr, nr = uk.nr;
+  const std::int64_t mc = std::max<std::int64_t>(blk.mc / mr, 1) * mr, nc = std::max<std::int64_t>(blk.nc / nr, 1) * nr;
+  const std::int64_t kc = blk.kc;
+  const auto* a = static_cast<const TA*>(g.a);
+  const auto* b = static_cast<const TA*>(g.b);
+  auto* c = static_cast<T*>(g.c);
+  const T alpha = T(g.alpha);
+  const std::int64_t m_panels = (g.m + mr - 1) / mr;
+  const auto b_size = static_cast<std::size_t>(std::min(nc, (g.n + nr - 1) / nr * nr) * kc);
+  PackBuffer<T> bpack(1, 2 * b_size);
+
+#pragma omp parallel if (parallel)
+  {
+    alignas(64) T edge[16 * 64];  // one (mr, nr) tile; mr * nr <= 16 * 64 for every kernel
+    const std::int64_t threads = omp_get_num_threads(), me = omp_get_thread_num();
+    const std::int64_t row0 = m_panels * me / threads * mr;
+    const std::int64_t row1 = std::min(g.m, m_panels * (me + 1) / threads * mr);
+    PackBuffer<T> apack(0, static_cast<std::size_t>(mc * kc));
+    std::int64_t step = 0;
+    for (std::int64_t jc = 0; jc < g.n; jc += nc) {
+      const std::int64_t nb = std::min(nc, g.n - jc);
+      const std::int64_t n_panels = (nb + nr - 1) / nr;
+      for (std::int64_t pc = 0; pc < g.k; pc += kc, ++step) {
+        const std::int64_t kb = std::min(kc, g.k - pc);
+        T* bp = bpack.data + (step % 2) * b_size;
+#pragma omp for schedule(static)
+        for (std::int64_t jp = 0; jp < n_panels; ++jp) {
+          pack_b_panel(g, b, pc, kb, jc + jp * nr, std::min<std::int64_t>(nr, nb - jp * nr), nr, bp + jp * kb * nr);
+        }
+        // The barrier above: B is packed, and every thread is past the step before the last,
+        // whose buffer the next step packs into.
+        for (std::int64_t i0 = row0; i0 < row1; i0 += mc) {
+          const std::int64_t mb = std::min(mc, row1 - i0);
+          pack_a(g, a, i0, mb, pc, kb, mr, apack.data);
+          for (std::int64_t jp = 0; jp < n_panels; ++jp) {
+            const std::int64_t col = jc + jp * nr, cols = std::min<std::int64_t>(nr, nb - jp * nr);
+            for (std::int64_t ip = 0; ip * mr < mb; ++ip) {
+              const std::int64_t row = i0 + ip * mr;
+              tile(uk, kb, apack.data + ip * kb * mr, bp + jp * kb * nr, alpha, c + row * g.ldc + col, g.ldc,
+                   std::min<std::int64_t>(mr, mb - ip * mr), cols, edge);
+            }
+          }
+        }
+      }
+    }
+  }
+}
+
+// Few rows (fewer MR panels than twice the threads): the threads share A's packed block and
+// split the (A block, B panel) pairs instead, so that a wide C with few rows still uses them all.
+template <class TA, class T>
+void gemm_shared(const GemmArgs& g, const MicroKernel<T>& uk, const Blocking& blk, bool parallel) {
+  const int mr = uk.mr, nr = uk.nr;
+  const std::int64_t mc = std::max<std::int64_t>(blk.mc / mr, 1) * mr, nc = std::max<std::int64_t>(blk.nc / nr, 1) * nr;
+  const std::int64_t kc = blk.kc;
   const auto* a = static_cast<const TA*>(g.a);
   const auto* b = static_cast<const TA*>(g.b);
   auto* c = static_cast<T*>(g.c);
   const T alpha = T(g.alpha);
 
   const std::int64_t m_panels = (g.m + mr - 1) / mr;
-  AlignedArray<T> apack(static_cast<std::size_t>(m_panels * mr * kc));
-  AlignedArray<T> bpack(static_cast<std::size_t>(std::min(nc, (g.n + nr - 1) / nr * nr) * kc));
+  PackBuffer<T> apack(0, static_cast<std::size_t>(m_panels * mr * kc));
+  PackBuffer<T> bpack(1, static_cast<std::size_t>(std::min(nc, (g.n + nr - 1) / nr * nr) * kc));
   const std::int64_t m_blocks = (g.m + mc - 1) / mc;
-  const bool parallel = g.m * g.n * g.k >= (1 << 18);
 
 #pragma omp parallel if (parallel)
   {
-    alignas(64) T edge[16 * 64];  // one (mr, nr) tile; mr * nr <= 16 * 64 for every kernel
+    alignas(64) T edge[16 * 64];
     for (std::int64_t jc = 0; jc < g.n; jc += nc) {
       const std::int64_t nb = std::min(nc, g.n - jc);
       const std::int64_t n_panels = (nb + nr - 1) / nr;
@@ -136,26 +255,15 @@ void gemm_packed(const GemmArgs& g, const MicroKernel<T>& uk) {
           const std::int64_t i0 = ib * mc;
           pack_a(g, a, i0, std::min(mc, g.m - i0), pc, kb, mr, apack.data + i0 * kb);
         }
-        // Work items: (A block, B panel) pairs; static contiguous ranges keep a thread on one A block.
 #pragma omp for collapse(2) schedule(static)
         for (std::int64_t ib = 0; ib < m_blocks; ++ib) {
           for (std::int64_t jp = 0; jp < n_panels; ++jp) {
             const std::int64_t i0 = ib * mc, mb = std::min(mc, g.m - i0);
             const std::int64_t col = jc + jp * nr, cols = std::min<std::int64_t>(nr, nb - jp * nr);
-            const T* bp = bpack.data + jp * kb * nr;
             for (std::int64_t ip = 0; ip * mr < mb; ++ip) {
-              const std::int64_t row = i0 + ip * mr, rows = std::min<std::int64_t>(mr, mb - ip * mr);
-              const T* ap = apack.data + i0 * kb + ip * kb * mr;
-              T* ctile = c + row * g.ldc + col;
-              if (rows == mr && cols == nr) {
-                uk.run(kb, ap, bp, alpha, ctile, g.ldc);
-              } else {
-                std::fill(edge, edge + mr * nr, T(0));
-                uk.run(kb, ap, bp, alpha, edge, nr);
-                for (std::int64_t i = 0; i < rows; ++i) {
-                  for (std::int64_t j = 0; j < cols; ++j) ctile[i * g.ldc + j] += edge[i * nr + j];
-                }
-              }
+              const std::int64_t row = i0 + ip * mr;
+              tile(uk, kb, apack.data + i0 * kb + ip * kb * mr, bpack.data + jp * kb * nr, alpha, c + row * g.ldc + col,
+                   g.ldc, std::min<std::int64_t>(mr, mb - ip * mr), cols, edge);
             }
           }
         }
@@ -165,7 +273,26 @@ void gemm_packed(const GemmArgs& g, const MicroKernel<T>& uk) {
   }
 }
 
+template <class TA, class T>
+void gemm_packed(const GemmArgs& g, const MicroKernel<T>& uk) {
+  const Blocking blk = blocking(uk);
+  const bool parallel = g.m * g.n * g.k >= (1 << 18);
+  const std::int64_t threads = parallel ? omp_get_max_threads() : 1;
+  if ((g.m + uk.mr - 1) / uk.mr >= 2 * threads) {
+    gemm_by_rows<TA, T>(g, uk, blk, parallel);
+  } else {
+    gemm_shared<TA, T>(g, uk, blk, parallel);
+  }
+}
+
 }  // namespace
+
+std::string gemm_blocking_text() {
+  const Blocking b = blocking(pick<float>());
+  const bool forced = env::text("TANDEM_OPENMP_GEMM_BLOCKING").has_value();
+  return "mc " + std::to_string(b.mc) + ", kc " + std::to_string(b.kc) + ", nc " + std::to_string(b.nc) + " (" +
+         (forced ? std::string("TANDEM_OPENMP_GEMM_BLOCKING") : "table: " + std::string(pick<float>().isa)) + ")";
+}
 
 const MicroKernel<float>& best_microkernel_f32() { return pick<float>(); }
 const MicroKernel<double>& best_microkernel_f64() { return pick<double>(); }

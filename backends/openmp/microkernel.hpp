@@ -15,6 +15,12 @@ struct MicroKernel {
   void (*run)(std::int64_t kc, const T* ap, const T* bp, T alpha, T* c, std::int64_t ldc);
 };
 
+// Cache blocking of the register_blocked tier: an (mc, kc) block of A stays in L2, a (kc, nc)
+// block of B in L3, a (kc, nr) panel of B in L1.
+struct Blocking {
+  std::int64_t mc, kc, nc;
+};
+
 // The kernels compiled in (see microkernel_*.cpp).
 MicroKernel<float> microkernel_f32_avx512();
 MicroKernel<double> microkernel_f64_avx512();

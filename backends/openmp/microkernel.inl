@@ -14,15 +14,23 @@ namespace TANDEM_ISA {
 namespace {
 
 template <class T, int MR, int NV>
-void kernel(std::int64_t kc, const T* __restrict ap, const T* __restrict bp, T alpha, T* __restrict c, std::int64_t ldc) {
+void kernel(std::int64_t kc, const T* __restrict ap, const T* __restrict bp, T alpha, T* __restrict c,
+            std::int64_t ldc) {
   typedef T vec __attribute__((vector_size(TANDEM_VECTOR_BYTES)));
   constexpr int lanes = TANDEM_VECTOR_BYTES / sizeof(T);
   vec acc[MR][NV];
 #pragma GCC unroll 16
   for (int i = 0; i < MR; ++i) {
 #pragma GCC unroll 4
-    for (int j = 0; j < NV; ++j) acc[i][j] = vec{} ;
+    for (int j = 0; j < NV; ++j) acc[i][j] = vec{};
   }
+  // The tile of C is read after the loop: asked for now, it is in cache by then.
+#pragma GCC unroll 16
+  for (int i = 0; i < MR; ++i) {
+    __builtin_prefetch(c + i * ldc, 1, 3);
+    __builtin_prefetch(c + i * ldc + NV * lanes - 1, 1, 3);
+  }
+#pragma GCC unroll 4
   for (std::int64_t p = 0; p < kc; ++p) {
     vec b[NV];
 #pragma GCC unroll 4

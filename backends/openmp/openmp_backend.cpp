@@ -63,6 +63,7 @@ DeviceProperties OpenMPBackend::properties() const {
   p.tuning.push_back({"stores chosen by", t.source});
   if (!t.measured.empty()) p.tuning.push_back({"stores measured", t.measured});
   p.tuning.push_back({"micro-kernel", best_microkernel_f32().isa});
+  p.tuning.push_back({"gemm blocking f32", gemm_blocking_text()});
   return p;
 }
 

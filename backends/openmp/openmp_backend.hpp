@@ -105,6 +105,9 @@ std::vector<StoreVariant> measure_store_variants(std::size_t bytes, int reps);
 // The fastest variant of each kind: the tuning a measurement gives.
 StoreTuning choose_store_tuning(const std::vector<StoreVariant>& measured);
 
+// The register_blocked tier's f32 cache blocking and where it comes from, for tandem info.
+std::string gemm_blocking_text();
+
 // Whether kernels for `isa` ("avx512", "avx2") may run: the CPU has it and TANDEM_CPU_ISA
 // (generic < avx2 < avx512) does not cap below it.
 bool isa_allowed(std::string_view isa);
