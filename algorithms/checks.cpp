@@ -1,5 +1,8 @@
 #include "checks.hpp"
 
+#include <span>
+#include <vector>
+
 #include "tandem/detail/checked.hpp"
 #include "tandem/errors.hpp"
 
@@ -96,6 +99,18 @@ void no_overlap(const Buffer& out, const Buffer& in, const char* op, const char*
   if (o < i + in.bytes() && i < o + out.bytes()) {
     throw InvalidArgument(std::string(op) + ": " + out_role + " overlaps " + in_role +
                           " in memory; write the result to a separate buffer");
+  }
+}
+
+void classes_in_range(const Buffer& labels, std::int64_t classes, Queue q, const char* op) {
+  std::vector<std::int32_t> host(labels.size());
+  labels.download(std::span<std::int32_t>(host), q);
+  for (std::size_t r = 0; r < host.size(); ++r) {
+    if (host[r] < 0 || host[r] >= classes) {
+      throw InvalidArgument(std::string(op) + ": label " + std::to_string(host[r]) + " in row " + std::to_string(r) +
+                            " is not a class of " + std::to_string(classes) + " columns (0 to " +
+                            std::to_string(classes - 1) + ")");
+    }
   }
 }
 

@@ -25,6 +25,9 @@ void same_or_disjoint(const Buffer& out, const Buffer& in, const char* op, const
 // Two views that must not share memory (matmul output vs inputs, transpose).
 void no_overlap(const Buffer& out, const Buffer& in, const char* op, const char* out_role, const char* in_role);
 
+// Every i32 label (read back on queue q) is a class in [0, classes), else InvalidArgument naming the row.
+void classes_in_range(const Buffer& labels, std::int64_t classes, Queue q, const char* op);
+
 // variant is empty or one of backend.variants(algorithm), else Unsupported listing them.
 void variant_in(const Backend& backend, std::string_view algorithm, std::string_view variant);
 

@@ -565,17 +565,7 @@ void softmax_cross_entropy(const Matrix& logits, const Buffer& labels, Matrix& p
   checks::no_overlap(probs.buffer, logits.buffer, name, "probs",
                      "logits (the loss reads the logits after probs are written)");
   checks::no_overlap(losses, probs.buffer, name, "losses", "probs");
-  if (check == LabelCheck::read_back && !be.capturing()) {
-    std::vector<std::int32_t> host(labels.size());
-    labels.download(std::span<std::int32_t>(host), q);
-    for (std::size_t r = 0; r < host.size(); ++r) {
-      if (host[r] < 0 || host[r] >= logits.cols) {
-        throw InvalidArgument(std::string(name) + ": label " + std::to_string(host[r]) + " in row " +
-                              std::to_string(r) + " is not a class of " + std::to_string(logits.cols) +
-                              " columns (0 to " + std::to_string(logits.cols - 1) + ")");
-      }
-    }
-  }
+  if (check == LabelCheck::read_back && !be.capturing()) checks::classes_in_range(labels, logits.cols, q, name);
   profile::OpTimer timer(be, q, "softmax_cross_entropy");
   if (timer.on()) timer.set(mat(logits), 3 * mat_bytes(logits) + labels.bytes());
   be.softmax_cross_entropy(q, logits.buffer.dtype(), logits.rows, logits.cols, logits.buffer.data(), logits.ld,
