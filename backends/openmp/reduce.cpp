@@ -14,9 +14,11 @@
 #include <cstdint>
 #include <iterator>
 #include <limits>
+#include <type_traits>
 #include <vector>
 
 #include "openmp_backend.hpp"
+#include "softmax_kernel.hpp"
 #include "tandem/detail/scalar_math.hpp"
 
 namespace tandem::openmp {
@@ -330,6 +332,7 @@ void OpenMPBackend::softmax_cross_entropy(Queue q, DType t, std::int64_t rows, s
                                           std::int64_t ld_logits, const std::int32_t* labels, void* probs,
                                           std::int64_t ld_probs, void* losses) {
   check_queue(q);
+  const SoftmaxKernel& softmax = best_softmax_kernel();
   dispatch_float(t, [&]<class T>() {
 #pragma omp parallel for schedule(static) if (static_cast <std::size_t>(rows * cols) >= kParallelThreshold)
     for (std::int64_t r = 0; r < rows; ++r) {
@@ -337,11 +340,16 @@ void OpenMPBackend::softmax_cross_entropy(Queue q, DType t, std::int64_t rows, s
       T* p = static_cast<T*>(probs) + r * ld_probs;
       const Extreme<T> e = extreme_chunk<T, true>(x, 0, cols);
       const T m = e.nan ? std::numeric_limits<T>::quiet_NaN() : e.value;
-      // Subtracting the row max keeps exp() <= 1: no overflow for large logits.
+      // Subtracting the row max keeps exp() <= 1: no overflow for large logits. f32 rows go
+      // through the vectorised exp of this CPU's ISA (softmax.inl), f64 through std::exp.
       T s = 0;
-      for (std::int64_t c = 0; c < cols; ++c) {
-        p[c] = std::exp(x[c] - m);
-        s += p[c];
+      if constexpr (std::is_same_v<T, float>) {
+        s = softmax.exp_row(cols, x, m, p);
+      } else {
+        for (std::int64_t c = 0; c < cols; ++c) {
+          p[c] = std::exp(x[c] - m);
+          s += p[c];
+        }
       }
       const T inv = T(1) / s;
 #pragma omp simd
@@ -351,6 +359,17 @@ void OpenMPBackend::softmax_cross_entropy(Queue q, DType t, std::int64_t rows, s
           (label >= 0 && label < cols) ? std::log(s) - (x[label] - m) : std::numeric_limits<T>::quiet_NaN();
     }
   });
+}
+
+const SoftmaxKernel& best_softmax_kernel() {
+  static const SoftmaxKernel chosen = [] {
+#ifdef TANDEM_X86_KERNELS
+    if (isa_allowed("avx512")) return softmax_kernel_avx512();
+    if (isa_allowed("avx2")) return softmax_kernel_avx2();
+#endif
+    return softmax_kernel_generic();
+  }();
+  return chosen;
 }
 
 }  // namespace tandem::openmp
