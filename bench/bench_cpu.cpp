@@ -3,7 +3,7 @@
 //   sum, dot, norm2 >= 85% of the copy bandwidth (bytes read);  scan >= 75% of it;
 //   add, axpy       >= 90% of the triad bandwidth (STREAM's a = b + s c, 3 arrays moved);
 //   sgemm, best tier >= 90% of OpenBLAS at N = 1024, 2048, 4096.
-// Peers: copy is the best of the backend's copy (memcpy per thread), a STREAM-style `omp parallel
+// Peers: copy is the best of the backend's copy, a STREAM-style `omp parallel
 // for simd` copy loop and streaming-store copies in 1, 2 and 4 interleaved runs per thread; triad
 // the best of a STREAM loop, the same loop with streaming stores, and that in 1, 2 and 4
 // interleaved runs per thread; an `omp parallel for simd reduction` sum; OpenBLAS sgemm (the
@@ -161,7 +161,7 @@ int main(int argc, char** argv) {
   // Which copy and which triad are faster here, each against the other in turns.
   const auto [memcpy_s, loop_copy_s] = paired_seconds(
       reps, [&] { copy(x, out); }, [&] { stream_copy(count, px, po); });
-  rows.push_back({"peer", "copy: openmp copy (memcpy per thread)", "GB/s", 2 * gb / memcpy_s, 0, "", 0});
+  rows.push_back({"peer", "copy: openmp copy (tandem's own)", "GB/s", 2 * gb / memcpy_s, 0, "", 0});
   rows.push_back({"peer", "copy: STREAM loop (omp parallel for simd)", "GB/s", 2 * gb / loop_copy_s, 0, "", 0});
   std::function<void()> copy_peer = memcpy_s <= loop_copy_s
                                         ? std::function<void()>([&] { copy(x, out); })
