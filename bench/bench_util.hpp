@@ -13,11 +13,13 @@
 
 namespace tandem::bench {
 
-// Seconds per call of f: the median of `reps` timed calls after one untimed warm-up call
-// (page faults, caches, thread pools).
+// Seconds per call of f: the median of at least `reps` timed calls after one untimed warm-up call
+// (page faults, caches, thread pools), repeated until they took 50 ms (at most 1000 calls): with
+// three calls of a 0.1 ms op, one stall of the VM (an openmp add of 1 MiB once measured 23.6 ms
+// in tandem_bench_sim, against 0.13-0.15 in four later runs) could set the median.
 inline double median_seconds(int reps, const std::function<void()>& f) {
   f();
-  return 1e-3 * detail::repeat_median([&] { return detail::host_ms(f); }, reps, reps, 0).median_ms;
+  return 1e-3 * detail::repeat_median([&] { return detail::host_ms(f); }, reps, std::max(reps, 1000), 50).median_ms;
 }
 
 // The options every benchmark takes: --quick (fewer, smaller runs) and --json FILE.
