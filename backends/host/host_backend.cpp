@@ -1,8 +1,8 @@
 #include "host_backend.hpp"
 
-#include <sys/sysinfo.h>
-
 #include <new>
+
+#include <sys/sysinfo.h>
 
 namespace tandem::host {
 

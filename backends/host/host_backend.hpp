@@ -5,8 +5,8 @@
 #include <cstring>
 #include <string>
 
-#include "../../core/dispatch.hpp"
 #include "tandem/backend.hpp"
+#include "../../core/dispatch.hpp"
 #include "tandem/errors.hpp"
 
 namespace tandem::host {
@@ -17,8 +17,7 @@ using detail::dispatch_numeric;
 using detail::dispatch_real;
 
 // Converts an element of any storage type to the compute type C.
-template <class C, class T>
-inline C to(T v) {
+template <class C, class T> inline C to(T v) {
   if constexpr (std::is_same_v<T, half> || std::is_same_v<T, bfloat16>) {
     return static_cast<C>(static_cast<float>(v));
   } else {
@@ -26,8 +25,7 @@ inline C to(T v) {
   }
 }
 // And back: the compute type to a storage type.
-template <class T, class C>
-inline T from(C v) {
+template <class T, class C> inline T from(C v) {
   if constexpr (std::is_same_v<T, half> || std::is_same_v<T, bfloat16>) {
     return T(static_cast<float>(v));
   } else if constexpr (std::is_same_v<T, std::int32_t>) {

@@ -27,7 +27,7 @@ struct half {
       return static_cast<std::uint16_t>(sign | 0x7c00u | (abs > 0x7f800000u ? 0x200u : 0u));
     }
     if (abs >= 0x477ff000u) return static_cast<std::uint16_t>(sign | 0x7c00u);  // rounds to Inf
-    if (abs < 0x38800000u) {                                           // result is subnormal or zero in binary16
+    if (abs < 0x38800000u) {  // result is subnormal or zero in binary16
       if (abs < 0x33000000u) return static_cast<std::uint16_t>(sign);  // below half the smallest
       const std::uint32_t exponent = abs >> 23;
       const std::uint32_t mantissa = (abs & 0x7fffffu) | 0x800000u;
@@ -89,59 +89,34 @@ struct bfloat16 {
 constexpr std::size_t size_of(DType t) {
   switch (t) {
     case DType::f16:
-    case DType::bf16:
-      return 2;
+    case DType::bf16: return 2;
     case DType::f32:
-    case DType::i32:
-      return 4;
-    case DType::f64:
-      return 8;
+    case DType::i32: return 4;
+    case DType::f64: return 8;
   }
   return 0;
 }
 
 constexpr std::string_view name_of(DType t) {
   switch (t) {
-    case DType::f16:
-      return "f16";
-    case DType::bf16:
-      return "bf16";
-    case DType::f32:
-      return "f32";
-    case DType::f64:
-      return "f64";
-    case DType::i32:
-      return "i32";
+    case DType::f16: return "f16";
+    case DType::bf16: return "bf16";
+    case DType::f32: return "f32";
+    case DType::f64: return "f64";
+    case DType::i32: return "i32";
   }
   return "?";
 }
 
 constexpr bool is_floating(DType t) { return t != DType::i32; }
 
-template <class T>
-struct dtype_of;
-template <>
-struct dtype_of<half> {
-  static constexpr DType value = DType::f16;
-};
-template <>
-struct dtype_of<bfloat16> {
-  static constexpr DType value = DType::bf16;
-};
-template <>
-struct dtype_of<float> {
-  static constexpr DType value = DType::f32;
-};
-template <>
-struct dtype_of<double> {
-  static constexpr DType value = DType::f64;
-};
-template <>
-struct dtype_of<std::int32_t> {
-  static constexpr DType value = DType::i32;
-};
-template <class T>
-inline constexpr DType dtype_of_v = dtype_of<T>::value;
+template <class T> struct dtype_of;
+template <> struct dtype_of<half> { static constexpr DType value = DType::f16; };
+template <> struct dtype_of<bfloat16> { static constexpr DType value = DType::bf16; };
+template <> struct dtype_of<float> { static constexpr DType value = DType::f32; };
+template <> struct dtype_of<double> { static constexpr DType value = DType::f64; };
+template <> struct dtype_of<std::int32_t> { static constexpr DType value = DType::i32; };
+template <class T> inline constexpr DType dtype_of_v = dtype_of<T>::value;
 
 // Parses "f32", "f64", ...; throws InvalidArgument for anything else.
 DType parse_dtype(std::string_view name);

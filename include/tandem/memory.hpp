@@ -10,11 +10,11 @@ namespace tandem {
 class Backend;
 
 struct MemoryStats {
-  std::size_t bytes_in_use = 0;  // held by live buffers (rounded to the allocator's block size)
+  std::size_t bytes_in_use = 0;     // held by live buffers (rounded to the allocator's block size)
   std::size_t peak_bytes_in_use = 0;
-  std::size_t bytes_reserved = 0;  // obtained from the device: in use + cached for reuse
-  std::uint64_t allocations = 0;   // allocate calls served
-  std::uint64_t cache_hits = 0;    // of those, served from the cache without a device allocation
+  std::size_t bytes_reserved = 0;   // obtained from the device: in use + cached for reuse
+  std::uint64_t allocations = 0;    // allocate calls served
+  std::uint64_t cache_hits = 0;     // of those, served from the cache without a device allocation
 };
 
 // One buffer still alive, with where it was allocated (for the leak report).

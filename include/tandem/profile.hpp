@@ -21,10 +21,10 @@ struct Record {
   std::string name;    // the op: "matmul", "upload", "adam_step", ...
   std::string detail;  // shapes, dtype, tier or variant
   int queue = 0;
-  std::size_t bytes = 0;          // operand bytes read and written
-  double flops = 0;               // floating-point operations (matmul), else 0
-  double start_us = 0;            // host time since profiling began
-  double duration_us = 0;         // device-timed on GPUs
+  std::size_t bytes = 0;        // operand bytes read and written
+  double flops = 0;             // floating-point operations (matmul), else 0
+  double start_us = 0;          // host time since profiling began
+  double duration_us = 0;       // device-timed on GPUs
   std::size_t memory_in_use = 0;  // the backend's allocator, after the op
 };
 

@@ -12,10 +12,10 @@
 namespace tandem {
 
 struct BackendInfo {
-  std::string name;        // "openmp", "cuda", ...
-  bool built = false;      // compiled into this library
+  std::string name;      // "openmp", "cuda", ...
+  bool built = false;    // compiled into this library
   bool available = false;  // built and has a usable device here
-  std::string reason;      // why not available ("" when available)
+  std::string reason;    // why not available ("" when available)
   int device_count = 0;
 };
 
