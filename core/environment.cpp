@@ -4,7 +4,6 @@
 
 #include <algorithm>
 #include <charconv>
-#include <cstdio>
 #include <cstdlib>
 #include <functional>
 
@@ -60,18 +59,6 @@ void check_stream_from() {
   }
 }
 
-void check_blocking() {
-  const auto value = env::text("TANDEM_OPENMP_GEMM_BLOCKING");
-  if (!value) return;
-  long mc = 0, kc = 0, nc = 0;
-  char end = 0;
-  if (std::sscanf(value->c_str(), "%ld,%ld,%ld%c", &mc, &kc, &nc, &end) != 3 || mc <= 0 || kc <= 0 || nc <= 0 ||
-      mc > 65536 || kc > 65536 || nc > 1048576) {
-    throw InvalidArgument("TANDEM_OPENMP_GEMM_BLOCKING='" + *value +
-                          "': give three whole numbers mc,kc,nc, at most 65536,65536,1048576 (e.g. 120,256,3072)");
-  }
-}
-
 const std::vector<Checked>& table() {
   static const std::vector<Checked> rows = {
       {"TANDEM_BACKEND", backend_values, "the backend default_backend() and the CLI use", check_backend},
@@ -95,7 +82,8 @@ const std::vector<Checked>& table() {
          env::choice("TANDEM_OPENMP_STORE_RUNS", {"1", "2", "4"}, "4");
        }},
       {"TANDEM_OPENMP_GEMM_BLOCKING", [] { return std::string("mc,kc,nc"); },
-       "the openmp register_blocked tier's cache blocking (default: by micro-kernel)", check_blocking},
+       "the openmp register_blocked tier's cache blocking (default: by micro-kernel)",
+       [] { env::whole_list("TANDEM_OPENMP_GEMM_BLOCKING", 3, 1, 16384); }},
       {"TANDEM_TUNING", [] { return std::string("auto, table or calibrate"); },
        "auto: the CPU tuning cached from a calibration, else measured on first use; table: by CPU vendor, "
        "nothing measured; calibrate: measure again",
@@ -186,6 +174,30 @@ std::optional<std::uint64_t> whole(const char* name, std::uint64_t min, std::uin
                           " to " + std::to_string(max));
   }
   return x;
+}
+
+std::optional<std::vector<std::uint64_t>> whole_list(const char* name, std::size_t count, std::uint64_t min,
+                                                     std::uint64_t max) {
+  const auto value = text(name);
+  if (!value) return std::nullopt;
+  std::vector<std::uint64_t> out;
+  const char* p = value->data();
+  const char* const last = p + value->size();
+  bool ok = true;
+  while (ok && out.size() < count) {
+    std::uint64_t x = 0;
+    const auto [end, ec] = std::from_chars(p, last, x);
+    ok = ec == std::errc() && x >= min && x <= max;
+    out.push_back(x);
+    p = end;
+    if (out.size() < count) ok = ok && p != last && *p++ == ',';
+  }
+  if (!ok || p != last) {
+    throw InvalidArgument(std::string(name) + "='" + *value + "': use " + std::to_string(count) +
+                          " whole numbers from " + std::to_string(min) + " to " + std::to_string(max) +
+                          ", separated by commas");
+  }
+  return out;
 }
 
 }  // namespace env

@@ -139,6 +139,15 @@ TEST_CASE("a TANDEM_* value tandem does not know is a usage error, with the allo
   ::setenv("TANDEM_DEBUG_MEMORY", "yes", 1);
   CHECK_THROWS_WITH_AS(check_environment(), doctest::Contains("use 1 (on) or 0 (off)"), InvalidArgument);
   ::unsetenv("TANDEM_DEBUG_MEMORY");
+  for (const char* bad : {"1,2", "1,2,3,4", "0,256,3072", "120,,3072", "120,256,99999", "120;256;3072"}) {
+    CAPTURE(bad);
+    ::setenv("TANDEM_OPENMP_GEMM_BLOCKING", bad, 1);
+    CHECK_THROWS_WITH_AS(check_environment(), doctest::Contains("use 3 whole numbers from 1 to 16384"),
+                         InvalidArgument);
+  }
+  ::setenv("TANDEM_OPENMP_GEMM_BLOCKING", "120,256,3072", 1);
+  CHECK(env::whole_list("TANDEM_OPENMP_GEMM_BLOCKING", 3, 1, 16384) == std::vector<std::uint64_t>{120, 256, 3072});
+  ::unsetenv("TANDEM_OPENMP_GEMM_BLOCKING");
   ::setenv("TANDEM_NOT_A_VARIABLE", "1", 1);
   const auto unknown = check_environment();
   CHECK(std::find(unknown.begin(), unknown.end(), "TANDEM_NOT_A_VARIABLE") != unknown.end());

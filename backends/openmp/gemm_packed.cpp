@@ -9,7 +9,6 @@
 #include <omp.h>
 
 #include <algorithm>
-#include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <memory>
@@ -31,15 +30,8 @@ namespace {
 // Cache blocking per compute type and micro-kernel (rounded to its MR and NR where used).
 // TANDEM_OPENMP_GEMM_BLOCKING=mc,kc,nc overrides it, for measuring others.
 Blocking blocking_for(std::string_view isa, bool f32) {
-  if (const auto text = env::text("TANDEM_OPENMP_GEMM_BLOCKING")) {
-    long mc = 0, kc = 0, nc = 0;
-    char end = 0;
-    if (std::sscanf(text->c_str(), "%ld,%ld,%ld%c", &mc, &kc, &nc, &end) != 3 || mc <= 0 || kc <= 0 || nc <= 0 ||
-        mc > 65536 || kc > 65536 || nc > 1048576) {
-      throw InvalidArgument("TANDEM_OPENMP_GEMM_BLOCKING='" + *text +
-                            "': give three whole numbers mc,kc,nc, at most 65536,65536,1048576 (e.g. 120,256,3072)");
-    }
-    return {mc, kc, nc};
+  if (const auto b = env::whole_list("TANDEM_OPENMP_GEMM_BLOCKING", 3, 1, 16384)) {
+    return {std::int64_t((*b)[0]), std::int64_t((*b)[1]), std::int64_t((*b)[2])};
   }
   // AVX2 (6 x 16 f32 tile): kc 256 keeps a (kc, 16) panel of B (16 KiB) and a (6, kc) panel of A
   // (6 KiB) in a 32 KiB L1, where 384 overflowed it; with a smaller A block, 1024^3 on two EPYC
@@ -172,8 +164,7 @@ inline void tile(const MicroKernel<T>& uk, std::int64_t kb, const T* ap, const T
 template <class TA, class T>
 void gemm_by_rows(const GemmArgs& g, const MicroKernel<T>& uk, const Blocking& blk, bool parallel) {
   const int mr = uk.mr, nr = uk.nr;
-  const std::int64_t mc = std::max<std::int64_t>(blk.mc / mr, 1) * mr, nc = std::max<std::int64_t>(blk.nc / nr, 1) * nr;
-  const std::int64_t kc = blk.kc;
+  const std::int64_t mc = blk.mc, nc = blk.nc, kc = blk.kc;  // mc, nc: whole tiles (gemm_packed)
   const auto* a = static_cast<const TA*>(g.a);
   const auto* b = static_cast<const TA*>(g.b);
   auto* c = static_cast<T*>(g.c);
@@ -224,8 +215,7 @@ void gemm_by_rows(const GemmArgs& g, const MicroKernel<T>& uk, const Blocking& b
 template <class TA, class T>
 void gemm_shared(const GemmArgs& g, const MicroKernel<T>& uk, const Blocking& blk, bool parallel) {
   const int mr = uk.mr, nr = uk.nr;
-  const std::int64_t mc = std::max<std::int64_t>(blk.mc / mr, 1) * mr, nc = std::max<std::int64_t>(blk.nc / nr, 1) * nr;
-  const std::int64_t kc = blk.kc;
+  const std::int64_t mc = blk.mc, nc = blk.nc, kc = blk.kc;  // mc, nc: whole tiles (gemm_packed)
   const auto* a = static_cast<const TA*>(g.a);
   const auto* b = static_cast<const TA*>(g.b);
   auto* c = static_cast<T*>(g.c);
@@ -275,7 +265,9 @@ void gemm_shared(const GemmArgs& g, const MicroKernel<T>& uk, const Blocking& bl
 
 template <class TA, class T>
 void gemm_packed(const GemmArgs& g, const MicroKernel<T>& uk) {
-  const Blocking blk = blocking(uk);
+  const Blocking given = blocking(uk);
+  const Blocking blk{std::max<std::int64_t>(given.mc / uk.mr, 1) * uk.mr, given.kc,
+                     std::max<std::int64_t>(given.nc / uk.nr, 1) * uk.nr};
   const bool parallel = g.m * g.n * g.k >= (1 << 18);
   const std::int64_t threads = parallel ? omp_get_max_threads() : 1;
   if ((g.m + uk.mr - 1) / uk.mr >= 2 * threads) {

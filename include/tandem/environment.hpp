@@ -34,6 +34,9 @@ bool flag(const char* name);
 std::string choice(const char* name, const std::vector<std::string>& allowed, const std::string& fallback);
 // A whole number in [min, max] (unset or empty: nullopt).
 std::optional<std::uint64_t> whole(const char* name, std::uint64_t min = 0, std::uint64_t max = UINT64_MAX);
+// `count` whole numbers in [min, max], separated by commas (unset or empty: nullopt).
+std::optional<std::vector<std::uint64_t>> whole_list(const char* name, std::size_t count, std::uint64_t min,
+                                                     std::uint64_t max);
 
 }  // namespace env
 }  // namespace tandem
