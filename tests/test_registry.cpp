@@ -1,10 +1,12 @@
 // Backend selection, device properties, queues and events.
 #include <doctest/doctest.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <cstdlib>
 #include <fstream>
 #include <string>
+#include <vector>
 
 #include "support.hpp"
 #include "tandem/tandem.hpp"
@@ -166,4 +168,34 @@ TEST_CASE("backend_for picks the CPU below the measured crossover and the named 
   unsetenv("TANDEM_CROSSOVER");
   CHECK(backend_for("add", 1 << 30).name() == cpu);  // no file: always the CPU
   std::remove(path.c_str());
+}
+
+// openmp's kernels (elementwise, reductions, scans, softmax) and its matmul micro-kernel are the
+// widest ISA this CPU has, or the one TANDEM_CPU_ISA caps them at (CTest runs this once per ISA;
+// a cap this CPU cannot run is SKIPPED: the run would test another ISA).
+TEST_CASE("openmp's kernels are the widest ISA the CPU has, or the TANDEM_CPU_ISA cap") {
+#ifndef TANDEM_TEST_HAVE_OPENMP
+  std::printf("SKIPPED: this build has no openmp backend\n");
+  return;
+#endif
+#if defined(__x86_64__) || defined(__i386__)
+  const bool has_avx2 = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
+  const bool has_avx512 = __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512vl");
+#else
+  const bool has_avx2 = false, has_avx512 = false;
+#endif
+  const char* cap = std::getenv("TANDEM_CPU_ISA");
+  std::string want = has_avx512 ? "avx512" : has_avx2 ? "avx2" : "generic";
+  if (cap != nullptr) {
+    want = cap;
+    if ((want == "avx2" && !has_avx2) || (want == "avx512" && !has_avx512)) {
+      std::printf("SKIPPED: TANDEM_CPU_ISA=%s, but this CPU has no %s\n", cap, cap);
+      return;
+    }
+  }
+  const std::vector<std::string> features = create_backend("openmp")->properties().isa_features;
+  for (const std::string kind : {"microkernel:", "kernels:"}) {
+    const bool found = std::find(features.begin(), features.end(), kind + want) != features.end();
+    CHECK_MESSAGE(found, kind, " is not ", want, (cap != nullptr ? " (TANDEM_CPU_ISA caps it there)" : ""));
+  }
 }

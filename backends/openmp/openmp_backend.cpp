@@ -11,6 +11,7 @@
 
 #include "../../core/factories.hpp"
 #include "../host/cpu_info.hpp"
+#include "kernels.hpp"
 #include "microkernel.hpp"
 #include "tandem/environment.hpp"
 #include "tandem/topology.hpp"
@@ -54,6 +55,7 @@ OpenMPBackend::OpenMPBackend() : threads_(omp_get_max_threads()), stream_from_by
 DeviceProperties OpenMPBackend::properties() const {
   DeviceProperties p = host::cpu_properties(threads_);
   p.isa_features.push_back(std::string("microkernel:") + best_microkernel_f32().isa);
+  p.isa_features.push_back(std::string("kernels:") + cpu_kernels().isa);
   const StoreTuning& t = store_tuning();
   const std::string from = stream_from_bytes_ == SIZE_MAX ? std::string("never")
                                                           : "from " + std::to_string(stream_from_bytes_ >> 20) + " MiB";
@@ -62,9 +64,134 @@ DeviceProperties OpenMPBackend::properties() const {
                                     "), for outputs " + from});
   p.tuning.push_back({"stores chosen by", t.source});
   if (!t.measured.empty()) p.tuning.push_back({"stores measured", t.measured});
+  p.tuning.push_back({"kernels", std::string(cpu_kernels().isa) + " (elementwise, reductions, scans, softmax)"});
   p.tuning.push_back({"micro-kernel", best_microkernel_f32().isa});
   p.tuning.push_back({"gemm blocking f32", gemm_blocking_text()});
   return p;
+}
+
+const CpuKernels& cpu_kernels() {
+  static const CpuKernels chosen = [] {
+#ifdef TANDEM_X86_KERNELS
+    if (isa_allowed("avx512")) return cpu_kernels_avx512();
+    if (isa_allowed("avx2")) return cpu_kernels_avx2();
+#endif
+    return cpu_kernels_generic();
+  }();
+  return chosen;
+}
+
+std::vector<StoreVariant> measure_store_variants(std::size_t bytes, int reps) {
+  return cpu_kernels().measure_store_variants(bytes, reps);
+}
+
+// The kernels of this CPU's ISA (kernels.hpp); the arguments were checked by the algorithms layer.
+void OpenMPBackend::binary(Queue q, BinaryOp op, DType t, std::size_t n, const void* x, const void* y, void* out) {
+  check_queue(q);
+  cpu_kernels().binary(op, t, n, x, y, out, stream_from_bytes_);
+}
+
+void OpenMPBackend::unary(Queue q, UnaryOp op, DType t, std::size_t n, const void* x, void* out) {
+  check_queue(q);
+  cpu_kernels().unary(op, t, n, x, out, stream_from_bytes_);
+}
+
+void OpenMPBackend::axpy(Queue q, DType t, std::size_t n, double alpha, const void* x, void* y) {
+  check_queue(q);
+  cpu_kernels().axpy(t, n, alpha, x, y, stream_from_bytes_);
+}
+
+void OpenMPBackend::scale(Queue q, DType t, std::size_t n, double alpha, const void* x, void* out) {
+  check_queue(q);
+  cpu_kernels().scale(t, n, alpha, x, out, stream_from_bytes_);
+}
+
+void OpenMPBackend::fill(Queue q, DType t, std::size_t n, double value, void* out) {
+  check_queue(q);
+  cpu_kernels().fill(t, n, value, out, stream_from_bytes_);
+}
+
+void OpenMPBackend::add_row_vector(Queue q, DType t, std::int64_t rows, std::int64_t cols, const void* x,
+                                   std::int64_t ldx, const void* bias, void* out, std::int64_t ldo) {
+  check_queue(q);
+  cpu_kernels().add_row_vector(t, rows, cols, x, ldx, bias, out, ldo);
+}
+
+void OpenMPBackend::bias_activation(Queue q, DType t, std::int64_t rows, std::int64_t cols, const void* x,
+                                    std::int64_t ldx, const void* bias, UnaryOp act, void* z, std::int64_t ldz,
+                                    void* out, std::int64_t ldo) {
+  check_queue(q);
+  cpu_kernels().bias_activation(t, rows, cols, x, ldx, bias, act, z, ldz, out, ldo);
+}
+
+void OpenMPBackend::matrix_add(Queue q, DType t, std::int64_t rows, std::int64_t cols, double alpha, const void* a,
+                               std::int64_t lda, double beta, const void* b, std::int64_t ldb, void* c,
+                               std::int64_t ldc) {
+  check_queue(q);
+  cpu_kernels().matrix_add(t, rows, cols, alpha, a, lda, beta, b, ldb, c, ldc);
+}
+
+void OpenMPBackend::transpose(Queue q, DType t, std::int64_t rows, std::int64_t cols, const void* a, std::int64_t lda,
+                              void* out, std::int64_t ldo) {
+  check_queue(q);
+  cpu_kernels().transpose(t, rows, cols, a, lda, out, ldo);
+}
+
+void OpenMPBackend::gather_rows(Queue q, DType t, std::int64_t rows, std::int64_t cols, const std::int32_t* index,
+                                std::int64_t x_rows, const void* x, std::int64_t ldx, void* out, std::int64_t ldo) {
+  check_queue(q);
+  cpu_kernels().gather_rows(t, rows, cols, index, x_rows, x, ldx, out, ldo);
+}
+
+void OpenMPBackend::convert(Queue q, DType from, DType to, std::size_t n, const void* x, void* out) {
+  check_queue(q);
+  cpu_kernels().convert(from, to, n, x, out);
+}
+
+void OpenMPBackend::adam_step(Queue q, DType t, std::size_t n, const AdamParams& p, void* w, const void* g, void* m,
+                              void* v) {
+  check_queue(q);
+  cpu_kernels().adam_step(t, n, p, w, g, m, v);
+}
+
+void OpenMPBackend::reduce(Queue q, ReduceOp op, DType t, std::size_t n, const void* x, void* result,
+                           std::string_view) {
+  check_queue(q);
+  cpu_kernels().reduce(op, t, n, x, result);
+}
+
+void OpenMPBackend::dot(Queue q, DType t, std::size_t n, const void* x, const void* y, void* result) {
+  check_queue(q);
+  cpu_kernels().dot(t, n, x, y, result);
+}
+
+void OpenMPBackend::mse(Queue q, DType t, std::size_t n, const void* a, const void* b, void* result) {
+  check_queue(q);
+  cpu_kernels().mse(t, n, a, b, result);
+}
+
+void OpenMPBackend::reduce_rows(Queue q, ReduceOp op, DType t, std::int64_t rows, std::int64_t cols, const void* x,
+                                std::int64_t ldx, void* out) {
+  check_queue(q);
+  cpu_kernels().reduce_rows(op, t, rows, cols, x, ldx, out);
+}
+
+void OpenMPBackend::reduce_cols(Queue q, ReduceOp op, DType t, std::int64_t rows, std::int64_t cols, const void* x,
+                                std::int64_t ldx, void* out) {
+  check_queue(q);
+  cpu_kernels().reduce_cols(op, t, rows, cols, x, ldx, out);
+}
+
+void OpenMPBackend::softmax_cross_entropy(Queue q, DType t, std::int64_t rows, std::int64_t cols, const void* logits,
+                                          std::int64_t ld_logits, const std::int32_t* labels, void* probs,
+                                          std::int64_t ld_probs, void* losses) {
+  check_queue(q);
+  cpu_kernels().softmax_cross_entropy(t, rows, cols, logits, ld_logits, labels, probs, ld_probs, losses);
+}
+
+void OpenMPBackend::scan(Queue q, ScanKind kind, DType t, std::size_t n, const void* x, void* out, std::string_view) {
+  check_queue(q);
+  cpu_kernels().scan(kind, t, n, x, out, stream_from_bytes_);
 }
 
 std::vector<MatmulTier> OpenMPBackend::matmul_tiers(DType ab) const {

@@ -7,26 +7,6 @@
 // stream also asks for its lines 2 KiB ahead (software prefetch into L2: sum from ~91% to ~95% of
 // the copy bandwidth there, in paired runs).
 // min/max/argmax compare without branches and track NaN on the side, so they vectorise too.
-#include <omp.h>
-
-#include <algorithm>
-#include <cmath>
-#include <cstdint>
-#include <iterator>
-#include <limits>
-#include <type_traits>
-#include <vector>
-
-#include "openmp_backend.hpp"
-#include "softmax_kernel.hpp"
-#include "tandem/detail/scalar_math.hpp"
-
-namespace tandem::openmp {
-
-using host::dispatch_float;
-using host::dispatch_numeric;
-
-namespace {
 
 constexpr int kLanes = 8;    // lanes per stream of the min/max loops
 constexpr int kStreams = 4;  // concurrent sub-chunks per thread in a sum
@@ -65,8 +45,17 @@ Acc lane_sum(std::int64_t begin, std::int64_t end, F f, Reads reads = {}) {
       for (int l = 0; l < kWidth; ++l) lanes[s][l] += f(at + l);
     }
   }
-  // One stream for the rest (all of a small chunk).
+  // The rest (all of a small chunk, in cache) as one stream, still into every stream's lanes:
+  // kStreams * kWidth independent sums keep the adds from waiting on each other (one set of
+  // lanes held an in-cache sum to one vector add per add latency, 43 GB/s at 64K on AVX2).
   std::int64_t i = begin + kStreams * part;
+  for (; i + kStreams * kWidth <= end; i += kStreams * kWidth) {
+#pragma GCC unroll 4
+    for (int s = 0; s < kStreams; ++s) {
+#pragma omp simd
+      for (int l = 0; l < kWidth; ++l) lanes[s][l] += f(i + s * kWidth + l);
+    }
+  }
   for (; i + kWidth <= end; i += kWidth) {
 #pragma omp simd
     for (int l = 0; l < kWidth; ++l) lanes[0][l] += f(i + l);
@@ -203,11 +192,7 @@ std::int64_t argmax_chunk(const T* x, std::int64_t begin, std::int64_t end) {
   return begin;
 }
 
-}  // namespace
-
-void OpenMPBackend::reduce(Queue q, ReduceOp op, DType t, std::size_t n, const void* x, void* result,
-                           std::string_view) {
-  check_queue(q);
+void reduce(ReduceOp op, DType t, std::size_t n, const void* x, void* result) {
   dispatch_numeric(t, [&]<class T>() {
     const T* v = static_cast<const T*>(x);
     switch (op) {
@@ -237,8 +222,7 @@ void OpenMPBackend::reduce(Queue q, ReduceOp op, DType t, std::size_t n, const v
   });
 }
 
-void OpenMPBackend::dot(Queue q, DType t, std::size_t n, const void* x, const void* y, void* result) {
-  check_queue(q);
+void dot(DType t, std::size_t n, const void* x, const void* y, void* result) {
   dispatch_float(t, [&]<class T>() {
     const T* a = static_cast<const T*>(x);
     const T* b = static_cast<const T*>(y);
@@ -251,8 +235,7 @@ void OpenMPBackend::dot(Queue q, DType t, std::size_t n, const void* x, const vo
   });
 }
 
-void OpenMPBackend::mse(Queue q, DType t, std::size_t n, const void* a, const void* b, void* result) {
-  check_queue(q);
+void mse(DType t, std::size_t n, const void* a, const void* b, void* result) {
   dispatch_float(t, [&]<class T>() {
     const T* u = static_cast<const T*>(a);
     const T* v = static_cast<const T*>(b);
@@ -270,9 +253,8 @@ void OpenMPBackend::mse(Queue q, DType t, std::size_t n, const void* a, const vo
   });
 }
 
-void OpenMPBackend::reduce_rows(Queue q, ReduceOp op, DType t, std::int64_t rows, std::int64_t cols, const void* x,
+void reduce_rows(ReduceOp op, DType t, std::int64_t rows, std::int64_t cols, const void* x,
                                 std::int64_t ldx, void* out) {
-  check_queue(q);
   dispatch_numeric(t, [&]<class T>() {
     const T* v = static_cast<const T*>(x);
     T* o = static_cast<T*>(out);
@@ -290,9 +272,8 @@ void OpenMPBackend::reduce_rows(Queue q, ReduceOp op, DType t, std::int64_t rows
   });
 }
 
-void OpenMPBackend::reduce_cols(Queue q, ReduceOp op, DType t, std::int64_t rows, std::int64_t cols, const void* x,
+void reduce_cols(ReduceOp op, DType t, std::int64_t rows, std::int64_t cols, const void* x,
                                 std::int64_t ldx, void* out) {
-  check_queue(q);
   // Walk rows in order, each thread owning a band of columns: contiguous, vectorised reads.
   constexpr std::int64_t kBand = 256;
   dispatch_numeric(t, [&]<class T>() {
@@ -328,11 +309,10 @@ void OpenMPBackend::reduce_cols(Queue q, ReduceOp op, DType t, std::int64_t rows
   });
 }
 
-void OpenMPBackend::softmax_cross_entropy(Queue q, DType t, std::int64_t rows, std::int64_t cols, const void* logits,
+void softmax_cross_entropy(DType t, std::int64_t rows, std::int64_t cols, const void* logits,
                                           std::int64_t ld_logits, const std::int32_t* labels, void* probs,
                                           std::int64_t ld_probs, void* losses) {
-  check_queue(q);
-  const SoftmaxKernel& softmax = best_softmax_kernel();
+  const SoftmaxKernel softmax = TANDEM_ISA_SOFTMAX();
   dispatch_float(t, [&]<class T>() {
 #pragma omp parallel for schedule(static) if (static_cast <std::size_t>(rows * cols) >= kParallelThreshold)
     for (std::int64_t r = 0; r < rows; ++r) {
@@ -360,16 +340,3 @@ void OpenMPBackend::softmax_cross_entropy(Queue q, DType t, std::int64_t rows, s
     }
   });
 }
-
-const SoftmaxKernel& best_softmax_kernel() {
-  static const SoftmaxKernel chosen = [] {
-#ifdef TANDEM_X86_KERNELS
-    if (isa_allowed("avx512")) return softmax_kernel_avx512();
-    if (isa_allowed("avx2")) return softmax_kernel_avx2();
-#endif
-    return softmax_kernel_generic();
-  }();
-  return chosen;
-}
-
-}  // namespace tandem::openmp

@@ -8,23 +8,6 @@
 //     streaming stores (no read of the lines first, as in a copy).
 //   chained scan (elsewhere): kChains interleaved sub-chunks keep several additions in flight
 //     (a single running sum is latency-bound at one element per add latency).
-#include <omp.h>
-
-#include <algorithm>
-#include <cstdint>
-#include <type_traits>
-#include <vector>
-#if defined(__SSE2__)
-#include <emmintrin.h>
-#endif
-
-#include "openmp_backend.hpp"
-#include "scan_isa.hpp"
-#include "tandem/detail/scalar_math.hpp"
-
-namespace tandem::openmp {
-
-namespace {
 
 constexpr std::int64_t kPiece = 1 << 15;  // elements per thread per super-block (128 KiB of f32)
 constexpr int kStreams = 4;               // concurrent sub-streams in the memory pass
@@ -186,7 +169,7 @@ void scan_impl(const T* x, T* out, std::int64_t n, std::size_t stream_from) {
   // An output that is not the input, and too large to stay cached, goes around the caches.
   const bool streamed =
       (out + n <= x || x + n <= out) && static_cast<std::size_t>(n) * sizeof(T) >= stream_from && store_tuning().stream;
-  static const bool avx512 = isa_allowed("avx512");
+  constexpr bool avx512 = TANDEM_ISA_AVX512 != 0;  // this variant has the AVX-512 pass
   if (n < static_cast<std::int64_t>(kParallelThreshold)) {
     piece_scan<inclusive, Acc>(x, out, n, Acc(0), false, avx512);
     return;
@@ -217,17 +200,12 @@ void scan_impl(const T* x, T* out, std::int64_t n, std::size_t stream_from) {
   }
 }
 
-}  // namespace
-
-void OpenMPBackend::scan(Queue q, ScanKind kind, DType t, std::size_t n, const void* x, void* out, std::string_view) {
-  check_queue(q);
+void scan(ScanKind kind, DType t, std::size_t n, const void* x, void* out, std::size_t stream_from) {
   host::dispatch_numeric(t, [&]<class T>() {
     const auto* in = static_cast<const T*>(x);
     auto* o = static_cast<T*>(out);
     const auto count = static_cast<std::int64_t>(n);
-    kind == ScanKind::inclusive ? scan_impl<true>(in, o, count, stream_from_bytes_)
-                                : scan_impl<false>(in, o, count, stream_from_bytes_);
+    kind == ScanKind::inclusive ? scan_impl<true>(in, o, count, stream_from)
+                                : scan_impl<false>(in, o, count, stream_from);
   });
 }
-
-}  // namespace tandem::openmp

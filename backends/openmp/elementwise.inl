@@ -1,30 +1,8 @@
-// Elementwise and small matrix ops: one parallel, vectorisable loop each, at memory bandwidth.
-// Outputs larger than the last-level cache are written with non-temporal (streaming) stores:
-// they cannot stay cached anyway, and a normal store first reads every line it writes
+// The elementwise kernels and small matrix ops (included by kernels.inl, once per ISA): one
+// parallel, vectorisable loop each, at memory bandwidth. Outputs larger than the last-level
+// cache are written with non-temporal (streaming) stores where store_tuning() says so: they
+// cannot stay cached anyway, and a normal store first reads every line it writes
 // (write-allocate), which costs add a third more memory traffic (see map_into).
-#include <omp.h>
-#include <unistd.h>
-#if defined(__SSE2__)
-#include <emmintrin.h>
-#endif
-
-#include <algorithm>
-#include <cmath>
-#include <cstdlib>
-#include <cstring>
-#include <type_traits>
-
-#include "openmp_backend.hpp"
-#include "tandem/detail/apply_op.hpp"
-
-namespace tandem::openmp {
-
-using host::dispatch_any;
-using host::dispatch_float;
-using host::dispatch_real;
-using host::from;
-
-namespace {
 
 // out[i] = f(i) over [0, n), parallel when large. f must be a cheap, pure element function.
 template <class F>
@@ -36,43 +14,6 @@ inline void for_each_index(std::size_t n, F&& f) {
   } else {
 #pragma omp parallel for simd schedule(static)
     for (std::int64_t i = 0; i < count; ++i) f(i);
-  }
-}
-
-// memmove semantics: overlapping ranges (and small copies) go to one thread. From 128 KiB (the
-// f32 size from which the kernels run on every thread) each thread copies the share it will then
-// compute on, so that the data is in its own cache: copied by one thread, the other thread's half
-// comes from that thread's cache instead, which on the 2-vCPU Xeon VM made an upload + sum of 64K
-// floats take 38 us against 11 us with the copy split.
-#if defined(__SSE2__)
-void streamed_copy(unsigned char* d, const unsigned char* s, std::size_t bytes, std::int64_t runs);
-#endif
-
-void parallel_copy(void* dst, const void* src, std::size_t bytes, std::size_t stream_from) {
-  constexpr std::size_t kParallelBytes = kParallelThreshold * sizeof(float);
-  auto* d = static_cast<unsigned char*>(dst);
-  const auto* s = static_cast<const unsigned char*>(src);
-  if (bytes < kParallelBytes || (d < s + bytes && s < d + bytes)) {
-    std::memmove(dst, src, bytes);
-    return;
-  }
-#if defined(__SSE2__)
-  // Past the last-level cache, written around it as the other large outputs are (on the EPYC VM
-  // 37 GB/s against memcpy's 28).
-  if (bytes >= stream_from && store_tuning().stream) {
-    streamed_copy(d, s, bytes, store_tuning().runs);
-    return;
-  }
-#else
-  (void)stream_from;
-#endif
-#pragma omp parallel
-  {
-    const auto t = static_cast<std::size_t>(omp_get_thread_num());
-    const auto nt = static_cast<std::size_t>(omp_get_num_threads());
-    const std::size_t chunk = ((bytes + nt - 1) / nt + 63) / 64 * 64;
-    const std::size_t begin = t * chunk;
-    if (begin < bytes) std::memcpy(d + begin, s + begin, std::min(chunk, bytes - begin));
   }
 }
 
@@ -128,37 +69,6 @@ void map_lines(std::size_t n, T* out, G g, std::int64_t runs) {
 }
 #endif
 
-#if defined(__SSE2__)
-// A copy whose 64-byte lines of d go out with streaming stores, each thread's part in `runs`
-// interleaved runs (as map_lines); the unaligned head and tail by memcpy.
-void streamed_copy(unsigned char* d, const unsigned char* s, std::size_t bytes, std::int64_t runs) {
-  const std::size_t head = std::min(bytes, (64 - reinterpret_cast<std::uintptr_t>(d) % 64) % 64);
-  std::memcpy(d, s, head);
-  const auto lines = static_cast<std::int64_t>((bytes - head) / 64);
-  unsigned char* dl = d + head;
-  const unsigned char* sl = s + head;
-#pragma omp parallel
-  {
-    const std::int64_t threads = omp_get_num_threads(), me = omp_get_thread_num();
-    const std::int64_t first = lines * me / threads, last = lines * (me + 1) / threads;
-    const std::int64_t r = std::max<std::int64_t>(runs, 1), run = (last - first) / r;
-    auto line = [&](std::int64_t l) {
-      for (int k = 0; k < 64; k += 16) {
-        const __m128i v = _mm_loadu_si128(reinterpret_cast<const __m128i*>(sl + l * 64 + k));
-        _mm_stream_si128(reinterpret_cast<__m128i*>(dl + l * 64 + k), v);
-      }
-    };
-    for (std::int64_t j = 0; j < run; ++j) {
-      for (std::int64_t k = 0; k < r; ++k) line(first + k * run + j);
-    }
-    for (std::int64_t l = first + r * run; l < last; ++l) line(l);
-    _mm_sfence();
-  }
-  const std::size_t done = head + static_cast<std::size_t>(lines) * 64;
-  std::memcpy(d + done, s + done, bytes - done);
-}
-#endif
-
 // out[i] = g(i) over [0, n). Outputs of at least stream_from bytes (larger than the last-level
 // cache) go by lines in interleaved runs; `fresh` says out overlaps no input: only then may they
 // be streamed (an output that is also an input is in cache line by line as it is read), where
@@ -201,8 +111,6 @@ template <class T, class Op>
 void unary_loop(std::size_t n, const T* x, T* out, std::size_t stream_from, Op op) {
   map_into(n, out, !overlaps<T>(out, x, n), stream_from, [=](std::int64_t i) { return op(x[i]); });
 }
-
-}  // namespace
 
 std::vector<StoreVariant> measure_store_variants(std::size_t bytes, int reps) {
   std::vector<StoreVariant> out;
@@ -261,76 +169,55 @@ std::vector<StoreVariant> measure_store_variants(std::size_t bytes, int reps) {
   return out;
 }
 
-void OpenMPBackend::copy_to_device(Queue q, void* d_dst, const void* h_src, std::size_t bytes) {
-  check_queue(q);
-  parallel_copy(d_dst, h_src, bytes, stream_from_bytes_);
-}
-
-void OpenMPBackend::copy_to_host(Queue q, void* h_dst, const void* d_src, std::size_t bytes) {
-  check_queue(q);
-  parallel_copy(h_dst, d_src, bytes, stream_from_bytes_);
-}
-
-void OpenMPBackend::copy_on_device(Queue q, void* d_dst, const void* d_src, std::size_t bytes) {
-  check_queue(q);
-  parallel_copy(d_dst, d_src, bytes, stream_from_bytes_);
-}
-
-void OpenMPBackend::binary(Queue q, BinaryOp op, DType t, std::size_t n, const void* x, const void* y, void* out) {
-  check_queue(q);
+void binary(BinaryOp op, DType t, std::size_t n, const void* x, const void* y, void* out, std::size_t stream_from) {
   dispatch_float(t, [&]<class T>() {
     const T* a = static_cast<const T*>(x);
     const T* b = static_cast<const T*>(y);
     T* o = static_cast<T*>(out);
     visit(op, [&]<class Row>(Row) {
-      binary_loop(n, a, b, o, stream_from_bytes_, [](T u, T v) { return Row::template apply<T>(u, v); });
+      binary_loop(n, a, b, o, stream_from, [](T u, T v) { return Row::template apply<T>(u, v); });
     });
   });
 }
 
-void OpenMPBackend::unary(Queue q, UnaryOp op, DType t, std::size_t n, const void* x, void* out) {
-  check_queue(q);
+void unary(UnaryOp op, DType t, std::size_t n, const void* x, void* out, std::size_t stream_from) {
   dispatch_float(t, [&]<class T>() {
     const T* a = static_cast<const T*>(x);
     T* o = static_cast<T*>(out);
     visit(op, [&]<class Row>(Row) {
-      unary_loop(n, a, o, stream_from_bytes_, [](T u) { return Row::template apply<T>(u); });
+      unary_loop(n, a, o, stream_from, [](T u) { return Row::template apply<T>(u); });
     });
   });
 }
 
-void OpenMPBackend::axpy(Queue q, DType t, std::size_t n, double alpha, const void* x, void* y) {
-  check_queue(q);
+void axpy(DType t, std::size_t n, double alpha, const void* x, void* y, std::size_t stream_from) {
   dispatch_float(t, [&]<class T>() {
     const T a = T(alpha);
     const T* xs = static_cast<const T*>(x);
     T* ys = static_cast<T*>(y);
-    map_into(n, ys, false, stream_from_bytes_, [=](std::int64_t i) { return a * xs[i] + ys[i]; });
+    map_into(n, ys, false, stream_from, [=](std::int64_t i) { return a * xs[i] + ys[i]; });
   });
 }
 
-void OpenMPBackend::scale(Queue q, DType t, std::size_t n, double alpha, const void* x, void* out) {
-  check_queue(q);
+void scale(DType t, std::size_t n, double alpha, const void* x, void* out, std::size_t stream_from) {
   dispatch_float(t, [&]<class T>() {
     const T a = T(alpha);
     const T* xs = static_cast<const T*>(x);
     T* o = static_cast<T*>(out);
-    map_into(n, o, !overlaps<T>(o, xs, n), stream_from_bytes_, [=](std::int64_t i) { return a * xs[i]; });
+    map_into(n, o, !overlaps<T>(o, xs, n), stream_from, [=](std::int64_t i) { return a * xs[i]; });
   });
 }
 
-void OpenMPBackend::fill(Queue q, DType t, std::size_t n, double value, void* out) {
-  check_queue(q);
+void fill(DType t, std::size_t n, double value, void* out, std::size_t stream_from) {
   dispatch_any(t, [&]<class T>() {
     const T v = from<T>(value);
     T* o = static_cast<T*>(out);
-    map_into(n, o, true, stream_from_bytes_, [=](std::int64_t) { return v; });
+    map_into(n, o, true, stream_from, [=](std::int64_t) { return v; });
   });
 }
 
-void OpenMPBackend::add_row_vector(Queue q, DType t, std::int64_t rows, std::int64_t cols, const void* x,
+void add_row_vector(DType t, std::int64_t rows, std::int64_t cols, const void* x,
                                    std::int64_t ldx, const void* bias, void* out, std::int64_t ldo) {
-  check_queue(q);
   dispatch_float(t, [&]<class T>() {
     const T* xs = static_cast<const T*>(x);
     const T* b = static_cast<const T*>(bias);
@@ -343,10 +230,9 @@ void OpenMPBackend::add_row_vector(Queue q, DType t, std::int64_t rows, std::int
   });
 }
 
-void OpenMPBackend::bias_activation(Queue q, DType t, std::int64_t rows, std::int64_t cols, const void* x,
+void bias_activation(DType t, std::int64_t rows, std::int64_t cols, const void* x,
                                     std::int64_t ldx, const void* bias, UnaryOp act, void* z, std::int64_t ldz,
                                     void* out, std::int64_t ldo) {
-  check_queue(q);
   dispatch_float(t, [&]<class T>() {
     const T* xs = static_cast<const T*>(x);
     const T* b = static_cast<const T*>(bias);
@@ -375,10 +261,9 @@ void OpenMPBackend::bias_activation(Queue q, DType t, std::int64_t rows, std::in
   });
 }
 
-void OpenMPBackend::matrix_add(Queue q, DType t, std::int64_t rows, std::int64_t cols, double alpha, const void* a,
+void matrix_add(DType t, std::int64_t rows, std::int64_t cols, double alpha, const void* a,
                                std::int64_t lda, double beta, const void* b, std::int64_t ldb, void* c,
                                std::int64_t ldc) {
-  check_queue(q);
   dispatch_float(t, [&]<class T>() {
     const T al = T(alpha), be = T(beta);
     const T* as = static_cast<const T*>(a);
@@ -392,9 +277,8 @@ void OpenMPBackend::matrix_add(Queue q, DType t, std::int64_t rows, std::int64_t
   });
 }
 
-void OpenMPBackend::transpose(Queue q, DType t, std::int64_t rows, std::int64_t cols, const void* a, std::int64_t lda,
+void transpose(DType t, std::int64_t rows, std::int64_t cols, const void* a, std::int64_t lda,
                               void* out, std::int64_t ldo) {
-  check_queue(q);
   // 32 x 32 tiles so that both the reads and the writes stay within a few cache lines per row.
   constexpr std::int64_t kTile = 32;
   dispatch_any(t, [&]<class T>() {
@@ -412,9 +296,8 @@ void OpenMPBackend::transpose(Queue q, DType t, std::int64_t rows, std::int64_t 
   });
 }
 
-void OpenMPBackend::gather_rows(Queue q, DType t, std::int64_t rows, std::int64_t cols, const std::int32_t* index,
+void gather_rows(DType t, std::int64_t rows, std::int64_t cols, const std::int32_t* index,
                                 std::int64_t x_rows, const void* x, std::int64_t ldx, void* out, std::int64_t ldo) {
-  check_queue(q);
   dispatch_any(t, [&]<class T>() {
     const T missing = from<T>(std::is_same_v<T, std::int32_t> ? -1.0 : std::nan(""));
     const T* xs = static_cast<const T*>(x);
@@ -431,8 +314,7 @@ void OpenMPBackend::gather_rows(Queue q, DType t, std::int64_t rows, std::int64_
   });
 }
 
-void OpenMPBackend::convert(Queue q, DType from_type, DType to_type, std::size_t n, const void* x, void* out) {
-  check_queue(q);
+void convert(DType from_type, DType to_type, std::size_t n, const void* x, void* out) {
   dispatch_real(from_type, [&]<class S>() {
     dispatch_real(to_type, [&]<class D>() {
       const S* xs = static_cast<const S*>(x);
@@ -443,9 +325,8 @@ void OpenMPBackend::convert(Queue q, DType from_type, DType to_type, std::size_t
 }
 
 // One pass over w, g, m and v instead of the eight of the composite default.
-void OpenMPBackend::adam_step(Queue q, DType t, std::size_t n, const AdamParams& p, void* w, const void* g, void* m,
+void adam_step(DType t, std::size_t n, const AdamParams& p, void* w, const void* g, void* m,
                               void* v) {
-  check_queue(q);
   const double c1 = 1 - std::pow(p.beta1, double(p.t)), c2 = 1 - std::pow(p.beta2, double(p.t));
   dispatch_float(t, [&]<class T>() {
     const T b1 = T(p.beta1), b2 = T(p.beta2), step = T(p.learning_rate / c1), inv_c2 = T(1 / c2), eps = T(p.epsilon);
@@ -464,5 +345,3 @@ void OpenMPBackend::adam_step(Queue q, DType t, std::size_t n, const AdamParams&
     });
   });
 }
-
-}  // namespace tandem::openmp
