@@ -29,7 +29,7 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 
 # Floating-point operations per element of the memory-bound ops (matmul carries its own count).
-FLOPS_PER_ELEMENT = {"add": 1, "axpy": 2, "sum": 1, "dot": 2, "scan": 1}
+FLOPS_PER_ELEMENT = {"add": 1, "axpy": 2, "sum": 1, "dot": 2, "scan": 1, "softmax": 5}
 
 
 def default_rows(results):
@@ -173,7 +173,7 @@ def main():
     results = data["results"]
     rows = default_rows(results)
     backends = sorted({r["backend"] for r in results})
-    algorithms = [a for a in ["add", "axpy", "sum", "dot", "scan", "matmul"] if any(r["algorithm"] == a for r in results)]
+    algorithms = [a for a in ["add", "axpy", "sum", "dot", "scan", "softmax", "matmul"] if any(r["algorithm"] == a for r in results)]
     base = baseline_of(results, data)
     written = []
     for algo in algorithms:

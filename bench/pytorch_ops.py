@@ -1,11 +1,11 @@
 #!/usr/bin/env python3
 """The PyTorch peer of `tandem bench` / `tandem compare`: the sweep's algorithms (add, axpy, sum,
-dot, scan as cumsum, matmul) in PyTorch eager mode, at the sweep's sizes and timed the way it
-times them: kernel only (CUDA events on a GPU, the median of repeats after a warm-up, the caches
-flushed before each run whose operands fit in twice the last-level cache unless --warm) and end
-to end (host data in, host result out: from pageable memory, and on a GPU from pinned memory).
-Each result is checked against a float64 NumPy reference, so a wrong answer fails the run instead
-of being timed. The JSON has the rows of `tandem bench --json`, with backend "torch:cuda" or
+dot, scan as cumsum, softmax over rows of 1024, matmul) in PyTorch eager mode, at the sweep's
+sizes and timed the way it times them: kernel only (CUDA events on a GPU, the median of repeats
+after a warm-up, the caches flushed before each run whose operands fit in twice the last-level
+cache unless --warm) and end to end (host data in, host result out: from pageable memory, and
+on a GPU from pinned memory). Each result is checked against a float64 NumPy reference, so a
+wrong answer fails the run instead of being timed. The JSON has the rows of `tandem bench --json`, with backend "torch:cuda" or
 "torch:cpu", so that bench/plot.py draws them beside tandem's backends:
 
   python3 bench/pytorch_ops.py --device cuda --full --json torch.json
@@ -26,7 +26,7 @@ import statistics
 import sys
 import time
 
-ALGORITHMS = ["add", "axpy", "sum", "dot", "scan", "matmul"]
+ALGORITHMS = ["add", "axpy", "sum", "dot", "scan", "softmax", "matmul"]
 
 
 def sizes(algorithm, full):
@@ -151,6 +151,8 @@ def main() -> int:
             out = torch.empty(1 if scalar else elems, dtype=torch.float32, device=dev)
             if mm:
                 x, y, out = x.view(n, n), y.view(n, n), out.view(n, n)
+            cols = min(n, 1024)  # softmax: rows of 1024, as the sweep's softmax_cross_entropy
+            rows = n // cols
 
             # The kernel on device data, writing into out (axpy: into y, as tandem's).
             def kernel(x=x, y=y, out=out, algorithm=algorithm):
@@ -164,11 +166,13 @@ def main() -> int:
                     torch.dot(x, y, out=out.view(()))  # into out itself: no second kernel
                 elif algorithm == "scan":
                     torch.cumsum(x, dim=0, out=out)
+                elif algorithm == "softmax":
+                    torch.softmax(x.view(rows, cols), 1, out=out.view(rows, cols))
                 else:
                     torch.mm(x, y, out=out)
 
             nbytes = {"add": 12.0 * n, "axpy": 12.0 * n, "sum": 4.0 * n, "dot": 8.0 * n, "scan": 8.0 * n,
-                      "matmul": 12.0 * n * n}[algorithm]
+                      "softmax": 8.0 * n, "matmul": 12.0 * n * n}[algorithm]
             flops = 2.0 * n * n * n if mm else 0.0
             flush = flusher is not None and 3 * 4 * elems < flush_bytes
 
@@ -183,7 +187,7 @@ def main() -> int:
             median, lo, hi, reps = time_kernel(kernel, flush)
 
             # End to end from host data: the inputs go up, the kernel runs, the result comes back.
-            uses_y = algorithm not in ("sum", "scan")
+            uses_y = algorithm not in ("sum", "scan", "softmax")
             result = y if algorithm == "axpy" else out
             page_x = torch.from_numpy(hx.copy())
             page_y = torch.from_numpy(hy.copy())
@@ -226,6 +230,9 @@ def main() -> int:
                 want, scale = np.array([dx @ dy]), float(np.abs(dx * dy).sum())
             elif algorithm == "scan":
                 want, scale = np.cumsum(dx), float(np.abs(dx).sum())
+            elif algorithm == "softmax":
+                e = np.exp(dx.reshape(rows, cols) - dx.reshape(rows, cols).max(axis=1, keepdims=True))
+                want, scale = (e / e.sum(axis=1, keepdims=True)).reshape(-1), 1.0
             else:
                 want = (dx.reshape(n, n) @ dy.reshape(n, n)).reshape(-1)
                 scale = float(n)

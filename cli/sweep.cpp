@@ -144,6 +144,16 @@ Op kernel_of(const std::string& algorithm, const std::string& variant, std::size
   if (algorithm == "dot") return [&x, &y, &o, q] { dot(x, y, o, q); };
   if (algorithm == "scan") return [&x, &o, q, variant] { tandem::inclusive_scan(x, o, q, std::string_view(variant)); };
   const auto N = static_cast<std::int64_t>(n);
+  if (algorithm == "softmax") {  // softmax_cross_entropy over rows of 1024: x logits, o probabilities
+    const std::int64_t cols = std::min<std::int64_t>(N, 1024), rows = N / cols;
+    std::vector<std::int32_t> classes(static_cast<std::size_t>(rows));
+    for (std::int64_t r = 0; r < rows; ++r) classes[static_cast<std::size_t>(r)] = std::int32_t(r % cols);
+    Buffer labels = Buffer::from(x.backend(), classes), losses(x.backend(), DType::f32, std::size_t(rows));
+    return [&x, &o, q, rows, cols, labels, losses]() mutable {  // labels known good: no read-back
+      Matrix probs = matrix(o, rows, cols);
+      softmax_cross_entropy(matrix(x, rows, cols), labels, probs, losses, q, LabelCheck::trusted);
+    };
+  }
   MatmulOptions opt;
   opt.tier = variant.empty() ? MatmulTier::automatic : parse_matmul_tier(variant);
   return [&x, &y, &o, N, opt] {
@@ -187,10 +197,10 @@ std::unique_ptr<Setup> setup(Backend& be, const std::string& algorithm, const st
   Buffer& bo = s.keep[2];
   s.kernel = kernel_of(algorithm, variant, n, bx, by, bo);
   // The inputs each algorithm reads (uploaded end to end) and what it writes (downloaded).
-  const bool uses_y = algorithm != "sum" && algorithm != "scan";
+  const bool uses_y = algorithm != "sum" && algorithm != "scan" && algorithm != "softmax";
   if (algorithm == "add" || algorithm == "axpy") s.bytes = 3.0 * 4 * double(n);
   if (algorithm == "sum") s.bytes = 4.0 * double(n);
-  if (algorithm == "dot" || algorithm == "scan") s.bytes = 2.0 * 4 * double(n);
+  if (algorithm == "dot" || algorithm == "scan" || algorithm == "softmax") s.bytes = 2.0 * 4 * double(n);
   if (mm) {
     s.bytes = 3.0 * 4 * double(n) * double(n);
     s.flops = 2.0 * double(n) * double(n) * double(n);
@@ -392,7 +402,7 @@ void warm_up(Backend& be) {
 }
 
 const std::vector<std::string>& algorithm_names() {
-  static const std::vector<std::string> names = {"add", "axpy", "sum", "dot", "scan", "matmul"};
+  static const std::vector<std::string> names = {"add", "axpy", "sum", "dot", "scan", "softmax", "matmul"};
   return names;
 }
 

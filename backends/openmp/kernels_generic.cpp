@@ -1,7 +1,9 @@
-// The openmp kernels of kernels.inl for the baseline x86-64 (SSE2) and every other CPU.
+// The openmp kernels of kernels.inl for the baseline x86-64 (SSE2) and every other CPU. The
+// prelude comes first, as in the other ISAs' files.
 #define TANDEM_ISA generic
 #define TANDEM_ISA_AVX512 0
 #define TANDEM_ISA_SOFTMAX softmax_kernel_generic
-#include "kernels_prelude.hpp"  // before the kernels, as in the other ISAs' files
-
+// clang-format off
+#include "kernels_prelude.hpp"
 #include "kernels.inl"
+// clang-format on
