@@ -418,7 +418,7 @@ std::vector<Result> run(const Options& o, const std::function<void(const Result&
   std::vector<std::string> algorithms = o.algorithms.empty() ? algorithm_names() : o.algorithms;
   for (const std::string& a : algorithms) {
     if (std::find(algorithm_names().begin(), algorithm_names().end(), a) == algorithm_names().end()) {
-      throw InvalidArgument("unknown algorithm '" + a + "': use add, axpy, sum, dot, scan or matmul");
+      throw InvalidArgument("unknown algorithm '" + a + "': use add, axpy, sum, dot, scan, softmax or matmul");
     }
   }
   std::vector<Result> results;
