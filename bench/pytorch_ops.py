@@ -15,7 +15,11 @@ wrong answer fails the run instead of being timed. The JSON has the rows of `tan
 PyTorch is not a build dependency of tandem: this script is only for machines that have it.
 
 usage: python3 bench/pytorch_ops.py [--device cuda|cpu] [--full] [--warm] [--algorithm A ...]
-                                    [--json FILE]
+                                    [--json FILE] [--tandem PATH [--rounds N]]
+
+With --tandem, the same algorithms and sizes run through `PATH bench` (openmp on the CPU, cuda on
+a GPU) in alternating rounds, and each row prints tandem's speed against PyTorch's measured in the
+same run (medians over the rounds).
 """
 import argparse
 import datetime
@@ -23,6 +27,7 @@ import json
 import os
 import platform
 import statistics
+import subprocess
 import sys
 import time
 
@@ -56,6 +61,41 @@ def llc_bytes():
     return best
 
 
+def merge_rounds(rounds):
+    """The rows of the first round, each with the median kernel time over all rounds."""
+    merged = []
+    for row in rounds[0]:
+        key = (row["algorithm"], row["variant"], row["size"])
+        times = [r["kernel_ms"] for rows in rounds for r in rows if (r["algorithm"], r["variant"], r["size"]) == key]
+        merged.append(dict(row, kernel_ms=statistics.median(times), rounds=len(times)))
+        merged[-1]["gbps"] = row["bytes"] / (merged[-1]["kernel_ms"] * 1e6)
+        if row["flops"]:
+            merged[-1]["gflops"] = row["flops"] / (merged[-1]["kernel_ms"] * 1e6)
+    return merged
+
+
+def run_tandem(args, backend):
+    """tandem bench on `backend` with this run's algorithms and options: its default rows (the
+    register_blocked tier for matmul), or None after saying why it failed."""
+    command = [args.tandem, "bench", "--backend", backend, "--json", "-", "--min-time", str(args.min_seconds)]
+    for algorithm in args.algorithm or ALGORITHMS:
+        command += ["--algorithm", algorithm]
+    if args.full:
+        command.append("--full")
+    if args.warm:
+        command.append("--warm")
+    try:
+        done = subprocess.run(command, capture_output=True, text=True, check=False)
+    except OSError as e:
+        print(f"pytorch_ops.py: cannot run {args.tandem}: {e}", file=sys.stderr)
+        return None
+    if done.returncode != 0:
+        print(f"pytorch_ops.py: {' '.join(command)} failed ({done.returncode}):\n{done.stderr}", file=sys.stderr)
+        return None
+    rows = json.loads(done.stdout)["results"]
+    return [r for r in rows if r["variant"] in ("default", "register_blocked")]
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--device", default="cuda", help="cuda (default) or cpu")
@@ -64,6 +104,12 @@ def main() -> int:
     parser.add_argument("--algorithm", action="append", choices=ALGORITHMS, help="only these (repeatable)")
     parser.add_argument("--min-seconds", type=float, default=0.02, help="per kernel timing (default 0.02)")
     parser.add_argument("--json", help="write the results to this file")
+    parser.add_argument("--tandem", metavar="PATH",
+                        help="also run PATH (the tandem program) bench on openmp (cpu) or cuda with the same "
+                             "algorithms, sizes and --warm, alternating with PyTorch, and print tandem's speed "
+                             "against PyTorch's per row")
+    parser.add_argument("--rounds", type=int, default=3,
+                        help="with --tandem: alternating rounds of each, medians taken (default 3)")
     args = parser.parse_args()
     try:
         import numpy as np
@@ -130,7 +176,6 @@ def main() -> int:
         return statistics.median(ms)
 
     rng = np.random.default_rng(1)
-    results = []
     # A quarter second of adds first: clocks and thread pools wake before anything is measured.
     wa = torch.ones(1 << 22, device=dev)
     t0 = time.perf_counter()
@@ -139,126 +184,162 @@ def main() -> int:
         sync()
     del wa
 
-    for algorithm in args.algorithm or ALGORITHMS:
-        for n in sizes(algorithm, args.full):
-            mm = algorithm == "matmul"
-            elems = n * n if mm else n
-            hx = rng.uniform(-1, 1, elems).astype(np.float32)
-            hy = rng.uniform(-1, 1, elems).astype(np.float32)
-            x = torch.tensor(hx, device=dev)  # copies (from_numpy would share hx on the CPU)
-            y = torch.tensor(hy, device=dev)
-            scalar = algorithm in ("sum", "dot")
-            out = torch.empty(1 if scalar else elems, dtype=torch.float32, device=dev)
-            if mm:
-                x, y, out = x.view(n, n), y.view(n, n), out.view(n, n)
-            cols = min(n, 1024)  # softmax: rows of 1024, as the sweep's softmax_cross_entropy
-            rows = n // cols
+    def sweep():
+        """One measurement of every algorithm and size: the rows, or None when a result is wrong."""
+        results = []
+        for algorithm in args.algorithm or ALGORITHMS:
+            for n in sizes(algorithm, args.full):
+                mm = algorithm == "matmul"
+                elems = n * n if mm else n
+                hx = rng.uniform(-1, 1, elems).astype(np.float32)
+                hy = rng.uniform(-1, 1, elems).astype(np.float32)
+                x = torch.tensor(hx, device=dev)  # copies (from_numpy would share hx on the CPU)
+                y = torch.tensor(hy, device=dev)
+                scalar = algorithm in ("sum", "dot")
+                out = torch.empty(1 if scalar else elems, dtype=torch.float32, device=dev)
+                if mm:
+                    x, y, out = x.view(n, n), y.view(n, n), out.view(n, n)
+                cols = min(n, 1024)  # softmax: rows of 1024, as the sweep's softmax_cross_entropy
+                rows = n // cols
 
-            # The kernel on device data, writing into out (axpy: into y, as tandem's).
-            def kernel(x=x, y=y, out=out, algorithm=algorithm):
-                if algorithm == "add":
-                    torch.add(x, y, out=out)
-                elif algorithm == "axpy":
-                    y.add_(x, alpha=1e-3)
-                elif algorithm == "sum":
-                    torch.sum(x, dim=0, keepdim=True, out=out)
-                elif algorithm == "dot":
-                    torch.dot(x, y, out=out.view(()))  # into out itself: no second kernel
-                elif algorithm == "scan":
-                    torch.cumsum(x, dim=0, out=out)
-                elif algorithm == "softmax":
-                    torch.softmax(x.view(rows, cols), 1, out=out.view(rows, cols))
-                else:
-                    torch.mm(x, y, out=out)
+                # The kernel on device data, writing into out (axpy: into y, as tandem's).
+                def kernel(x=x, y=y, out=out, algorithm=algorithm):
+                    if algorithm == "add":
+                        torch.add(x, y, out=out)
+                    elif algorithm == "axpy":
+                        y.add_(x, alpha=1e-3)
+                    elif algorithm == "sum":
+                        torch.sum(x, dim=0, keepdim=True, out=out)
+                    elif algorithm == "dot":
+                        torch.dot(x, y, out=out.view(()))  # into out itself: no second kernel
+                    elif algorithm == "scan":
+                        torch.cumsum(x, dim=0, out=out)
+                    elif algorithm == "softmax":
+                        torch.softmax(x.view(rows, cols), 1, out=out.view(rows, cols))
+                    else:
+                        torch.mm(x, y, out=out)
 
-            nbytes = {"add": 12.0 * n, "axpy": 12.0 * n, "sum": 4.0 * n, "dot": 8.0 * n, "scan": 8.0 * n,
-                      "softmax": 8.0 * n, "matmul": 12.0 * n * n}[algorithm]
-            flops = 2.0 * n * n * n if mm else 0.0
-            flush = flusher is not None and 3 * 4 * elems < flush_bytes
+                nbytes = {"add": 12.0 * n, "axpy": 12.0 * n, "sum": 4.0 * n, "dot": 8.0 * n, "scan": 8.0 * n,
+                          "softmax": 8.0 * n, "matmul": 12.0 * n * n}[algorithm]
+                flops = 2.0 * n * n * n if mm else 0.0
+                flush = flusher is not None and 3 * 4 * elems < flush_bytes
 
-            # The limit beside it, as the sweep measures it: a device copy of n floats.
-            ca = torch.empty(elems, dtype=torch.float32, device=dev)
-            cb = torch.empty(elems, dtype=torch.float32, device=dev)
-            ca.fill_(1.0)
-            copy_ms = time_kernel(lambda: cb.copy_(ca), flush)[0]
-            del ca, cb
+                # The limit beside it, as the sweep measures it: a device copy of n floats.
+                ca = torch.empty(elems, dtype=torch.float32, device=dev)
+                cb = torch.empty(elems, dtype=torch.float32, device=dev)
+                ca.fill_(1.0)
+                copy_ms = time_kernel(lambda: cb.copy_(ca), flush)[0]
+                del ca, cb
 
-            y0 = y.clone()
-            median, lo, hi, reps = time_kernel(kernel, flush)
+                y0 = y.clone()
+                median, lo, hi, reps = time_kernel(kernel, flush)
 
-            # End to end from host data: the inputs go up, the kernel runs, the result comes back.
-            uses_y = algorithm not in ("sum", "scan", "softmax")
-            result = y if algorithm == "axpy" else out
-            page_x = torch.from_numpy(hx.copy())
-            page_y = torch.from_numpy(hy.copy())
-            page_out = torch.empty(result.numel(), dtype=torch.float32)
+                # End to end from host data: the inputs go up, the kernel runs, the result comes back.
+                uses_y = algorithm not in ("sum", "scan", "softmax")
+                result = y if algorithm == "axpy" else out
+                page_x = torch.from_numpy(hx.copy())
+                page_y = torch.from_numpy(hy.copy())
+                page_out = torch.empty(result.numel(), dtype=torch.float32)
 
-            def e2e_pageable():
-                x.view(-1).copy_(page_x)
-                if uses_y:
-                    y.view(-1).copy_(page_y)
-                kernel()
-                page_out.copy_(result.view(-1))
-
-            pageable_ms = time_host(e2e_pageable)
-            pinned_ms = 0.0
-            if gpu:
-                pin_x, pin_y = page_x.pin_memory(), page_y.pin_memory()
-                pin_out = torch.empty(result.numel(), dtype=torch.float32).pin_memory()
-
-                def e2e_pinned():
-                    x.view(-1).copy_(pin_x, non_blocking=True)
+                def e2e_pageable():
+                    x.view(-1).copy_(page_x)
                     if uses_y:
-                        y.view(-1).copy_(pin_y, non_blocking=True)
+                        y.view(-1).copy_(page_y)
                     kernel()
-                    pin_out.copy_(result.view(-1), non_blocking=True)
+                    page_out.copy_(result.view(-1))
 
-                pinned_ms = time_host(e2e_pinned)
+                pageable_ms = time_host(e2e_pageable)
+                pinned_ms = 0.0
+                if gpu:
+                    pin_x, pin_y = page_x.pin_memory(), page_y.pin_memory()
+                    pin_out = torch.empty(result.numel(), dtype=torch.float32).pin_memory()
 
-            # Checked once more from the inputs (axpy from y as it was), against float64 NumPy.
-            y.copy_(y0)
-            kernel()
-            got = result.double().cpu().numpy().reshape(-1)
-            dx, dy = hx.astype(np.float64), hy.astype(np.float64)
-            if algorithm == "add":
-                want, scale = dx + dy, 2.0
-            elif algorithm == "axpy":
-                want, scale = dy + 1e-3 * dx, 1.0
-            elif algorithm == "sum":
-                want, scale = np.array([dx.sum()]), float(np.abs(dx).sum())
-            elif algorithm == "dot":
-                want, scale = np.array([dx @ dy]), float(np.abs(dx * dy).sum())
-            elif algorithm == "scan":
-                want, scale = np.cumsum(dx), float(np.abs(dx).sum())
-            elif algorithm == "softmax":
-                e = np.exp(dx.reshape(rows, cols) - dx.reshape(rows, cols).max(axis=1, keepdims=True))
-                want, scale = (e / e.sum(axis=1, keepdims=True)).reshape(-1), 1.0
-            else:
-                want = (dx.reshape(n, n) @ dy.reshape(n, n)).reshape(-1)
-                scale = float(n)
-            err = float(np.max(np.abs(got - want)))
-            bound = 1e-5 * scale * (np.log2(max(elems, 2)) if algorithm in ("sum", "dot", "scan") else 1) + 1e-6
-            if not err <= bound:
-                print(f"pytorch_ops.py: {algorithm} at {n} is off by {err:g} (bound {bound:g}) on {backend}",
-                      file=sys.stderr)
+                    def e2e_pinned():
+                        x.view(-1).copy_(pin_x, non_blocking=True)
+                        if uses_y:
+                            y.view(-1).copy_(pin_y, non_blocking=True)
+                        kernel()
+                        pin_out.copy_(result.view(-1), non_blocking=True)
+
+                    pinned_ms = time_host(e2e_pinned)
+
+                # Checked once more from the inputs (axpy from y as it was), against float64 NumPy.
+                y.copy_(y0)
+                kernel()
+                got = result.double().cpu().numpy().reshape(-1)
+                dx, dy = hx.astype(np.float64), hy.astype(np.float64)
+                if algorithm == "add":
+                    want, scale = dx + dy, 2.0
+                elif algorithm == "axpy":
+                    want, scale = dy + 1e-3 * dx, 1.0
+                elif algorithm == "sum":
+                    want, scale = np.array([dx.sum()]), float(np.abs(dx).sum())
+                elif algorithm == "dot":
+                    want, scale = np.array([dx @ dy]), float(np.abs(dx * dy).sum())
+                elif algorithm == "scan":
+                    want, scale = np.cumsum(dx), float(np.abs(dx).sum())
+                elif algorithm == "softmax":
+                    e = np.exp(dx.reshape(rows, cols) - dx.reshape(rows, cols).max(axis=1, keepdims=True))
+                    want, scale = (e / e.sum(axis=1, keepdims=True)).reshape(-1), 1.0
+                else:
+                    want = (dx.reshape(n, n) @ dy.reshape(n, n)).reshape(-1)
+                    scale = float(n)
+                err = float(np.max(np.abs(got - want)))
+                bound = 1e-5 * scale * (np.log2(max(elems, 2)) if algorithm in ("sum", "dot", "scan") else 1) + 1e-6
+                if not err <= bound:
+                    print(f"pytorch_ops.py: {algorithm} at {n} is off by {err:g} (bound {bound:g}) on {backend}",
+                          file=sys.stderr)
+                    return None
+
+                row = {"algorithm": algorithm, "backend": backend, "kind": "gpu" if gpu else "cpu", "variant": "torch",
+                       "size": n, "bytes": nbytes, "flops": flops, "kernel_ms": median, "kernel_min_ms": lo,
+                       "kernel_max_ms": hi, "reps": reps, "e2e_pageable_ms": pageable_ms, "e2e_pinned_ms": pinned_ms,
+                       "e2e_overlap_ms": 0, "e2e_managed_ms": 0, "flushed": flush,
+                       "gbps": nbytes / (median * 1e6), "gflops": flops / (median * 1e6) if mm else 0,
+                       "copy_gbps": 8.0 * elems / (copy_ms * 1e6), "vendor_gflops": 0}
+                results.append(row)
+                rate = f"{row['gflops']:.1f} GFLOP/s" if mm else f"{row['gbps']:.1f} GB/s"
+                print(f"{backend:10} {algorithm:7} {n:>10}  kernel {median:10.4f} ms  {rate:>16}  "
+                      f"end to end {pageable_ms:10.4f} ms{f' (pinned {pinned_ms:.4f})' if gpu else ''}"
+                      f"{'  (cold)' if flush else ''}", flush=True)
+                del x, y, out, y0
+        return results
+
+    if args.rounds < 1:
+        print("pytorch_ops.py: --rounds must be at least 1", file=sys.stderr)
+        return 2
+    torch_rounds, tandem_rounds = [], []
+    for _ in range(args.rounds if args.tandem else 1):
+        rows = sweep()
+        if rows is None:
+            return 1
+        torch_rounds.append(rows)
+        if args.tandem:
+            rows = run_tandem(args, "cuda" if gpu else "openmp")
+            if rows is None:
                 return 1
-
-            row = {"algorithm": algorithm, "backend": backend, "kind": "gpu" if gpu else "cpu", "variant": "torch",
-                   "size": n, "bytes": nbytes, "flops": flops, "kernel_ms": median, "kernel_min_ms": lo,
-                   "kernel_max_ms": hi, "reps": reps, "e2e_pageable_ms": pageable_ms, "e2e_pinned_ms": pinned_ms,
-                   "e2e_overlap_ms": 0, "e2e_managed_ms": 0, "flushed": flush,
-                   "gbps": nbytes / (median * 1e6), "gflops": flops / (median * 1e6) if mm else 0,
-                   "copy_gbps": 8.0 * elems / (copy_ms * 1e6), "vendor_gflops": 0}
-            results.append(row)
-            rate = f"{row['gflops']:.1f} GFLOP/s" if mm else f"{row['gbps']:.1f} GB/s"
-            print(f"{backend:10} {algorithm:7} {n:>10}  kernel {median:10.4f} ms  {rate:>16}  "
-                  f"end to end {pageable_ms:10.4f} ms{f' (pinned {pinned_ms:.4f})' if gpu else ''}"
-                  f"{'  (cold)' if flush else ''}", flush=True)
-            del x, y, out, y0
+            tandem_rounds.append(rows)
+    results = merge_rounds(torch_rounds)
+    versus = []
+    if args.tandem:
+        theirs = merge_rounds(tandem_rounds)
+        print(f"\ntandem ({'cuda' if gpu else 'openmp'}) against {backend}, kernel only, medians of "
+              f"{args.rounds} alternating rounds{' (warm)' if args.warm else ''}; speed > 1: tandem faster")
+        for r in results:
+            t = next((u for u in theirs if u["algorithm"] == r["algorithm"] and u["size"] == r["size"]), None)
+            if t is None:
+                continue
+            speed = r["kernel_ms"] / t["kernel_ms"]
+            versus.append({"algorithm": r["algorithm"], "size": r["size"], "torch_ms": r["kernel_ms"],
+                           "tandem_ms": t["kernel_ms"], "tandem_speed": speed})
+            print(f"{r['algorithm']:8} {r['size']:>10}  torch {r['kernel_ms']:10.4f} ms  tandem "
+                  f"{t['kernel_ms']:10.4f} ms  speed {speed:6.2f}x")
 
     doc = {"command": "python3 bench/pytorch_ops.py " + " ".join(sys.argv[1:]),
            "date": datetime.date.today().isoformat(), "torch": torch.__version__,
            "backends": {backend: name}, "results": results}
+    if versus:
+        doc["versus_tandem"] = versus
     if args.json:
         with open(args.json, "w") as f:
             json.dump(doc, f, indent=1)
