@@ -2,7 +2,7 @@
 // performance targets of the benchmarks issue checked:
 //   sum, dot, norm2 >= 85% of the copy bandwidth (bytes read);  scan >= 75% of it;
 //   add, axpy       >= 90% of the triad bandwidth (STREAM's a = b + s c, 3 arrays moved);
-//   sgemm, best tier >= 90% of OpenBLAS at N = 1024, 2048, 4096.
+//   sgemm, best tier >= 90% of OpenBLAS at N = 1024, 2048, 4096, and 2 threads >= 1.8x 1 thread.
 // Peers: copy is the best of the backend's copy, a STREAM-style `omp parallel
 // for simd` copy loop and streaming-store copies in 1, 2 and 4 interleaved runs per thread; triad
 // the best of a STREAM loop, the same loop with streaming stores, and that in 1, 2 and 4
@@ -128,13 +128,14 @@ float omp_reduction_sum(std::int64_t n, const float* x) {
 
 int main(int argc, char** argv) {
   bench::Options options;
-  const int exit_code =
-      bench::parse_options(argc, argv,
-                           "usage: tandem_bench_cpu [--quick] [--json FILE]\n"
-                           "  openmp against peers measured in the same run, with the CPU targets checked:\n"
-                           "  sum/dot/norm2 and scan vs copy bandwidth, add/axpy vs triad bandwidth (256 MB arrays),\n"
-                           "  sgemm tiers vs OpenBLAS at N = 1024, 2048, 4096. --quick: fewer repeats, no N = 4096.\n",
-                           options);
+  const int exit_code = bench::parse_options(
+      argc, argv,
+      "usage: tandem_bench_cpu [--quick] [--json FILE]\n"
+      "  openmp against peers measured in the same run, with the CPU targets checked:\n"
+      "  sum/dot/norm2 and scan vs copy bandwidth, add/axpy vs triad bandwidth (256 MB arrays),\n"
+      "  sgemm tiers vs OpenBLAS at N = 1024, 2048, 4096 and 2 threads vs 1. --quick: fewer repeats,\n"
+      "  no N = 4096.\n",
+      options);
   if (exit_code >= 0) return exit_code;
   const bool quick = options.quick;
   // The store tuning measured now, on the quiet machine a benchmark needs (and cached for later
@@ -266,6 +267,20 @@ int main(int argc, char** argv) {
         const double s = bench::median_seconds(matmul_reps, run(tier));
         rows.push_back({group, std::string(name_of(tier)), "GFLOP/s", gflop / s, 0, "", 0});
       }
+    }
+    // Scaling from 1 to 2 threads, the two timed in turns (omp_set_num_threads on this thread).
+    const int threads = omp_get_max_threads();
+    if (threads >= 2) {
+      auto on = [&](int t) {
+        return [&, t] {
+          omp_set_num_threads(t);
+          run(MatmulTier::register_blocked)();
+          omp_set_num_threads(threads);
+        };
+      };
+      const auto [two_s, one_s] = paired_seconds(matmul_reps, on(2), on(1));
+      rows.push_back(
+          {group, "register_blocked on 2 threads", "GFLOP/s", gflop / two_s, gflop / one_s, "itself on 1 thread", 1.8});
     }
   }
 
