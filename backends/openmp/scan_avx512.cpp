@@ -1,5 +1,5 @@
 // The scan's in-cache pass with AVX-512F (compiled with -mavx512f, called only where the CPU has
-// it): the block loop of scan_blocks.inl, as in scan.cpp, with 16 lanes instead of 4. Each
+// it): the block loop of scan_blocks.inl, as in scan.inl, with 16 lanes instead of 4. Each
 // 64-byte vector is scanned in registers with 4 lane shifts (valignd against zero). With SSE2 the
 // shuffles (2 per 4 elements, all on one port) bound the pass at well under the memory's speed;
 // here it is 1 per 4 elements, so a scan from RAM is bound by RAM.

@@ -1,6 +1,6 @@
 // The scan's in-cache block loop, written once over a vector-traits struct W (width, load, store,
 // stream, add, splat, first, shift<k>, last, scan) and included inside an anonymous namespace by
-// scan.cpp (SSE2 traits) and scan_avx512.cpp (AVX-512 traits), so each file's copy is its own.
+// scan.inl (SSE2 traits) and scan_avx512.cpp (AVX-512 traits), so each file's copy is its own.
 // Scans whole blocks of four vectors from the start of x into out, adding `running` and leaving
 // the last prefix in it; returns how many elements it did. With `streamed`, out must be aligned
 // to the vector width.

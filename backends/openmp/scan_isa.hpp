@@ -1,4 +1,4 @@
-// The scan's in-cache pass compiled for AVX-512F (scan_avx512.cpp), for scan.cpp to call where
+// The scan's in-cache pass compiled for AVX-512F (scan_avx512.cpp), for scan.inl to call where
 // the CPU has it. Each scans whole blocks of 64 bytes x 4 from the start of x into out, adding
 // `running` and leaving the last prefix in it, and returns how many elements it did (the rest is
 // the caller's). With `streamed`, out must be 64-byte aligned.
