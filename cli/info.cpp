@@ -85,11 +85,15 @@ void print_text(const std::vector<BackendInfo>& list, const std::string& chosen)
   for (const auto& b : list) {
     if (!b.available) {
       std::printf("%-10s unavailable: %s\n", b.name.c_str(), b.reason.c_str());
+      if (!b.module.empty() && b.reason.find(b.module) == std::string::npos) {
+        std::printf("           module:        %s\n", b.module.c_str());
+      }
       continue;
     }
     Backend& be = get_backend(b.name);
     const DeviceProperties p = be.properties();
     std::printf("%-10s available, %d device(s)\n", b.name.c_str(), b.device_count);
+    if (!b.module.empty()) std::printf("           module:        %s\n", b.module.c_str());
     std::printf("           device:        %s (%s)\n", p.name.c_str(), kind_name(p.kind));
     std::printf("           memory:        %.1f GiB\n", p.memory_bytes / double(1 << 30));
     std::printf("           compute units: %d, simd/warp width: %d (f32 lanes)\n", p.compute_units, p.simd_width);
@@ -121,11 +125,8 @@ int run_info(const InfoArgs& a) {
   Json doc{{"command", "info"}, {"version", version_string}, {"auto", chosen}, {"host", topology_json(cpu_topology())}};
   Json entries = Json::array();
   for (const auto& b : list) {
-    Json entry{{"name", b.name},
-               {"built", b.built},
-               {"available", b.available},
-               {"reason", b.reason},
-               {"devices", b.device_count}};
+    Json entry{{"name", b.name},     {"built", b.built},   {"available", b.available},
+               {"reason", b.reason}, {"module", b.module}, {"devices", b.device_count}};
     if (b.available) entry["properties"] = properties_json(get_backend(b.name).properties());
     entries.push_back(std::move(entry));
   }

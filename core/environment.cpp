@@ -90,6 +90,9 @@ const std::vector<Checked>& table() {
        [] {
          env::choice("TANDEM_TUNING", {"auto", "table", "calibrate"}, "auto");
        }},
+      {"TANDEM_BACKEND_PATH", [] { return std::string("folders, ':' between them"); },
+       "where a shared libtandem looks first for its backend modules (libtandem-cuda.so, -hip, -kokkos)",
+       [] {}},
       {"TANDEM_CACHE_DIR", [] { return std::string("a directory"); },
        "where the CPU tuning is cached (default $XDG_CACHE_HOME/tandem or ~/.cache/tandem)", [] {}},
       {"TANDEM_TEST_SEED", [] { return std::string("a whole number"); },

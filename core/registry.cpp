@@ -12,6 +12,7 @@
 #include <sstream>
 
 #include "factories.hpp"
+#include "modules.hpp"
 #include "tandem/errors.hpp"
 
 namespace tandem {
@@ -22,9 +23,11 @@ namespace detail {
   int n##_device_count(std::string& why); \
   std::shared_ptr<Backend> make_##n##_backend(int device);
 #define TANDEM_ABSENT_BACKEND(n, why)
+#define TANDEM_MODULE_BACKEND(n)
 #include "tandem_backends.inc"
 #undef TANDEM_BUILT_BACKEND
 #undef TANDEM_ABSENT_BACKEND
+#undef TANDEM_MODULE_BACKEND
 }  // namespace detail
 
 namespace {
@@ -35,6 +38,7 @@ struct Entry {
   const char* not_built_reason;  // when !built: how to get it
   std::function<int(std::string&)> device_count;
   std::function<std::shared_ptr<Backend>(int)> make;
+  bool module = false;  // in libtandem-<name>.so, loaded on first use (modules.hpp)
 };
 
 // In the order of TANDEM_BACKENDS (cmake/TandemBackends.cmake), which `tandem info` and --help
@@ -44,9 +48,17 @@ const std::vector<Entry>& entries() {
   static const std::vector<Entry> list = {
 #define TANDEM_BUILT_BACKEND(n) {#n, true, "", detail::n##_device_count, detail::make_##n##_backend},
 #define TANDEM_ABSENT_BACKEND(n, why) {#n, false, why, nullptr, nullptr},
+#define TANDEM_MODULE_BACKEND(n)                                          \
+  {#n,                                                                    \
+   true,                                                                  \
+   "",                                                                    \
+   [](std::string& why) { return detail::module_device_count(#n, why); }, \
+   [](int device) { return detail::module_make(#n, device); },            \
+   true},
 #include "tandem_backends.inc"
 #undef TANDEM_BUILT_BACKEND
 #undef TANDEM_ABSENT_BACKEND
+#undef TANDEM_MODULE_BACKEND
   };
   return list;
 }
@@ -140,6 +152,7 @@ std::vector<BackendInfo> backends() {
     } else {
       info.device_count = entry.device_count(info.reason);
       info.available = info.device_count > 0;
+      if (entry.module) info.module = detail::module_path(entry.name);
     }
     list.push_back(std::move(info));
   }

@@ -17,6 +17,7 @@ struct BackendInfo {
   bool available = false;  // built and has a usable device here
   std::string reason;    // why not available ("" when available)
   int device_count = 0;
+  std::string module;    // a backend in a module (shared builds: cuda, hip, kokkos): its file, "" if none
 };
 
 // Every backend tandem knows of, built or not, with availability and the reason when unavailable.

@@ -1,0 +1,116 @@
+#!/usr/bin/env python3
+"""Backend modules of a shared libtandem (core/modules.cpp), as a user would meet them.
+
+  modules_test.py hidden --tandem T --library L --matrix M MODULE...
+      The machine without the GPU runtimes: libtandem itself must not need any of them (its
+      DT_NEEDED entries), and with copies of the modules whose runtime libraries cannot be found
+      (each such DT_NEEDED name altered in the copy, as if the library were not installed) first
+      on TANDEM_BACKEND_PATH, `tandem info` names each module's missing library,
+      `tandem check` passes on the CPU backends, and so does the openmp test matrix.
+  modules_test.py path --tandem T MODULE
+      A module copied to a folder named by TANDEM_BACKEND_PATH is the one loaded (tandem info
+      shows its path), and its backend passes `tandem check --quick` where it has a device.
+
+Prints SKIPPED (and exits 0) when readelf is missing; exits 1 with the reason on a failure.
+"""
+import argparse
+import os
+import re
+import shutil
+import subprocess
+import sys
+import tempfile
+
+# The vendor runtimes a module may need: what a machine without a GPU stack lacks.
+RUNTIMES = re.compile(r"^lib(cuda|cudart|cublas|cublasLt|nccl|amdhip64|hsa-runtime64|trilinos_kokkos\w*|kokkos\w*)\.so")
+
+
+def fail(message):
+    print(f"FAIL: {message}")
+    sys.exit(1)
+
+
+def needed(path):
+    out = subprocess.run(["readelf", "-d", path], capture_output=True, text=True, check=True).stdout
+    return re.findall(r"\(NEEDED\)\s+Shared library: \[([^\]]+)\]", out)
+
+
+def run(command, env):
+    done = subprocess.run(command, capture_output=True, text=True, env=env, check=False)
+    return done.returncode, done.stdout + done.stderr
+
+
+def hidden(args):
+    runtimes = [n for n in needed(args.library) if RUNTIMES.match(n)]
+    if runtimes:
+        fail(f"{args.library} needs {', '.join(runtimes)}: it would not load without them")
+    with tempfile.TemporaryDirectory() as folder:
+        missing = {}
+        for module in args.modules:
+            data = open(module, "rb").read()
+            name = os.path.basename(module)
+            gone = [n for n in needed(module) if RUNTIMES.match(n)]
+            if not gone:
+                fail(f"{name} needs no vendor runtime ({needed(module)}): nothing to hide")
+            for n in gone:  # same length: "libcublas.so.13" -> "libXublas.so.13"
+                data = data.replace(n.encode(), (n[:3] + "X" + n[4:]).encode())
+            with open(os.path.join(folder, name), "wb") as f:
+                f.write(data)
+            missing[name] = gone[0][:3] + "X" + gone[0][4:]
+        env = dict(os.environ, TANDEM_BACKEND_PATH=folder)
+        rc, out = run([args.tandem, "info"], env)
+        if rc != 0:
+            fail(f"tandem info exited {rc}:\n{out}")
+        for name, lib in missing.items():
+            backend = name[len("libtandem-"):-len(".so")]
+            want = rf"^{backend} +unavailable: {re.escape(os.path.join(folder, name))}: {re.escape(lib)}: cannot open shared object file"
+            if not re.search(want, out, re.M):
+                fail(f"tandem info does not say why {backend} is unavailable (wanted /{want}/):\n{out}")
+            print(f"ok: {backend} unavailable, naming {lib}")
+        rc, out = run([args.tandem, "check", "--quick", "--backend", "openmp", "--backend", "reference"], env)
+        if rc != 0:
+            fail(f"tandem check on the CPU backends exited {rc}:\n{out}")
+        print("ok: tandem check --quick passes on openmp and reference")
+        rc, out = run([args.matrix, "--tandem-backend=openmp"], env)
+        if rc != 0:
+            fail(f"the openmp test matrix exited {rc}:\n{out}")
+        print("ok: the openmp test matrix passes")
+
+
+def path(args):
+    with tempfile.TemporaryDirectory() as folder:
+        module = args.modules[0]
+        copy = os.path.join(folder, os.path.basename(module))
+        shutil.copy(module, copy)
+        backend = os.path.basename(module)[len("libtandem-"):-len(".so")]
+        env = dict(os.environ, TANDEM_BACKEND_PATH="/nonexistent:" + folder)
+        rc, out = run([args.tandem, "info"], env)
+        if rc != 0 or not re.search(rf"^ +module: +{re.escape(copy)}$", out, re.M):
+            fail(f"tandem info (exit {rc}) does not show {copy} as {backend}'s module:\n{out}")
+        print(f"ok: {backend} loaded from {copy}")
+        if not re.search(rf"^{backend} +available", out, re.M):
+            print(f"({backend} has no device here: loaded, not run)")
+            return
+        rc, out = run([args.tandem, "check", "--quick", "--backend", backend], env)
+        if rc != 0:
+            fail(f"tandem check --backend {backend} exited {rc}:\n{out}")
+        print(f"ok: tandem check --quick passes on {backend}")
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("mode", choices=["hidden", "path"])
+    parser.add_argument("--tandem", required=True)
+    parser.add_argument("--library")
+    parser.add_argument("--matrix")
+    parser.add_argument("modules", nargs="+")
+    args = parser.parse_args()
+    if shutil.which("readelf") is None:
+        print("SKIPPED: readelf (binutils) is not installed")
+        return 0
+    hidden(args) if args.mode == "hidden" else path(args)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
