@@ -1,12 +1,13 @@
 #!/usr/bin/env python3
 """Backend modules of a shared libtandem (core/modules.cpp), as a user would meet them.
 
-  modules_test.py hidden --tandem T --library L --matrix M MODULE...
+  modules_test.py hidden --tandem T --library L --matrix M --ml T2 MODULE...
       The machine without the GPU runtimes: libtandem itself must not need any of them (its
       DT_NEEDED entries), and with copies of the modules whose runtime libraries cannot be found
       (each such DT_NEEDED name altered in the copy, as if the library were not installed) first
       on TANDEM_BACKEND_PATH, `tandem info` names each module's missing library,
-      `tandem check` passes on the CPU backends, and so does the openmp test matrix.
+      `tandem check` passes on the CPU backends, and so do the test matrix on openmp and
+      reference and the regression and MLP tests on openmp.
   modules_test.py path --tandem T MODULE
       A module copied to a folder named by TANDEM_BACKEND_PATH is the one loaded (tandem info
       shows its path), and its backend passes `tandem check --quick` where it has a device.
@@ -71,10 +72,11 @@ def hidden(args):
         if rc != 0:
             fail(f"tandem check on the CPU backends exited {rc}:\n{out}")
         print("ok: tandem check --quick passes on openmp and reference")
-        rc, out = run([args.matrix, "--tandem-backend=openmp"], env)
-        if rc != 0:
-            fail(f"the openmp test matrix exited {rc}:\n{out}")
-        print("ok: the openmp test matrix passes")
+        for program, backend in [(args.matrix, "openmp"), (args.matrix, "reference"), (args.ml, "openmp")]:
+            rc, out = run([program, f"--tandem-backend={backend}"], env)
+            if rc != 0:
+                fail(f"{os.path.basename(program)} on {backend} exited {rc}:\n{out}")
+            print(f"ok: {os.path.basename(program)} passes on {backend}")
 
 
 def path(args):
@@ -103,6 +105,7 @@ def main():
     parser.add_argument("--tandem", required=True)
     parser.add_argument("--library")
     parser.add_argument("--matrix")
+    parser.add_argument("--ml")
     parser.add_argument("modules", nargs="+")
     args = parser.parse_args()
     if shutil.which("readelf") is None:
