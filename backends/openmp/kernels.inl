@@ -1,9 +1,21 @@
-// Included by kernels_<isa>.cpp after kernels_prelude.hpp and its ISA's target pragma, with
+// Included by kernels_<isa>.cpp after kernels_prelude.hpp, with
 //   TANDEM_ISA          the namespace and name of this variant (avx512, avx2, generic)
+//   TANDEM_ISA_TARGET   the GCC/clang target it is compiled for ("avx2,fma"; unset: baseline)
 //   TANDEM_ISA_AVX512   1 where the scan may take its AVX-512 pass (scan_avx512.cpp)
 //   TANDEM_ISA_SOFTMAX  this ISA's softmax row pass (softmax_kernel.hpp)
 // Everything is in this variant's own namespace, so no template or helper of one ISA can be
-// merged by the linker with another's.
+// merged by the linker with another's; the target applies from here on, after every header.
+
+#define TANDEM_PRAGMA(x) _Pragma(#x)
+// One more level, so that the target's macro is expanded before it is made a string.
+#define TANDEM_CLANG_TARGET(t) TANDEM_PRAGMA(clang attribute push(__attribute__((target(t))), apply_to = function))
+#define TANDEM_GCC_TARGET(t) TANDEM_PRAGMA(GCC target(t))
+#if defined(TANDEM_ISA_TARGET) && defined(__clang__)
+TANDEM_CLANG_TARGET(TANDEM_ISA_TARGET)
+#elif defined(TANDEM_ISA_TARGET)
+TANDEM_PRAGMA(GCC push_options)
+TANDEM_GCC_TARGET(TANDEM_ISA_TARGET)
+#endif
 
 namespace tandem::openmp {
 namespace TANDEM_ISA {
@@ -60,3 +72,9 @@ CpuKernels TANDEM_CAT(cpu_kernels_, TANDEM_ISA)() {
 }
 
 }  // namespace tandem::openmp
+
+#if defined(TANDEM_ISA_TARGET) && defined(__clang__)
+TANDEM_PRAGMA(clang attribute pop)
+#elif defined(TANDEM_ISA_TARGET)
+TANDEM_PRAGMA(GCC pop_options)
+#endif
