@@ -16,7 +16,6 @@ SoftmaxKernel softmax_kernel_avx512();
 SoftmaxKernel softmax_kernel_avx2();
 SoftmaxKernel softmax_kernel_generic();
 
-// The widest this CPU runs and TANDEM_CPU_ISA allows.
-const SoftmaxKernel& best_softmax_kernel();
+// Each ISA's kernels (kernels.inl) call their own; there is no run-time choice here.
 
 }  // namespace tandem::openmp
