@@ -7,9 +7,10 @@
 # gzip-compressed data; python3-matplotlib draws the plots of tandem compare/bench --plot;
 # libtrilinos-kokkos-dev is Debian's Kokkos (3.4, Serial) for the kokkos backend; Open MPI runs
 # tandem::dist and its multi-process tests. clang-15 (with its sanitizer and libFuzzer runtimes)
-# builds the fuzz targets (ci/fuzz.sh).
+# builds the fuzz targets (ci/fuzz.sh). libdlpack-dev is the DLPack header (zero-copy exchange with
+# NumPy and PyTorch); python3-dev and python3-venv build the Python package in a virtual environment.
 set -euo pipefail
-packages=(cmake ninja-build g++ make pkgconf doctest-dev libcli11-dev nlohmann-json3-dev libopenblas-dev libboost-context-dev zlib1g-dev python3-matplotlib hipcc libamdhip64-dev librocprim-dev libtrilinos-kokkos-dev libopenmpi-dev openmpi-bin clang-15)
+packages=(cmake ninja-build g++ make pkgconf doctest-dev libcli11-dev nlohmann-json3-dev libopenblas-dev libboost-context-dev zlib1g-dev python3-matplotlib hipcc libamdhip64-dev librocprim-dev libtrilinos-kokkos-dev libopenmpi-dev openmpi-bin clang-15 libdlpack-dev python3-dev python3-venv)
 missing=()
 for p in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

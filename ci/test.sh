@@ -29,7 +29,7 @@ echo "== release build, warnings as errors =="
 # Every backend whose toolchain is here must build: the simulator, HIP, Kokkos and MPI always
 # (install-deps installs them), CUDA when nvcc is present. ON makes a missing toolchain a configure error
 # instead of a silent skip.
-gpu_flags=(-DTANDEM_ENABLE_SIM=ON -DTANDEM_ENABLE_HIP=ON -DTANDEM_ENABLE_KOKKOS=ON -DTANDEM_ENABLE_MPI=ON)
+gpu_flags=(-DTANDEM_ENABLE_SIM=ON -DTANDEM_ENABLE_HIP=ON -DTANDEM_ENABLE_KOKKOS=ON -DTANDEM_ENABLE_MPI=ON -DTANDEM_ENABLE_DLPACK=ON)
 if command -v nvcc >/dev/null || [ -x /usr/local/cuda/bin/nvcc ]; then
   gpu_flags+=(-DTANDEM_ENABLE_CUDA=ON)
 else

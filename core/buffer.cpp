@@ -1,5 +1,6 @@
 #include "tandem/buffer.hpp"
 
+#include <cstdint>
 #include <limits>
 #include <string>
 
@@ -14,9 +15,12 @@ namespace detail {
 struct Storage {
   std::shared_ptr<Backend> backend;
   void* ptr = nullptr;
-  std::size_t managed_bytes = 0;  // the block's size, when managed
-  bool managed = false;           // managed memory (Buffer::managed): freed to the runtime, never cached
+  std::size_t managed_bytes = 0;     // the block's size, when managed
+  bool managed = false;              // managed memory (Buffer::managed): freed to the runtime, never cached
+  bool wrapped = false;              // memory of another owner (Buffer::wrap): never freed here
+  std::shared_ptr<void> keep_alive;  // that owner, released with the storage
   ~Storage() {
+    if (wrapped) return;
     if (managed) {
       backend->managed_free(ptr, managed_bytes);
     } else {
@@ -77,6 +81,29 @@ Buffer Buffer::managed(Backend& backend, DType dtype, std::size_t count, const s
   b.dtype_ = dtype;
   return b;
 }
+
+Buffer Buffer::wrap(Backend& backend, void* ptr, DType dtype, std::size_t count, std::shared_ptr<void> keep_alive) {
+  const std::size_t bytes = checked_bytes(count, dtype, backend);
+  if (ptr == nullptr && bytes != 0) {
+    throw InvalidArgument("Buffer::wrap: null pointer for " + std::to_string(count) + " elements");
+  }
+  if (reinterpret_cast<std::uintptr_t>(ptr) % size_of(dtype) != 0) {
+    throw InvalidArgument("Buffer::wrap: the pointer is not aligned to the " + std::to_string(size_of(dtype)) +
+                          " bytes of a " + std::string(name_of(dtype)) + " element");
+  }
+  auto storage = std::make_shared<detail::Storage>();
+  storage->backend = owner_of(backend);
+  storage->ptr = ptr;
+  storage->wrapped = true;
+  storage->keep_alive = std::move(keep_alive);
+  Buffer b;
+  b.storage_ = std::move(storage);
+  b.size_ = count;
+  b.dtype_ = dtype;
+  return b;
+}
+
+bool Buffer::is_wrapped() const { return storage_ != nullptr && storage_->wrapped; }
 
 bool Buffer::is_managed() const { return storage_ != nullptr && storage_->managed; }
 

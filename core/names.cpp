@@ -85,4 +85,14 @@ MatmulTier parse_matmul_tier(std::string_view name) {
                         "': use one of auto, naive, tiled, register_blocked, tensor_core, vendor");
 }
 
+std::string describe(const MemoryPlace& place) {
+  switch (place.kind) {
+    case MemoryPlace::Kind::host: return "host memory";
+    case MemoryPlace::Kind::cuda: return "CUDA device " + std::to_string(place.device);
+    case MemoryPlace::Kind::rocm: return "ROCm device " + std::to_string(place.device);
+    case MemoryPlace::Kind::other: break;
+  }
+  return "device memory of no DLPack kind";
+}
+
 }  // namespace tandem

@@ -191,6 +191,11 @@ class DeviceRuntime {
   void host_release(void* p) noexcept { (void)api::host_free(p); }
   // Managed memory, where the device and driver support it (deviceQuery's "managed memory").
   bool has_managed() const { return props_.managedMemory != 0; }
+#if defined(TANDEM_HIP)
+  MemoryPlace memory_place() const { return {MemoryPlace::Kind::rocm, device_}; }
+#else
+  MemoryPlace memory_place() const { return {MemoryPlace::Kind::cuda, device_}; }
+#endif
   void* managed_allocate(std::size_t bytes) {
     select();
     void* p = nullptr;

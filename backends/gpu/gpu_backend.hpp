@@ -64,6 +64,7 @@ class GpuBackend : public Backend {
 
   std::string name() const override { return name_; }
   DeviceProperties properties() const override { return rt_.properties(); }
+  MemoryPlace memory_place() const override { return rt_.memory_place(); }
 
   // ---- resource contract ----
   void* device_allocate(std::size_t bytes) override { return rt_.allocate(bytes); }

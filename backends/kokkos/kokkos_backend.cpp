@@ -54,6 +54,12 @@ class KokkosBackend : public tandem::Backend {  // created as detail::Owned<Kokk
     return p;
   }
 
+  // A device space (Kokkos with CUDA or HIP) is not named to other libraries: its wrapping and
+  // DLPack exchange have never been run on a GPU.
+  MemoryPlace memory_place() const override {
+    return kHostMemory ? MemoryPlace{} : MemoryPlace{MemoryPlace::Kind::other, 0};
+  }
+
   void* device_allocate(std::size_t bytes) override {
     if (session().finalized) {
       throw BackendUnavailable("backend 'kokkos': Kokkos has been finalized; no more memory can be allocated");

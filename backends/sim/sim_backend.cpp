@@ -50,6 +50,7 @@ class SimRuntime {
   // Managed memory: device memory is host memory here, so the host reads and writes it directly
   // (guarded like any device block).
   bool has_managed() const { return true; }
+  MemoryPlace memory_place() const { return {}; }  // host memory
   void* managed_allocate(std::size_t bytes) {
     void* p = allocate(bytes);
     if (p != nullptr) engine_.set_requested(p, bytes);

@@ -52,6 +52,15 @@ std::string activation_names();
 std::string_view name_of(MatmulTier tier);
 MatmulTier parse_matmul_tier(std::string_view name);  // "naive", "tiled", ..., "auto"
 
+// Where memory lives, in the terms DLPack uses for devices.
+struct MemoryPlace {
+  enum class Kind { host, cuda, rocm, other };
+  Kind kind = Kind::host;
+  int device = 0;  // the device ordinal (cuda, rocm)
+  bool operator==(const MemoryPlace&) const = default;
+};
+std::string describe(const MemoryPlace& place);  // "host memory", "CUDA device 1", ...
+
 // A queue of work on one backend. Queue{} is the backend's default queue.
 struct Queue {
   int id = 0;
@@ -152,6 +161,10 @@ class Backend : public std::enable_shared_from_this<Backend> {
   // Registry name, e.g. "openmp", "cuda:1".
   virtual std::string name() const = 0;
   virtual DeviceProperties properties() const = 0;
+  // Where this backend's buffers live: host memory (the CPU backends, and the simulator, whose
+  // device memory is host memory), a CUDA or ROCm device by ordinal, or memory tandem cannot name
+  // to other libraries (Kokkos' device spaces). Buffer::wrap and DLPack exchange follow it.
+  virtual MemoryPlace memory_place() const { return {}; }
 
   // ---- resource contract (each backend implements these) ----
   // Allocates device memory; returns nullptr when the device has not enough (the caller throws).

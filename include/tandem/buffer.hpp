@@ -47,6 +47,17 @@ class Buffer {
   static Buffer managed(Backend& backend, DType dtype, std::size_t count,
                         const std::source_location& where = std::source_location::current());
   bool is_managed() const;
+
+  // A buffer over memory tandem did not allocate: count elements of dtype at ptr, which must be
+  // memory the backend's ops address (Backend::memory_place: host memory for the CPU backends and
+  // the simulator, device memory of its device for cuda and hip) and stay valid while any handle
+  // lives. tandem never frees it: keep_alive (the memory's owner, or null) is held until the last
+  // handle sharing the memory goes, and then released. ptr must be aligned to the element size
+  // and not null unless count is 0 (InvalidArgument). Not counted in memory_stats(); the
+  // simulator puts no guard zones around it.
+  static Buffer wrap(Backend& backend, void* ptr, DType dtype, std::size_t count,
+                     std::shared_ptr<void> keep_alive = nullptr);
+  bool is_wrapped() const;
   // The elements as host memory: managed buffers only (InvalidArgument otherwise). The host sees
   // what queued work wrote only after that queue is synchronized, and must not touch the memory
   // while work that uses it is queued.

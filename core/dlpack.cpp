@@ -1,0 +1,209 @@
+// DLPack exchange (include/tandem/dlpack.hpp): exports keep a Buffer handle in the tensor's
+// manager context; imports wrap the producer's memory with the tensor as the keep-alive owner.
+#include "tandem/dlpack.hpp"
+
+#include <memory>
+#include <string>
+
+#include "tandem/registry.hpp"
+
+namespace tandem {
+
+namespace {
+
+struct Export {
+  Buffer buffer;  // keeps the memory alive
+  std::vector<std::int64_t> shape;
+  DLManagedTensor tensor{};
+};
+
+void delete_export(DLManagedTensor* self) { delete static_cast<Export*>(self->manager_ctx); }
+
+std::string name_of(DLDevice device) {
+  const std::string id = std::to_string(device.device_id);
+  switch (device.device_type) {
+    case kDLCPU:
+      return "host memory";
+    case kDLCUDA:
+      return "CUDA device " + id + " memory";
+    case kDLCUDAHost:
+      return "CUDA pinned host memory";
+    case kDLCUDAManaged:
+      return "CUDA managed memory";
+    case kDLROCM:
+      return "ROCm device " + id + " memory";
+    case kDLROCMHost:
+      return "ROCm pinned host memory";
+    default:
+      return "DLPack device type " + std::to_string(static_cast<int>(device.device_type)) + " memory";
+  }
+}
+
+bool is_host_addressable(DLDeviceType type) {
+  return type == kDLCPU || type == kDLCUDAHost || type == kDLROCMHost || type == kDLCUDAManaged;
+}
+
+}  // namespace
+
+DLDevice dlpack_device(const Buffer& buffer) {
+  const MemoryPlace place = buffer.backend().memory_place();
+  switch (place.kind) {
+    case MemoryPlace::Kind::host:
+      return {kDLCPU, 0};
+    case MemoryPlace::Kind::cuda:
+      return {buffer.is_managed() ? kDLCUDAManaged : kDLCUDA, place.device};
+    case MemoryPlace::Kind::rocm:
+      return {kDLROCM, place.device};
+    case MemoryPlace::Kind::other:
+      break;
+  }
+  throw Unsupported("DLPack: backend '" + buffer.backend().name() + "' keeps its buffers in " + describe(place) +
+                    ", which DLPack cannot name; copy the data to the host first");
+}
+
+DLDataType dlpack_dtype(DType dtype) {
+  switch (dtype) {
+    case DType::f16:
+      return {kDLFloat, 16, 1};
+    case DType::bf16:
+      return {kDLBfloat, 16, 1};
+    case DType::f32:
+      return {kDLFloat, 32, 1};
+    case DType::f64:
+      return {kDLFloat, 64, 1};
+    case DType::i32:
+      return {kDLInt, 32, 1};
+  }
+  throw InvalidArgument("DLPack: unknown dtype");
+}
+
+DType dtype_from_dlpack(DLDataType t) {
+  if (t.lanes == 1) {
+    if (t.code == kDLFloat && t.bits == 16) return DType::f16;
+    if (t.code == kDLBfloat && t.bits == 16) return DType::bf16;
+    if (t.code == kDLFloat && t.bits == 32) return DType::f32;
+    if (t.code == kDLFloat && t.bits == 64) return DType::f64;
+    if (t.code == kDLInt && t.bits == 32) return DType::i32;
+  }
+  static constexpr const char* kCodes[] = {"int", "uint", "float", "opaque handle", "bfloat", "complex", "bool"};
+  const std::string code = t.code < std::size(kCodes) ? kCodes[t.code] : "type code " + std::to_string(t.code);
+  throw DTypeMismatch("DLPack: tensors of " + code + std::to_string(t.bits) +
+                      (t.lanes == 1 ? std::string() : " x " + std::to_string(t.lanes) + " lanes") +
+                      " have no tandem dtype; tandem takes float16, bfloat16, float32, float64 and int32");
+}
+
+DLManagedTensor* to_dlpack(const Buffer& buffer, std::span<const std::int64_t> shape) {
+  const DLDevice device = dlpack_device(buffer);  // checks the handle and the memory's kind
+  auto ex = std::make_unique<Export>();
+  ex->buffer = buffer;
+  if (shape.empty()) {
+    ex->shape = {static_cast<std::int64_t>(buffer.size())};
+  } else {
+    std::int64_t product = 1;
+    for (std::int64_t d : shape) {
+      if (d < 0) throw InvalidArgument("to_dlpack: negative dimension " + std::to_string(d));
+      product *= d;
+    }
+    if (static_cast<std::size_t>(product) != buffer.size()) {
+      throw ShapeMismatch("to_dlpack: the shape holds " + std::to_string(product) + " elements, the buffer " +
+                          std::to_string(buffer.size()));
+    }
+    ex->shape.assign(shape.begin(), shape.end());
+  }
+  DLTensor& t = ex->tensor.dl_tensor;
+  t.data = const_cast<void*>(ex->buffer.data());
+  t.device = device;
+  t.ndim = static_cast<int>(ex->shape.size());
+  t.dtype = dlpack_dtype(buffer.dtype());
+  t.shape = ex->shape.data();
+  t.strides = nullptr;  // compact row-major
+  t.byte_offset = 0;
+  ex->tensor.manager_ctx = ex.get();
+  ex->tensor.deleter = delete_export;
+  return &ex.release()->tensor;
+}
+
+bool addresses(const Backend& backend, DLDevice device) {
+  const MemoryPlace place = backend.memory_place();
+  switch (place.kind) {
+    case MemoryPlace::Kind::host:
+      return is_host_addressable(device.device_type);
+    case MemoryPlace::Kind::cuda:
+      return device.device_type == kDLCUDAManaged ||
+             (device.device_type == kDLCUDA && device.device_id == place.device);
+    case MemoryPlace::Kind::rocm:
+      return device.device_type == kDLROCM && device.device_id == place.device;
+    case MemoryPlace::Kind::other:
+      break;
+  }
+  return false;
+}
+
+Tensor from_dlpack(Backend& backend, DLManagedTensor* managed) {
+  if (managed == nullptr) throw InvalidArgument("from_dlpack: null DLManagedTensor");
+  const DLTensor& t = managed->dl_tensor;
+  if (!addresses(backend, t.device)) {
+    throw InvalidArgument("from_dlpack: the tensor is in " + name_of(t.device) + ", which backend '" + backend.name() +
+                          "' (" + describe(backend.memory_place()) +
+                          ") cannot address; import it on a backend of that device, or copy it there first");
+  }
+  const DType dtype = dtype_from_dlpack(t.dtype);
+  if (t.ndim < 0) throw InvalidArgument("from_dlpack: negative ndim " + std::to_string(t.ndim));
+  Tensor out;
+  std::int64_t count = 1;
+  for (int i = 0; i < t.ndim; ++i) {
+    if (t.shape[i] < 0) throw InvalidArgument("from_dlpack: negative dimension " + std::to_string(t.shape[i]));
+    out.shape.push_back(t.shape[i]);
+    count *= t.shape[i];
+  }
+  if (t.strides != nullptr && count > 0) {  // must be those of the compact row-major layout
+    std::int64_t expected = 1;
+    for (int i = t.ndim - 1; i >= 0; --i) {
+      if (t.shape[i] != 1 && t.strides[i] != expected) {
+        throw InvalidArgument("from_dlpack: the tensor is not compact row-major (dimension " + std::to_string(i) +
+                              " has stride " + std::to_string(t.strides[i]) + ", not " + std::to_string(expected) +
+                              "); make it contiguous first (numpy.ascontiguousarray, torch.Tensor.contiguous)");
+      }
+      expected *= t.shape[i];
+    }
+  }
+  void* data = static_cast<char*>(t.data) + t.byte_offset;
+  if (backend.weak_from_this().expired()) {
+    throw InvalidArgument(
+        "from_dlpack: backend '" + backend.name() +
+        "' is not owned by a std::shared_ptr; obtain backends from get_backend() or create_backend()");
+  }
+  // Checked before the tensor is adopted: a refused pointer leaves it with the caller.
+  if (count > 0 && reinterpret_cast<std::uintptr_t>(data) % size_of(dtype) != 0) {
+    throw InvalidArgument("from_dlpack: the tensor's data is not aligned to its " + std::to_string(size_of(dtype)) +
+                          "-byte elements");
+  }
+  std::shared_ptr<DLManagedTensor> owner(managed, [](DLManagedTensor* m) {
+    if (m->deleter != nullptr) m->deleter(m);
+  });
+  out.buffer =
+      Buffer::wrap(backend, count > 0 ? data : nullptr, dtype, static_cast<std::size_t>(count), std::move(owner));
+  return out;
+}
+
+Backend& backend_for_device(DLDevice device) {
+  switch (device.device_type) {
+    case kDLCUDA:
+      return get_backend("cuda:" + std::to_string(device.device_id));
+    case kDLROCM:
+      return get_backend("hip:" + std::to_string(device.device_id));
+    default:
+      break;
+  }
+  if (!is_host_addressable(device.device_type)) {
+    throw BackendUnavailable("no tandem backend addresses " + name_of(device));
+  }
+  Backend& preferred = default_backend();
+  if (addresses(preferred, device)) return preferred;
+  for (const auto& info : backends()) {
+    if (info.available && info.name == "openmp") return get_backend("openmp");
+  }
+  return get_backend("reference");
+}
+
+}  // namespace tandem
