@@ -1,0 +1,326 @@
+// tandem.Array: a tandem buffer with a shape, and its ways in and out: NumPy (np.asarray), the
+// DLPack protocol (__dlpack__, __dlpack_device__, from_dlpack), copies between backends.
+#include <nanobind/ndarray.h>
+#include <nanobind/stl/optional.h>
+#include <nanobind/stl/string.h>
+#include <nanobind/stl/vector.h>
+
+#include <cstring>
+
+#include "bindings.hpp"
+#include "tandem/dlpack.hpp"
+
+namespace tandem::py {
+
+namespace {
+
+constexpr const char* kCapsuleName = "dltensor";
+constexpr const char* kUsedCapsuleName = "used_dltensor";
+
+std::string shape_text(const std::vector<std::int64_t>& shape) {
+  std::string s = "(";
+  for (std::size_t i = 0; i < shape.size(); ++i) s += (i ? ", " : "") + std::to_string(shape[i]);
+  return s + (shape.size() == 1 ? ",)" : ")");
+}
+
+std::int64_t product(const std::vector<std::int64_t>& shape) {
+  std::int64_t n = 1;
+  for (std::int64_t d : shape) {
+    if (d < 0) throw InvalidArgument("negative dimension in shape " + shape_text(shape));
+    n *= d;
+  }
+  return n;
+}
+
+// A capsule the consumer has not renamed still owns its tensor (the DLPack protocol).
+void capsule_destructor(PyObject* capsule) {
+  if (PyCapsule_IsValid(capsule, kCapsuleName)) {
+    auto* t = static_cast<DLManagedTensor*>(PyCapsule_GetPointer(capsule, kCapsuleName));
+    if (t != nullptr && t->deleter != nullptr) t->deleter(t);
+  }
+}
+
+// The host may read the memory once the work queued on it is done.
+void settle(const Array& a) {
+  if (!a.buffer.empty_handle()) a.buffer.backend().synchronize(Queue{});
+}
+
+nb::object to_numpy(const Array& a, bool force_copy) {
+  if (a.buffer.dtype() == DType::bf16) {
+    throw DTypeMismatch("NumPy has no bfloat16: convert the array first (tandem.astype(x, 'float32'))");
+  }
+  nb::dlpack::dtype dt{};
+  switch (a.buffer.dtype()) {
+    case DType::f16: dt = {static_cast<std::uint8_t>(nb::dlpack::dtype_code::Float), 16, 1}; break;
+    case DType::f32: dt = nb::dtype<float>(); break;
+    case DType::f64: dt = nb::dtype<double>(); break;
+    case DType::i32: dt = nb::dtype<std::int32_t>(); break;
+    case DType::bf16: break;
+  }
+  std::vector<std::size_t> shape(a.shape.begin(), a.shape.end());
+  settle(a);
+  const bool host = a.buffer.backend().memory_place().kind == MemoryPlace::Kind::host;
+  if (host && !force_copy) {  // NumPy reads the buffer's memory in place, holding a handle
+    auto* keep = new Buffer(a.buffer);
+    nb::capsule owner(keep, [](void* p) noexcept { delete static_cast<Buffer*>(p); });
+    return nb::cast(nb::ndarray<nb::numpy>(const_cast<void*>(a.buffer.data()), shape.size(), shape.data(), owner,
+                                           nullptr, dt));
+  }
+  auto* bytes = new std::vector<unsigned char>(a.buffer.bytes());
+  nb::capsule owner(bytes, [](void* p) noexcept { delete static_cast<std::vector<unsigned char>*>(p); });
+  if (!bytes->empty()) {
+    nb::gil_scoped_release release;
+    a.buffer.download_bytes(bytes->data(), bytes->size());
+  }
+  return nb::cast(nb::ndarray<nb::numpy>(bytes->data(), shape.size(), shape.data(), owner, nullptr, dt));
+}
+
+nb::object dlpack_capsule(const Array& a) {
+  settle(a);  // consumers on other streams see finished data
+  DLManagedTensor* t = to_dlpack(a.buffer, a.shape);
+  PyObject* capsule = PyCapsule_New(t, kCapsuleName, capsule_destructor);
+  if (capsule == nullptr) {
+    t->deleter(t);
+    throw nb::python_error();
+  }
+  return nb::steal(capsule);
+}
+
+// Takes the tensor of a "dltensor" capsule onto `backend` without copying.
+Array from_capsule(Backend& backend, nb::handle capsule) {
+  if (!PyCapsule_IsValid(capsule.ptr(), kCapsuleName)) {
+    throw InvalidArgument(PyCapsule_IsValid(capsule.ptr(), kUsedCapsuleName)
+                              ? "from_dlpack: this DLPack capsule was consumed already"
+                              : "from_dlpack: __dlpack__() did not return a 'dltensor' capsule");
+  }
+  auto* t = static_cast<DLManagedTensor*>(PyCapsule_GetPointer(capsule.ptr(), kCapsuleName));
+  Tensor tensor = tandem::from_dlpack(backend, t);  // throws before adopting: the capsule keeps it
+  PyCapsule_SetName(capsule.ptr(), kUsedCapsuleName);
+  return Array{std::move(tensor.buffer), std::move(tensor.shape)};
+}
+
+DLDevice device_of(nb::handle obj) {
+  nb::tuple dev = nb::borrow<nb::tuple>(obj.attr("__dlpack_device__")());
+  return {static_cast<DLDeviceType>(nb::cast<int>(dev[0])), nb::cast<std::int32_t>(dev[1])};
+}
+
+// DLPack's zero-copy import: obj has __dlpack__ and __dlpack_device__.
+Array import_dlpack(nb::handle obj, nb::handle backend_name) {
+  const DLDevice device = device_of(obj);
+  Backend& be = backend_name.is_none() ? backend_for_device(device) : backend_arg(backend_name);
+  if (!addresses(be, device)) {
+    throw InvalidArgument("from_dlpack: backend '" + be.name() + "' (" + describe(be.memory_place()) +
+                          ") cannot address this array's memory without a copy; use tandem.array(x, backend=...) "
+                          "to copy it there, or leave the backend out");
+  }
+  nb::object capsule;
+  if (device.device_type == kDLCUDA || device.device_type == kDLROCM) {
+    capsule = obj.attr("__dlpack__")(nb::arg("stream") = 1);  // the legacy default stream: tandem's queue 0
+  } else {
+    capsule = obj.attr("__dlpack__")();
+  }
+  return from_capsule(be, capsule);
+}
+
+}  // namespace
+
+Matrix Array::matrix(const char* what) const {
+  if (shape.size() != 2) {
+    throw ShapeMismatch(std::string(what) + ": needs a 2-D array, got shape " + shape_text(shape));
+  }
+  return tandem::matrix(buffer, shape[0], shape[1]);
+}
+
+const char* dtype_name(DType t) {
+  switch (t) {
+    case DType::f16: return "float16";
+    case DType::bf16: return "bfloat16";
+    case DType::f32: return "float32";
+    case DType::f64: return "float64";
+    case DType::i32: return "int32";
+  }
+  return "?";
+}
+
+DType dtype_arg(nb::handle dtype, DType fallback) {
+  if (dtype.is_none()) return fallback;
+  std::string name;
+  if (nb::isinstance<nb::str>(dtype)) {
+    name = nb::cast<std::string>(dtype);
+  } else if (nb::hasattr(dtype, "name")) {  // numpy.dtype, torch.dtype-like
+    name = nb::cast<std::string>(nb::str(dtype.attr("name")));
+  } else if (nb::hasattr(dtype, "__name__")) {  // numpy.float32
+    name = nb::cast<std::string>(dtype.attr("__name__"));
+  }
+  for (DType t : {DType::f16, DType::bf16, DType::f32, DType::f64, DType::i32}) {
+    if (name == dtype_name(t) || name == name_of(t)) return t;
+  }
+  throw DTypeMismatch("dtype '" + (name.empty() ? nb::cast<std::string>(nb::repr(dtype)) : name) +
+                      "': tandem has float16, bfloat16, float32, float64 and int32");
+}
+
+Backend& backend_arg(nb::handle backend) {
+  if (backend.is_none()) return default_backend();
+  if (nb::isinstance<nb::str>(backend)) return get_backend(nb::cast<std::string>(backend));
+  return nb::cast<Backend&>(backend);
+}
+
+Array empty(Backend& backend, DType dtype, std::vector<std::int64_t> shape) {
+  const std::int64_t n = product(shape);
+  return Array{Buffer(backend, dtype, static_cast<std::size_t>(n)), std::move(shape)};
+}
+
+Array output(const Array* out, Backend& backend, DType dtype, const std::vector<std::int64_t>& shape,
+             const char* what) {
+  if (out == nullptr) return empty(backend, dtype, shape);
+  if (out->shape != shape) {
+    throw ShapeMismatch(std::string(what) + ": out has shape " + shape_text(out->shape) + ", the result " +
+                        shape_text(shape));
+  }
+  if (out->buffer.dtype() != dtype) {
+    throw DTypeMismatch(std::string(what) + ": out is " + dtype_name(out->buffer.dtype()) + ", the result " +
+                        dtype_name(dtype));
+  }
+  return *out;
+}
+
+void bind_array(nb::module_& m) {
+  nb::class_<Array>(m, "Array",
+                    "An array on a tandem backend: a buffer of float16, bfloat16, float32, float64 or int32\n"
+                    "with a row-major shape. np.asarray(x) reads it (in place for host-memory backends);\n"
+                    "it speaks DLPack both ways.")
+      .def_prop_ro("shape", [](const Array& a) {
+        nb::list l;
+        for (std::int64_t d : a.shape) l.append(d);
+        return nb::tuple(l);
+      })
+      .def_prop_ro("dtype", [](const Array& a) { return dtype_name(a.buffer.dtype()); })
+      .def_prop_ro("ndim", &Array::ndim)
+      .def_prop_ro("size", &Array::size)
+      .def_prop_ro("nbytes", [](const Array& a) { return a.buffer.bytes(); })
+      .def_prop_ro("backend", [](const Array& a) { return a.buffer.backend().shared_from_this(); })
+      .def_prop_ro("is_wrapped", [](const Array& a) { return a.buffer.is_wrapped(); },
+                   "True when the memory belongs to another library (imported through DLPack).")
+      .def("__len__",
+           [](const Array& a) {
+             if (a.shape.empty()) throw nb::type_error("len() of a 0-d tandem.Array");
+             return a.shape[0];
+           })
+      .def("numpy", [](const Array& a) { return to_numpy(a, false); },
+           "The array as a NumPy array: sharing the memory on host-memory backends, a copy otherwise.")
+      .def(
+          "__array__",
+          [](const Array& a, nb::handle dtype, std::optional<bool> copy) {
+            const bool host = a.buffer.backend().memory_place().kind == MemoryPlace::Kind::host;
+            if (copy && !*copy && !host) {
+              throw nb::value_error("this tandem.Array lives in device memory: NumPy can only get a copy");
+            }
+            nb::object arr = to_numpy(a, copy.value_or(false));
+            if (!dtype.is_none()) arr = arr.attr("astype")(dtype, nb::arg("copy") = copy.value_or(false));
+            return arr;
+          },
+          nb::arg("dtype") = nb::none(), nb::arg("copy") = nb::none())
+      .def(
+          "__dlpack__",
+          [](const Array& a, nb::handle stream, nb::handle max_version, nb::handle dl_device, nb::handle copy) {
+            (void)stream, (void)max_version;  // the data is settled before export, whatever the consumer's stream
+            if (!copy.is_none() && nb::cast<bool>(copy)) {
+              throw nb::buffer_error("tandem exports its own memory only (copy=True is not supported)");
+            }
+            if (!dl_device.is_none()) {
+              const DLDevice mine = dlpack_device(a.buffer);
+              nb::tuple want = nb::borrow<nb::tuple>(dl_device);
+              if (nb::cast<int>(want[0]) != mine.device_type || nb::cast<int>(want[1]) != mine.device_id) {
+                throw nb::buffer_error("tandem exports on the array's own device only");
+              }
+            }
+            return dlpack_capsule(a);
+          },
+          nb::kw_only(), nb::arg("stream") = nb::none(), nb::arg("max_version") = nb::none(),
+          nb::arg("dl_device") = nb::none(), nb::arg("copy") = nb::none())
+      .def("__dlpack_device__",
+           [](const Array& a) {
+             const DLDevice d = dlpack_device(a.buffer);
+             return nb::make_tuple(static_cast<int>(d.device_type), d.device_id);
+           })
+      .def(
+          "to",
+          [](const Array& a, nb::handle backend) {
+            Backend& dst = backend_arg(backend);
+            if (&dst == &a.buffer.backend()) return a;
+            Array out = empty(dst, a.buffer.dtype(), a.shape);
+            std::vector<unsigned char> staging(a.buffer.bytes());
+            nb::gil_scoped_release release;
+            if (!staging.empty()) {
+              a.buffer.download_bytes(staging.data(), staging.size());
+              out.buffer.upload_bytes(staging.data(), staging.size());
+            }
+            return out;
+          },
+          nb::arg("backend"), "This array on another backend (a copy through the host; itself on its own backend).")
+      .def(
+          "reshape",
+          [](const Array& a, std::vector<std::int64_t> shape) {
+            std::int64_t known = 1;
+            std::size_t unknown = shape.size();  // the -1 dimension, if any
+            for (std::size_t i = 0; i < shape.size(); ++i) {
+              if (shape[i] == -1 && unknown == shape.size()) {
+                unknown = i;
+              } else if (shape[i] < 0) {
+                throw InvalidArgument("reshape: negative dimension in " + shape_text(shape));
+              } else {
+                known *= shape[i];
+              }
+            }
+            if (unknown < shape.size()) shape[unknown] = known > 0 ? static_cast<std::int64_t>(a.size()) / known : 0;
+            if (product(shape) != static_cast<std::int64_t>(a.size())) {
+              throw ShapeMismatch("reshape: shape " + shape_text(shape) + " does not hold the array's " +
+                                  std::to_string(a.size()) + " elements");
+            }
+            return Array{a.buffer, std::move(shape)};
+          },
+          nb::arg("shape"), "A view with another shape of the same elements (-1: the dimension that fits).")
+      .def("__repr__", [](const Array& a) {
+        return "tandem.Array(shape=" + shape_text(a.shape) + ", dtype=" + dtype_name(a.buffer.dtype()) +
+               ", backend='" + (a.buffer.empty_handle() ? std::string("none") : a.buffer.backend().name()) + "')";
+      });
+
+  m.def(
+      "empty",
+      [](std::vector<std::int64_t> shape, nb::handle dtype, nb::handle backend) {
+        return empty(backend_arg(backend), dtype_arg(dtype, DType::f32), std::move(shape));
+      },
+      nb::arg("shape"), nb::arg("dtype") = nb::none(), nb::arg("backend") = nb::none(),
+      "A new array; contents undefined. dtype defaults to float32, backend to the default one.");
+  m.def(
+      "full",
+      [](std::vector<std::int64_t> shape, double value, nb::handle dtype, nb::handle backend) {
+        Array a = empty(backend_arg(backend), dtype_arg(dtype, DType::f32), std::move(shape));
+        tandem::fill(a.buffer, value);
+        return a;
+      },
+      nb::arg("shape"), nb::arg("value"), nb::arg("dtype") = nb::none(), nb::arg("backend") = nb::none());
+  m.def(
+      "from_dlpack", &import_dlpack, nb::arg("x"), nb::arg("backend") = nb::none(),
+      "x's memory as a tandem.Array without copying (any object with __dlpack__: NumPy, PyTorch, CuPy).\n"
+      "backend: one that addresses that memory; None picks it from the device (host memory: the\n"
+      "default backend when it addresses the host, else openmp; CUDA device N: cuda:N).");
+  m.def(
+      "_from_host",
+      [](nb::ndarray<nb::c_contig, nb::device::cpu> host, Backend& backend, const std::string& dtype_text) {
+        const DType dtype = dtype_arg(nb::str(dtype_text.c_str()), DType::f32);
+        std::vector<std::int64_t> shape(host.ndim());
+        for (std::size_t i = 0; i < host.ndim(); ++i) shape[i] = static_cast<std::int64_t>(host.shape(i));
+        Array out = empty(backend, dtype, std::move(shape));
+        if (host.nbytes() != out.buffer.bytes()) throw DTypeMismatch("_from_host: element size differs from dtype");
+        {
+          nb::gil_scoped_release release;
+          if (out.buffer.bytes() != 0) out.buffer.upload_bytes(host.data(), host.nbytes());
+        }
+        return out;
+      },
+      nb::arg("host"), nb::arg("backend"), nb::arg("dtype"));
+  m.def("_dtype_name", [](nb::handle dtype) { return dtype_name(dtype_arg(dtype, DType::f32)); });
+}
+
+}  // namespace tandem::py
