@@ -2,6 +2,7 @@
 // DLPack protocol (__dlpack__, __dlpack_device__, from_dlpack), copies between backends.
 #include <nanobind/ndarray.h>
 #include <nanobind/stl/optional.h>
+#include <nanobind/stl/shared_ptr.h>
 #include <nanobind/stl/string.h>
 #include <nanobind/stl/vector.h>
 

@@ -2,6 +2,8 @@
 // (float64, C order; tandem.py converts); training and evaluation release the GIL.
 #include <nanobind/ndarray.h>
 #include <nanobind/stl/optional.h>
+#include <nanobind/stl/pair.h>
+#include <nanobind/stl/shared_ptr.h>
 #include <nanobind/stl/string.h>
 #include <nanobind/stl/vector.h>
 
@@ -228,7 +230,7 @@ void bind_ml(nb::module_& m) {
             for (const auto& r : reports) out.append(epoch_dict(r));
             return out;
           },
-          nb::arg("x"), nb::arg("y"), nb::arg("epochs") = 30, nb::arg("batch_size") = 64, nb::arg("seed") = 1,
+          nb::arg("x"), nb::arg("y"), nb::arg("epochs") = 30, nb::arg("batch_size") = 32, nb::arg("seed") = 1,
           nb::arg("x_test") = nb::none(), nb::arg("y_test") = nb::none(), nb::arg("graphs") = false,
           "Trains on (x, y) (y: class indices or values) and returns one dict per epoch (losses, accuracies,\n"
           "seconds); with x_test/y_test, the held-out loss and accuracy after each epoch.")

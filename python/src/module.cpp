@@ -140,6 +140,8 @@ void bind_core(nb::module_& m) {
              return names;
            },
            nb::arg("dtype") = nb::none())
+      .def("variants", [](const Backend& b, const std::string& algorithm) { return b.variants(algorithm); },
+           nb::arg("algorithm"), "The teaching variants of 'reduce' or 'scan' this backend keeps (the default first).")
       .def("synchronize", [](Backend& b) { b.synchronize(Queue{}); }, nb::call_guard<nb::gil_scoped_release>(),
            "Waits until the work queued on the default queue is done.")
       .def("memory_stats",

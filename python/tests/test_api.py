@@ -1,0 +1,94 @@
+"""Backends, info, errors, the GIL, check() and compare()."""
+import threading
+import time
+
+import numpy as np
+import pytest
+
+import tandem
+
+
+def test_backends_and_the_default_rule(monkeypatch):
+    names = [b["name"] for b in tandem.backends()]
+    assert "reference" in names and "openmp" in names
+    for b in tandem.backends():
+        assert b["available"] or b["reason"], f"{b['name']} is unavailable without a reason"
+    assert tandem.get_backend().name == tandem.get_backend(None).name
+    assert tandem.get_backend("auto").name == tandem.auto_backend_name()
+    info = tandem.info()
+    assert info["version"] == tandem.__version__
+    available = [b for b in info["backends"] if b["available"]]
+    assert all("properties" in b for b in available)
+    assert tandem.get_backend("reference").memory_place["kind"] == "host"
+
+
+def test_tandem_backend_environment_variable_picks_the_default():
+    import subprocess, sys, os
+    env = dict(os.environ, TANDEM_BACKEND="reference")
+    out = subprocess.run([sys.executable, "-c", "import tandem; print(tandem.get_backend().name, "
+                          "tandem.array([1.0]).backend.name)"], env=env, capture_output=True, text=True)
+    assert out.stdout.split() == ["reference", "reference"], out.stderr
+    env["TANDEM_BACKEND"] = "nonesuch"
+    out = subprocess.run([sys.executable, "-c", "import tandem; tandem.get_backend()"], env=env,
+                         capture_output=True, text=True)
+    assert "tandem._tandem.BackendUnavailable: TANDEM_BACKEND=nonesuch: unknown backend 'nonesuch'" in out.stderr
+
+
+def test_errors_are_typed_with_the_cpp_message():
+    assert issubclass(tandem.ShapeMismatch, tandem.Error) and issubclass(tandem.Error, RuntimeError)
+    assert issubclass(tandem.IoError, tandem.DataError)
+    a = tandem.array(np.ones((2, 3), np.float32))
+    with pytest.raises(tandem.ShapeMismatch) as e:
+        tandem.matmul(a, a)
+    assert "matmul" in str(e.value)
+    with pytest.raises(tandem.BackendUnavailable, match="unknown backend 'gpu9'"):
+        tandem.get_backend("gpu9")
+    with pytest.raises(tandem.DTypeMismatch, match="int8"):
+        tandem.empty([3], dtype="int8")
+    with pytest.raises(tandem.InvalidArgument, match="unknown matmul tier 'fast'"):
+        tandem.matmul(a, tandem.transpose(a), tier="fast")
+    with pytest.raises(tandem.IoError):
+        tandem.read_csv("/nonexistent/file.csv")
+    with pytest.raises(tandem.OutOfMemory):
+        tandem.empty([1 << 62], backend="reference")
+    with pytest.raises(tandem.DeviceMismatch, match="reference"):
+        tandem.add(tandem.array([1.0], backend="reference"), tandem.array([1.0], backend="sim"))
+
+
+def test_the_gil_is_released_while_tandem_works():
+    # The simulator runs a GPU kernel on the CPU slowly: long enough for another Python thread to
+    # run many times, which it cannot while a call holds the GIL.
+    x = tandem.array(np.ones(1 << 20, np.float32), backend="sim")
+    ticks = [0]
+    done = threading.Event()
+
+    def count():
+        while not done.is_set():
+            ticks[0] += 1
+
+    t = threading.Thread(target=count)
+    t.start()
+    time.sleep(0.01)
+    before = ticks[0]
+    start = time.perf_counter()
+    tandem.inclusive_scan(x)
+    seconds = time.perf_counter() - start
+    during = ticks[0] - before
+    done.set()
+    t.join()
+    assert seconds > 0.005, "the call was too short to tell"
+    assert during > 100, f"another thread ran {during} times during a {seconds:.3f} s call"
+
+
+def test_check_runs_the_verification_cases():
+    r = tandem.check("openmp", families=["reduce"], seed=5)
+    assert r["passed"] and r["failed"] == 0 and r["seed"] == 5
+    assert len(r["cases"]) > 5 and all(c["family"] == "reduce" for c in r["cases"])
+    assert all(c["passed"] for c in r["cases"])
+
+
+def test_compare_returns_measurements():
+    rows = tandem.compare(algorithms=["add"], backends=["openmp", "reference"], min_seconds=0.001)
+    assert {r["backend"] for r in rows} == {"openmp", "reference"}
+    assert all(r["kernel_ms"] > 0 and r["end_to_end_pageable_ms"] > 0 and r["gbps"] > 0 for r in rows)
+    assert "add" in tandem.compare_algorithms()

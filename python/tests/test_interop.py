@@ -1,0 +1,127 @@
+"""NumPy and DLPack both ways, zero-copy where tandem can, and the lifetimes that go with it."""
+import gc
+import weakref
+
+import numpy as np
+import pytest
+
+import tandem
+
+
+def address(a):
+    return np.asarray(a).__array_interface__["data"][0]
+
+
+class Owned(np.ndarray):
+    """A NumPy array that can be watched with a weak reference."""
+
+
+def host_backend(backend):
+    if backend.memory_place["kind"] != "host":
+        pytest.skip(f"{backend.name} keeps its arrays in {backend.memory_place['description']}")
+    return backend
+
+
+def test_numpy_in_and_out_without_copy(backend):
+    host_backend(backend)
+    a = np.arange(12, dtype=np.float32).reshape(3, 4)
+    x = tandem.from_dlpack(a, backend=backend)
+    assert x.shape == (3, 4) and x.dtype == "float32" and x.is_wrapped
+    assert address(x) == a.__array_interface__["data"][0]  # the same memory both ways
+    tandem.scale(2.0, x, out=x)
+    assert a[2, 3] == 22.0  # written in place
+    y = np.from_dlpack(x)
+    assert np.shares_memory(y, a)
+    assert tandem.asarray(a, backend=backend).is_wrapped
+
+
+def test_round_trip_through_dlpack_keeps_the_data(backend):
+    x = tandem.array(np.linspace(-1, 1, 101), backend=backend)
+    assert x.__dlpack_device__()[0] in (1, 2, 10, 13)
+    if backend.memory_place["kind"] == "host":
+        back = tandem.from_dlpack(x, backend=backend)
+        assert address(back) == address(x)
+    np.testing.assert_array_equal(np.asarray(x), np.linspace(-1, 1, 101))
+    np.testing.assert_array_equal(x.numpy(), np.linspace(-1, 1, 101))
+
+
+def test_wrapped_numpy_memory_lives_as_long_as_the_array():
+    a = np.arange(1000, dtype=np.float64).view(Owned)
+    watch = weakref.ref(a)
+    x = tandem.from_dlpack(a)
+    del a
+    gc.collect()
+    assert watch() is not None  # kept alive by the tandem array
+    assert tandem.sum(x) == 999 * 1000 / 2
+    del x
+    gc.collect()
+    assert watch() is None  # let go with the last handle
+
+
+def test_exported_memory_outlives_the_tandem_array(backend):
+    x = tandem.array(np.arange(64, dtype=np.float32), backend=backend)
+    if backend.memory_place["kind"] != "host":
+        pytest.skip(f"NumPy cannot read {backend.name}'s memory in place")
+    y = np.from_dlpack(x)
+    del x
+    gc.collect()
+    tandem.full([1 << 16], 7.0, backend=backend)  # reuses freed blocks if y's were freed
+    np.testing.assert_array_equal(y, np.arange(64, dtype=np.float32))
+
+
+def test_arrays_outlive_their_backend_object():
+    be = tandem.get_backend("reference")
+    x = tandem.array([1.0, 2.0, 3.0], backend=be)
+    del be
+    gc.collect()
+    assert x.backend.name == "reference"
+    assert tandem.sum(x) == 6.0
+
+
+def test_arrays_move_between_backends(backend):
+    x = tandem.array(np.arange(10, dtype=np.float32), backend="reference")
+    y = x.to(backend)
+    assert y.backend.name == backend.name
+    np.testing.assert_array_equal(np.asarray(tandem.add(y, y)), 2 * np.arange(10))
+    z = tandem.array(y)  # a copy on the default backend
+    np.testing.assert_array_equal(np.asarray(z), np.arange(10))
+
+
+def test_what_dlpack_refuses():
+    strided = np.arange(20, dtype=np.float32)[::2]
+    with pytest.raises(tandem.InvalidArgument, match="not compact row-major"):
+        tandem.from_dlpack(strided)
+    assert np.array_equal(np.asarray(tandem.asarray(strided)), strided)  # asarray copies instead
+    with pytest.raises(tandem.DTypeMismatch, match="int64"):
+        tandem.from_dlpack(np.arange(3, dtype=np.int64))
+    with pytest.raises(tandem.DTypeMismatch, match="int64"):
+        tandem.array(np.arange(3, dtype=np.int64))
+    assert tandem.array([1, 2, 3]).dtype == "int32"  # Python ints become int32
+    x = tandem.array(np.ones(4, np.float32))
+    cap = x.__dlpack__()
+    tandem.from_dlpack(type("Producer", (), {"__dlpack__": lambda self, **k: cap,
+                                              "__dlpack_device__": lambda self: (1, 0)})())
+    with pytest.raises(tandem.InvalidArgument, match="consumed already"):
+        tandem.from_dlpack(type("Producer", (), {"__dlpack__": lambda self, **k: cap,
+                                                  "__dlpack_device__": lambda self: (1, 0)})())
+
+
+def test_bfloat16_has_no_numpy_form():
+    x = tandem.astype(tandem.array(np.ones(3, np.float32)), "bfloat16")
+    assert x.dtype == "bfloat16"
+    with pytest.raises(tandem.DTypeMismatch, match="bfloat16"):
+        np.asarray(x)
+    np.testing.assert_array_equal(np.asarray(tandem.astype(x, "float32")), np.ones(3))
+
+
+def test_pytorch_cpu_tensors_both_ways():
+    torch = pytest.importorskip("torch", reason="PyTorch is not installed in this Python")
+    t = torch.arange(8, dtype=torch.float32)
+    x = tandem.from_dlpack(t, backend="openmp" if "openmp" in [b["name"] for b in tandem.backends() if b["available"]]
+                           else "reference")
+    tandem.scale(3.0, x, out=x)
+    assert t[7].item() == 21.0  # the tensor's memory, written in place
+    back = torch.from_dlpack(x)
+    assert back.data_ptr() == t.data_ptr()
+    y = tandem.array(np.arange(5, dtype=np.float64))
+    assert torch.from_dlpack(y).sum().item() == 10.0
