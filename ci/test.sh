@@ -25,6 +25,11 @@ if [ -n "$over" ]; then
   exit 1
 fi
 
+echo "== Python: a virtual environment with nanobind, scikit-build-core, NumPy and pytest (PyPI) =="
+venv=build/venv
+[ -x "$venv/bin/python" ] || /usr/bin/python3 -m venv "$venv"
+"$venv/bin/pip" install -q --disable-pip-version-check nanobind scikit-build-core numpy pytest
+
 echo "== release build, warnings as errors =="
 # Every backend whose toolchain is here must build: the simulator, HIP, Kokkos and MPI always
 # (install-deps installs them), CUDA when nvcc is present. ON makes a missing toolchain a configure error
@@ -35,9 +40,15 @@ if command -v nvcc >/dev/null || [ -x /usr/local/cuda/bin/nvcc ]; then
 else
   echo "test.sh: no nvcc on this machine: the CUDA backend is not compiled"
 fi
-cmake --preset ci "${gpu_flags[@]}" >/dev/null
+cmake --preset ci "${gpu_flags[@]}" -DTANDEM_BUILD_PYTHON=ON -DPython_EXECUTABLE="$PWD/$venv/bin/python" >/dev/null
 cmake --build --preset ci -j "$jobs"
 ctest --preset ci -j "$jobs"
+
+echo "== the Python package as users install it: pip install . into a fresh environment, then its tests =="
+rm -rf build/venv-install
+/usr/bin/python3 -m venv build/venv-install
+build/venv-install/bin/pip install -q --disable-pip-version-check . pytest
+(cd python/tests && env -u PYTHONPATH -u TANDEM_CLI ../../build/venv-install/bin/python -m pytest -q -p no:cacheprovider)
 
 echo "== openmp sources without SSE2 (the fallbacks non-x86 CPUs compile), syntax only =="
 for f in backends/openmp/kernels_generic.cpp backends/openmp/copies.cpp; do

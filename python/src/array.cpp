@@ -281,6 +281,20 @@ void bind_array(nb::module_& m) {
             return Array{a.buffer, std::move(shape)};
           },
           nb::arg("shape"), "A view with another shape of the same elements (-1: the dimension that fits).")
+      .def("__add__", [](const Array& x, const Array& y) { return binary_op(BinaryOp::add, x, y, nullptr); },
+           nb::call_guard<nb::gil_scoped_release>())
+      .def("__sub__", [](const Array& x, const Array& y) { return binary_op(BinaryOp::sub, x, y, nullptr); },
+           nb::call_guard<nb::gil_scoped_release>())
+      .def("__mul__", [](const Array& x, const Array& y) { return binary_op(BinaryOp::mul, x, y, nullptr); },
+           nb::call_guard<nb::gil_scoped_release>())
+      .def("__truediv__", [](const Array& x, const Array& y) { return binary_op(BinaryOp::div, x, y, nullptr); },
+           nb::call_guard<nb::gil_scoped_release>())
+      .def("__neg__", [](const Array& x) { return unary_op(UnaryOp::neg, x, nullptr); },
+           nb::call_guard<nb::gil_scoped_release>())
+      .def("__matmul__", [](const Array& a, const Array& b) { return matmul(a, b, nullptr, false, false, 1, 0, "auto", false); },
+           nb::call_guard<nb::gil_scoped_release>())
+      .def_prop_ro("T", [](const Array& a) { return transpose(a, nullptr); }, "The transpose of a 2-D array (a copy).")
+      .def("tolist", [](nb::handle self) { return self.attr("__array__")().attr("tolist")(); })
       .def("__repr__", [](const Array& a) {
         return "tandem.Array(shape=" + shape_text(a.shape) + ", dtype=" + dtype_name(a.buffer.dtype()) +
                ", backend='" + (a.buffer.empty_handle() ? std::string("none") : a.buffer.backend().name()) + "')";

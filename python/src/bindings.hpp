@@ -40,6 +40,13 @@ Array empty(Backend& backend, DType dtype, std::vector<std::int64_t> shape);
 Array output(const Array* out, Backend& backend, DType dtype, const std::vector<std::int64_t>& shape,
              const char* what);
 
+// The ops behind Array's operators (ops.cpp).
+Array binary_op(BinaryOp op, const Array& x, const Array& y, const Array* out);
+Array unary_op(UnaryOp op, const Array& x, const Array* out);
+Array matmul(const Array& a, const Array& b, const Array* out, bool trans_a, bool trans_b, double alpha, double beta,
+             const std::string& tier, bool tf32);
+Array transpose(const Array& a, const Array* out);
+
 void bind_core(nb::module_& m);
 void bind_array(nb::module_& m);
 void bind_ops(nb::module_& m);

@@ -7,6 +7,8 @@
 #include <nanobind/stl/string.h>
 #include <nanobind/stl/vector.h>
 
+#include <chrono>
+
 #include "bindings.hpp"
 
 namespace tandem::py {
@@ -24,6 +26,21 @@ void same_backend(const Array& a, const Array& b, const char* what) {
   }
 }
 
+ReduceOp parse_reduce(const std::string& name) {
+  for (ReduceOp op : kReduceOps) {
+    if (name_of(op) == name) return op;
+  }
+  throw InvalidArgument("unknown reduction '" + name + "': use sum, min, max, argmax or norm2");
+}
+
+double read_scalar(const Buffer& b) {
+  if (b.dtype() == DType::f32) return b.to_vector<float>()[0];
+  if (b.dtype() == DType::i32) return b.to_vector<std::int32_t>()[0];
+  return b.to_vector<double>()[0];
+}
+
+}  // namespace
+
 Array binary_op(BinaryOp op, const Array& x, const Array& y, const Array* out) {
   same_backend(x, y, "binary op");
   if (x.shape != y.shape) {
@@ -39,19 +56,6 @@ Array unary_op(UnaryOp op, const Array& x, const Array* out) {
   Array o = output(out, backend_of(x), x.buffer.dtype(), x.shape, "unary op");
   tandem::unary(op, x.buffer, o.buffer);
   return o;
-}
-
-ReduceOp parse_reduce(const std::string& name) {
-  for (ReduceOp op : kReduceOps) {
-    if (name_of(op) == name) return op;
-  }
-  throw InvalidArgument("unknown reduction '" + name + "': use sum, min, max, argmax or norm2");
-}
-
-double read_scalar(const Buffer& b) {
-  if (b.dtype() == DType::f32) return b.to_vector<float>()[0];
-  if (b.dtype() == DType::i32) return b.to_vector<std::int32_t>()[0];
-  return b.to_vector<double>()[0];
 }
 
 Array matmul(const Array& a, const Array& b, const Array* out, bool trans_a, bool trans_b, double alpha,
@@ -75,7 +79,13 @@ Array matmul(const Array& a, const Array& b, const Array* out, bool trans_a, boo
   return c;
 }
 
-}  // namespace
+Array transpose(const Array& a, const Array* out) {
+  const Matrix ma = a.matrix("transpose");
+  Array o = output(out, backend_of(a), a.buffer.dtype(), {ma.cols, ma.rows}, "transpose");
+  Matrix mo = o.matrix("transpose (out)");
+  tandem::transpose(ma, mo);
+  return o;
+}
 
 void bind_ops(nb::module_& m) {
   nb::list unary_names, binary_names;
@@ -95,6 +105,18 @@ void bind_ops(nb::module_& m) {
         ("Elementwise " + name + " of two arrays of one shape and dtype (float32, float64).").c_str());
   }
   m.attr("unary_ops") = nb::tuple(unary_names);
+  // For bench/python_overhead.py: the same call as tandem.add(x, y, out=out), `calls` times in a
+  // C++ loop (queue drained at the end), so that the per-call cost of the binding can be told apart.
+  m.def(
+      "_cpp_add_seconds",
+      [](const Array& x, const Array& y, Array& out, std::size_t calls) {
+        same_backend(x, y, "_cpp_add_seconds");
+        const auto start = std::chrono::steady_clock::now();
+        for (std::size_t i = 0; i < calls; ++i) tandem::add(x.buffer, y.buffer, out.buffer);
+        backend_of(out).synchronize(Queue{});
+        return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+      },
+      nb::arg("x"), nb::arg("y"), nb::arg("out"), nb::arg("calls"), Release());
   m.attr("binary_ops") = nb::tuple(binary_names);
 
   m.def(
@@ -140,16 +162,7 @@ void bind_ops(nb::module_& m) {
       },
       nb::arg("a"), nb::arg("b"), nb::arg("alpha") = 1.0, nb::arg("beta") = 1.0, nb::arg("out") = nb::none(),
       Release(), "alpha * a + beta * b for 2-D arrays.");
-  m.def(
-      "transpose",
-      [](const Array& a, const Array* out) {
-        const Matrix ma = a.matrix("transpose");
-        Array o = output(out, backend_of(a), a.buffer.dtype(), {ma.cols, ma.rows}, "transpose");
-        Matrix mo = o.matrix("transpose (out)");
-        tandem::transpose(ma, mo);
-        return o;
-      },
-      nb::arg("a"), nb::arg("out") = nb::none(), Release());
+  m.def("transpose", &transpose, nb::arg("a"), nb::arg("out") = nb::none(), Release());
   m.def(
       "add_row_vector",
       [](const Array& x, const Array& bias, const Array* out) {

@@ -93,21 +93,3 @@ cumsum = inclusive_scan  # noqa: F405
 
 def mean(x: Array) -> float:
     return sum(x) / x.size  # noqa: F405
-
-
-def _binary_operator(op):
-    def method(self, other):
-        if not isinstance(other, Array):
-            return NotImplemented
-        return op(self, other)
-    return method
-
-
-Array.__add__ = _binary_operator(add)  # noqa: F405
-Array.__sub__ = _binary_operator(sub)  # noqa: F405
-Array.__mul__ = _binary_operator(mul)  # noqa: F405
-Array.__truediv__ = _binary_operator(div)  # noqa: F405
-Array.__matmul__ = _binary_operator(matmul)  # noqa: F405
-Array.__neg__ = lambda self: neg(self)  # noqa: F405
-Array.T = property(lambda self: transpose(self), doc="The transpose of a 2-D array (a copy).")  # noqa: F405
-Array.tolist = lambda self: _np.asarray(self).tolist()

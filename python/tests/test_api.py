@@ -92,3 +92,13 @@ def test_compare_returns_measurements():
     assert {r["backend"] for r in rows} == {"openmp", "reference"}
     assert all(r["kernel_ms"] > 0 and r["end_to_end_pageable_ms"] > 0 and r["gbps"] > 0 for r in rows)
     assert "add" in tandem.compare_algorithms()
+
+
+def test_type_stubs_ship_with_the_package():
+    import ast
+    import pathlib
+    stub = pathlib.Path(tandem._tandem.__file__).with_name("_tandem.pyi")
+    tree = ast.parse(stub.read_text())  # valid Python
+    names = {n.name for n in ast.walk(tree) if isinstance(n, (ast.FunctionDef, ast.ClassDef))}
+    assert {"Array", "Mlp", "matmul", "from_dlpack", "softmax_cross_entropy", "add", "relu"} <= names
+    assert (stub.parent / "py.typed").exists()

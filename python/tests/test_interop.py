@@ -125,3 +125,10 @@ def test_pytorch_cpu_tensors_both_ways():
     assert back.data_ptr() == t.data_ptr()
     y = tandem.array(np.arange(5, dtype=np.float64))
     assert torch.from_dlpack(y).sum().item() == 10.0
+
+
+def test_empty_arrays_cross_both_ways(backend):
+    x = tandem.empty([0, 3], backend=backend)
+    assert np.asarray(x).shape == (0, 3)
+    assert tandem.array(np.zeros((0,), np.float32), backend=backend).size == 0
+    assert tandem.from_dlpack(np.zeros((2, 0), np.float64)).shape == (2, 0)
