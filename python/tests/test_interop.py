@@ -132,3 +132,22 @@ def test_empty_arrays_cross_both_ways(backend):
     assert np.asarray(x).shape == (0, 3)
     assert tandem.array(np.zeros((0,), np.float32), backend=backend).size == 0
     assert tandem.from_dlpack(np.zeros((2, 0), np.float64)).shape == (2, 0)
+
+
+def test_pytorch_cuda_tensors_without_copy():
+    torch = pytest.importorskip("torch", reason="PyTorch is not installed in this Python")
+    if not torch.cuda.is_available():
+        pytest.skip("PyTorch sees no CUDA device here")
+    names = {b["name"]: b for b in tandem.backends()}
+    if not names.get("cuda", {}).get("available"):
+        pytest.skip(f"tandem's cuda backend cannot run here: {names.get('cuda', {}).get('reason', 'not known')}")
+    t = torch.arange(1024, dtype=torch.float32, device="cuda")
+    x = tandem.from_dlpack(t)
+    assert x.backend.name.startswith("cuda") and x.is_wrapped
+    tandem.scale(2.0, x, out=x)
+    torch.cuda.synchronize()
+    assert t[1023].item() == 2046.0  # the tensor's device memory, written in place
+    back = torch.from_dlpack(x)
+    assert back.data_ptr() == t.data_ptr()
+    y = tandem.array(np.ones(8, np.float32), backend="cuda")
+    assert torch.from_dlpack(y).device.type == "cuda"
