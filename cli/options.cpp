@@ -143,38 +143,4 @@ void JsonOption::write(const Json& doc) const {
   write_text(to_stdout() ? "-" : path_, doc.dump(2) + "\n");
 }
 
-void write_text(const std::string& path, const std::string& text) {
-  if (path == "-") {
-    std::fputs(text.c_str(), stdout);
-    std::fflush(stdout);
-    return;
-  }
-  std::ofstream f(path, std::ios::binary | std::ios::trunc);
-  if (!f) throw IoError(path + ": cannot write (" + std::strerror(errno) + ")");
-  f << text;
-  f.close();
-  if (!f) throw IoError(path + ": writing failed (disk full?)");
-}
-
-Json number(double x) { return std::isfinite(x) ? Json(x) : Json(nullptr); }
-
-const char* kind_name(BackendKind k) {
-  switch (k) {
-    case BackendKind::cpu:
-      return "cpu";
-    case BackendKind::gpu:
-      return "gpu";
-    case BackendKind::simulator:
-      return "simulator";
-  }
-  return "?";
-}
-
-std::string today() {
-  const std::time_t now = std::time(nullptr);
-  char date[32];
-  std::strftime(date, sizeof date, "%Y-%m-%d", std::localtime(&now));
-  return date;
-}
-
 }  // namespace tandem::cli

@@ -2,6 +2,7 @@
 // manager context; imports wrap the producer's memory with the tensor as the keep-alive owner.
 #include "tandem/dlpack.hpp"
 
+#include <limits>
 #include <memory>
 #include <string>
 
@@ -18,6 +19,15 @@ struct Export {
 };
 
 void delete_export(DLManagedTensor* self) { delete static_cast<Export*>(self->manager_ctx); }
+
+// An imported tensor's owner inside tandem: calls the producer's deleter when the last buffer
+// handle goes, once `tensor` is set (after everything that can throw).
+struct Adopted {
+  DLManagedTensor* tensor = nullptr;
+  ~Adopted() {
+    if (tensor != nullptr && tensor->deleter != nullptr) tensor->deleter(tensor);
+  }
+};
 
 std::string name_of(DLDevice device) {
   const std::string id = std::to_string(device.device_id);
@@ -39,9 +49,10 @@ std::string name_of(DLDevice device) {
   }
 }
 
-bool is_host_addressable(DLDeviceType type) {
-  return type == kDLCPU || type == kDLCUDAHost || type == kDLROCMHost || type == kDLCUDAManaged;
-}
+// Memory the host reads without waiting for a GPU queue: only plain host memory. (Pinned and
+// managed memory of a GPU runtime are host-addressable too, but a producer's queued kernels may
+// still be writing them.)
+bool is_host_memory(DLDeviceType type) { return type == kDLCPU; }
 
 }  // namespace
 
@@ -92,24 +103,25 @@ DType dtype_from_dlpack(DLDataType t) {
                       " have no tandem dtype; tandem takes float16, bfloat16, float32, float64 and int32");
 }
 
-DLManagedTensor* to_dlpack(const Buffer& buffer, std::span<const std::int64_t> shape) {
+DLManagedTensor* to_dlpack(const Buffer& buffer) {
+  return to_dlpack(Tensor{buffer, {static_cast<std::int64_t>(buffer.size())}});
+}
+
+DLManagedTensor* to_dlpack(const Tensor& tensor) {
+  const Buffer& buffer = tensor.buffer;
   const DLDevice device = dlpack_device(buffer);  // checks the handle and the memory's kind
+  std::int64_t product = 1;
+  for (std::int64_t d : tensor.shape) {
+    if (d < 0) throw InvalidArgument("to_dlpack: negative dimension " + std::to_string(d));
+    product *= d;
+  }
+  if (static_cast<std::size_t>(product) != buffer.size()) {
+    throw ShapeMismatch("to_dlpack: the shape holds " + std::to_string(product) + " elements, the buffer " +
+                        std::to_string(buffer.size()));
+  }
   auto ex = std::make_unique<Export>();
   ex->buffer = buffer;
-  if (shape.empty()) {
-    ex->shape = {static_cast<std::int64_t>(buffer.size())};
-  } else {
-    std::int64_t product = 1;
-    for (std::int64_t d : shape) {
-      if (d < 0) throw InvalidArgument("to_dlpack: negative dimension " + std::to_string(d));
-      product *= d;
-    }
-    if (static_cast<std::size_t>(product) != buffer.size()) {
-      throw ShapeMismatch("to_dlpack: the shape holds " + std::to_string(product) + " elements, the buffer " +
-                          std::to_string(buffer.size()));
-    }
-    ex->shape.assign(shape.begin(), shape.end());
-  }
+  ex->shape = tensor.shape;
   DLTensor& t = ex->tensor.dl_tensor;
   t.data = const_cast<void*>(ex->buffer.data());
   t.device = device;
@@ -127,7 +139,7 @@ bool addresses(const Backend& backend, DLDevice device) {
   const MemoryPlace place = backend.memory_place();
   switch (place.kind) {
     case MemoryPlace::Kind::host:
-      return is_host_addressable(device.device_type);
+      return is_host_memory(device.device_type);
     case MemoryPlace::Kind::cuda:
       return device.device_type == kDLCUDAManaged ||
              (device.device_type == kDLCUDA && device.device_id == place.device);
@@ -168,21 +180,19 @@ Tensor from_dlpack(Backend& backend, DLManagedTensor* managed) {
     }
   }
   void* data = static_cast<char*>(t.data) + t.byte_offset;
-  if (backend.weak_from_this().expired()) {
-    throw InvalidArgument(
-        "from_dlpack: backend '" + backend.name() +
-        "' is not owned by a std::shared_ptr; obtain backends from get_backend() or create_backend()");
-  }
-  // Checked before the tensor is adopted: a refused pointer leaves it with the caller.
+  // Everything that can refuse the tensor comes before it is adopted: a throw leaves it with the caller.
+  if (count > 0 && t.data == nullptr) throw InvalidArgument("from_dlpack: null data for a non-empty tensor");
   if (count > 0 && reinterpret_cast<std::uintptr_t>(data) % size_of(dtype) != 0) {
     throw InvalidArgument("from_dlpack: the tensor's data is not aligned to its " + std::to_string(size_of(dtype)) +
                           "-byte elements");
   }
-  std::shared_ptr<DLManagedTensor> owner(managed, [](DLManagedTensor* m) {
-    if (m->deleter != nullptr) m->deleter(m);
-  });
-  out.buffer =
-      Buffer::wrap(backend, count > 0 ? data : nullptr, dtype, static_cast<std::size_t>(count), std::move(owner));
+  if (static_cast<std::uint64_t>(count) > std::numeric_limits<std::size_t>::max() / size_of(dtype)) {
+    throw InvalidArgument("from_dlpack: the tensor's " + std::to_string(count) +
+                          " elements overflow the address space");
+  }
+  auto owner = std::make_shared<Adopted>();  // adopts nothing yet
+  out.buffer = Buffer::wrap(backend, count > 0 ? data : nullptr, dtype, static_cast<std::size_t>(count), owner);
+  owner->tensor = managed;  // cannot throw: from here on tandem owns it
   return out;
 }
 
@@ -195,7 +205,7 @@ Backend& backend_for_device(DLDevice device) {
     default:
       break;
   }
-  if (!is_host_addressable(device.device_type)) {
+  if (!is_host_memory(device.device_type)) {
     throw BackendUnavailable("no tandem backend addresses " + name_of(device));
   }
   Backend& preferred = default_backend();

@@ -127,10 +127,10 @@ TEST_CASE("dlpack: a buffer exported and imported again is the same memory, free
     std::printf("SKIPPED: %s keeps its buffers in memory DLPack cannot name\n", be->name().c_str());
     return;
   }
+  const std::size_t in_use = be->memory_stats().bytes_in_use;
   Buffer original = Buffer::from(*be, iota(12, 0));
   const void* data = original.data();
-  const std::int64_t shape[] = {3, 4};
-  DLManagedTensor* t = to_dlpack(original, shape);
+  DLManagedTensor* t = to_dlpack(Tensor{original, {3, 4}});
   CHECK(t->dl_tensor.data == data);
   CHECK(t->dl_tensor.ndim == 2);
   CHECK(t->dl_tensor.shape[1] == 4);
@@ -142,8 +142,14 @@ TEST_CASE("dlpack: a buffer exported and imported again is the same memory, free
   CHECK(back.buffer.data() == data);
   CHECK(back.shape == std::vector<std::int64_t>{3, 4});
   CHECK(back.buffer.to_vector<float>()[11] == 11.0f);
-  const std::int64_t wrong[] = {5, 2};
-  CHECK_THROWS_AS(to_dlpack(back.buffer, wrong), ShapeMismatch);
+  CHECK_THROWS_AS(to_dlpack(Tensor{back.buffer, {5, 2}}), ShapeMismatch);
+  back = Tensor{};  // the import's deleter frees the export, which lets go of the buffer
+  CHECK(be->memory_stats().bytes_in_use == in_use);
+  DLManagedTensor* scalar = to_dlpack(Tensor{Buffer::from(*be, iota(1, 5)), {}});  // 0-d
+  CHECK(scalar->dl_tensor.ndim == 0);
+  CHECK(be->memory_stats().bytes_in_use > in_use);
+  scalar->deleter(scalar);  // a receiver that lets go without importing
+  CHECK(be->memory_stats().bytes_in_use == in_use);
 }
 
 TEST_CASE("dlpack: a producer's host tensor is used in place and handed back when the last handle goes") {
@@ -191,9 +197,15 @@ TEST_CASE("dlpack: strided, odd-typed and foreign tensors are refused and stay t
   t->dl_tensor.dtype = {kDLUInt, 8, 1};
   CHECK_THROWS_WITH_AS(from_dlpack(*be, t), doctest::Contains("uint8"), DTypeMismatch);
   t->dl_tensor.dtype = {kDLFloat, 32, 1};
-  t->dl_tensor.device = {kDLCUDA, 0};
+  void* data = t->dl_tensor.data;
+  t->dl_tensor.data = nullptr;  // refused after the other checks, still before adoption
+  CHECK_THROWS_WITH_AS(from_dlpack(*be, t), doctest::Contains("null data"), InvalidArgument);
+  t->dl_tensor.data = data;
   if (be->memory_place().kind == MemoryPlace::Kind::host) {
-    CHECK_THROWS_WITH_AS(from_dlpack(*be, t), doctest::Contains("CUDA device 0"), InvalidArgument);
+    for (DLDeviceType gpu_side : {kDLCUDA, kDLCUDAHost, kDLCUDAManaged, kDLROCMHost}) {
+      t->dl_tensor.device = {gpu_side, 0};  // memory a GPU queue may still be writing
+      CHECK_THROWS_WITH_AS(from_dlpack(*be, t), doctest::Contains("cannot address"), InvalidArgument);
+    }
   }
   CHECK(g_deleted == 1);
   t->deleter(t);

@@ -33,17 +33,20 @@ DLDataType dlpack_dtype(DType dtype);
 // float16, bfloat16, float32, float64 and int32 with one lane; DTypeMismatch naming any other.
 DType dtype_from_dlpack(DLDataType dtype);
 
-// A new DLManagedTensor over the buffer's memory, with this shape (empty: one dimension of
-// buffer.size()); the product of the shape must be buffer.size() (ShapeMismatch). The buffer's
-// memory stays alive until the receiver calls the tensor's deleter.
-DLManagedTensor* to_dlpack(const Buffer& buffer, std::span<const std::int64_t> shape = {});
+// A new DLManagedTensor over the buffer's memory: one dimension of buffer.size(), or the
+// tensor's shape (an empty shape is a 0-d scalar), whose product must be buffer.size()
+// (ShapeMismatch). The memory stays alive until the receiver calls the tensor's deleter.
+DLManagedTensor* to_dlpack(const Buffer& buffer);
+DLManagedTensor* to_dlpack(const Tensor& tensor);
 
 // The tensor's memory as a buffer of `backend`, which must address it (InvalidArgument names the
-// backend to use otherwise): host memory (kDLCPU, kDLCUDAHost, kDLROCMHost, kDLCUDAManaged) for
-// the CPU backends and the simulator, its own device (or managed memory) for cuda and hip. The
+// backend to use otherwise): kDLCPU memory for the CPU backends and the simulator, its own device
+// (or CUDA managed memory) for cuda and hip. Pinned and managed memory of a GPU runtime are
+// refused on the host backends: the producer's queued work on them would race the host's reads. The
 // tensor must be compact row-major (null strides, or the strides of that layout) and of a type
 // dtype_from_dlpack takes. On success tandem owns the tensor and calls its deleter when the last
-// handle sharing it goes; when this throws, the caller still owns it.
+// handle sharing it goes; when this throws, the caller still owns it (tandem adopts the tensor
+// only after everything that can throw).
 Tensor from_dlpack(Backend& backend, DLManagedTensor* tensor);
 
 // Whether `backend` addresses memory of this device (from_dlpack would take it).

@@ -34,16 +34,22 @@ std::int64_t product(const std::vector<std::int64_t>& shape) {
 }
 
 // A capsule the consumer has not renamed still owns its tensor (the DLPack protocol).
+// A pending exception (the consumer's) is kept aside while the deleter runs.
 void capsule_destructor(PyObject* capsule) {
+  PyObject *type, *value, *traceback;
+  PyErr_Fetch(&type, &value, &traceback);
   if (PyCapsule_IsValid(capsule, kCapsuleName)) {
     auto* t = static_cast<DLManagedTensor*>(PyCapsule_GetPointer(capsule, kCapsuleName));
     if (t != nullptr && t->deleter != nullptr) t->deleter(t);
   }
+  PyErr_Restore(type, value, traceback);
 }
 
-// The host may read the memory once the work queued on it is done.
+// The host (or another library) may read the memory once the work queued on it is done.
 void settle(const Array& a) {
-  if (!a.buffer.empty_handle()) a.buffer.backend().synchronize(Queue{});
+  if (a.buffer.empty_handle()) return;
+  nb::gil_scoped_release release;
+  a.buffer.backend().synchronize(Queue{});
 }
 
 nb::object to_numpy(const Array& a, bool force_copy) {
@@ -52,11 +58,20 @@ nb::object to_numpy(const Array& a, bool force_copy) {
   }
   nb::dlpack::dtype dt{};
   switch (a.buffer.dtype()) {
-    case DType::f16: dt = {static_cast<std::uint8_t>(nb::dlpack::dtype_code::Float), 16, 1}; break;
-    case DType::f32: dt = nb::dtype<float>(); break;
-    case DType::f64: dt = nb::dtype<double>(); break;
-    case DType::i32: dt = nb::dtype<std::int32_t>(); break;
-    case DType::bf16: break;
+    case DType::f16:
+      dt = {static_cast<std::uint8_t>(nb::dlpack::dtype_code::Float), 16, 1};
+      break;
+    case DType::f32:
+      dt = nb::dtype<float>();
+      break;
+    case DType::f64:
+      dt = nb::dtype<double>();
+      break;
+    case DType::i32:
+      dt = nb::dtype<std::int32_t>();
+      break;
+    case DType::bf16:
+      break;
   }
   std::vector<std::size_t> shape(a.shape.begin(), a.shape.end());
   settle(a);
@@ -64,8 +79,8 @@ nb::object to_numpy(const Array& a, bool force_copy) {
   if (host && !force_copy) {  // NumPy reads the buffer's memory in place, holding a handle
     auto* keep = new Buffer(a.buffer);
     nb::capsule owner(keep, [](void* p) noexcept { delete static_cast<Buffer*>(p); });
-    return nb::cast(nb::ndarray<nb::numpy>(const_cast<void*>(a.buffer.data()), shape.size(), shape.data(), owner,
-                                           nullptr, dt));
+    return nb::cast(
+        nb::ndarray<nb::numpy>(const_cast<void*>(a.buffer.data()), shape.size(), shape.data(), owner, nullptr, dt));
   }
   auto* bytes = new std::vector<unsigned char>(a.buffer.bytes());
   nb::capsule owner(bytes, [](void* p) noexcept { delete static_cast<std::vector<unsigned char>*>(p); });
@@ -78,7 +93,7 @@ nb::object to_numpy(const Array& a, bool force_copy) {
 
 nb::object dlpack_capsule(const Array& a) {
   settle(a);  // consumers on other streams see finished data
-  DLManagedTensor* t = to_dlpack(a.buffer, a.shape);
+  DLManagedTensor* t = to_dlpack(Tensor{a.buffer, a.shape});
   PyObject* capsule = PyCapsule_New(t, kCapsuleName, capsule_destructor);
   if (capsule == nullptr) {
     t->deleter(t);
@@ -114,9 +129,13 @@ Array import_dlpack(nb::handle obj, nb::handle backend_name) {
                           ") cannot address this array's memory without a copy; use tandem.array(x, backend=...) "
                           "to copy it there, or leave the backend out");
   }
+  // The producer orders its work before the stream tandem's queue 0 is: CUDA's legacy default
+  // stream (1 in the protocol), ROCm's default stream (0). Host memory takes no stream.
   nb::object capsule;
-  if (device.device_type == kDLCUDA || device.device_type == kDLROCM) {
-    capsule = obj.attr("__dlpack__")(nb::arg("stream") = 1);  // the legacy default stream: tandem's queue 0
+  if (device.device_type == kDLCUDA || device.device_type == kDLCUDAManaged) {
+    capsule = obj.attr("__dlpack__")(nb::arg("stream") = 1);
+  } else if (device.device_type == kDLROCM) {
+    capsule = obj.attr("__dlpack__")(nb::arg("stream") = 0);
   } else {
     capsule = obj.attr("__dlpack__")();
   }
@@ -134,11 +153,16 @@ Matrix Array::matrix(const char* what) const {
 
 const char* dtype_name(DType t) {
   switch (t) {
-    case DType::f16: return "float16";
-    case DType::bf16: return "bfloat16";
-    case DType::f32: return "float32";
-    case DType::f64: return "float64";
-    case DType::i32: return "int32";
+    case DType::f16:
+      return "float16";
+    case DType::bf16:
+      return "bfloat16";
+    case DType::f32:
+      return "float32";
+    case DType::f64:
+      return "float64";
+    case DType::i32:
+      return "int32";
   }
   return "?";
 }
@@ -190,25 +214,28 @@ void bind_array(nb::module_& m) {
                     "An array on a tandem backend: a buffer of float16, bfloat16, float32, float64 or int32\n"
                     "with a row-major shape. np.asarray(x) reads it (in place for host-memory backends);\n"
                     "it speaks DLPack both ways.")
-      .def_prop_ro("shape", [](const Array& a) {
-        nb::list l;
-        for (std::int64_t d : a.shape) l.append(d);
-        return nb::tuple(l);
-      })
+      .def_prop_ro("shape",
+                   [](const Array& a) {
+                     nb::list l;
+                     for (std::int64_t d : a.shape) l.append(d);
+                     return nb::tuple(l);
+                   })
       .def_prop_ro("dtype", [](const Array& a) { return dtype_name(a.buffer.dtype()); })
       .def_prop_ro("ndim", &Array::ndim)
       .def_prop_ro("size", &Array::size)
       .def_prop_ro("nbytes", [](const Array& a) { return a.buffer.bytes(); })
       .def_prop_ro("backend", [](const Array& a) { return a.buffer.backend().shared_from_this(); })
-      .def_prop_ro("is_wrapped", [](const Array& a) { return a.buffer.is_wrapped(); },
-                   "True when the memory belongs to another library (imported through DLPack).")
+      .def_prop_ro(
+          "is_wrapped", [](const Array& a) { return a.buffer.is_wrapped(); },
+          "True when the memory belongs to another library (imported through DLPack).")
       .def("__len__",
            [](const Array& a) {
              if (a.shape.empty()) throw nb::type_error("len() of a 0-d tandem.Array");
              return a.shape[0];
            })
-      .def("numpy", [](const Array& a) { return to_numpy(a, false); },
-           "The array as a NumPy array: sharing the memory on host-memory backends, a copy otherwise.")
+      .def(
+          "numpy", [](const Array& a) { return to_numpy(a, false); },
+          "The array as a NumPy array: sharing the memory on host-memory backends, a copy otherwise.")
       .def(
           "__array__",
           [](const Array& a, nb::handle dtype, std::optional<bool> copy) {
@@ -281,23 +308,31 @@ void bind_array(nb::module_& m) {
             return Array{a.buffer, std::move(shape)};
           },
           nb::arg("shape"), "A view with another shape of the same elements (-1: the dimension that fits).")
-      .def("__add__", [](const Array& x, const Array& y) { return binary_op(BinaryOp::add, x, y, nullptr); },
-           nb::call_guard<nb::gil_scoped_release>())
-      .def("__sub__", [](const Array& x, const Array& y) { return binary_op(BinaryOp::sub, x, y, nullptr); },
-           nb::call_guard<nb::gil_scoped_release>())
-      .def("__mul__", [](const Array& x, const Array& y) { return binary_op(BinaryOp::mul, x, y, nullptr); },
-           nb::call_guard<nb::gil_scoped_release>())
-      .def("__truediv__", [](const Array& x, const Array& y) { return binary_op(BinaryOp::div, x, y, nullptr); },
-           nb::call_guard<nb::gil_scoped_release>())
-      .def("__neg__", [](const Array& x) { return unary_op(UnaryOp::neg, x, nullptr); },
-           nb::call_guard<nb::gil_scoped_release>())
-      .def("__matmul__", [](const Array& a, const Array& b) { return matmul(a, b, nullptr, false, false, 1, 0, "auto", false); },
-           nb::call_guard<nb::gil_scoped_release>())
-      .def_prop_ro("T", [](const Array& a) { return transpose(a, nullptr); }, "The transpose of a 2-D array (a copy).")
+      .def(
+          "__add__", [](const Array& x, const Array& y) { return binary_op(BinaryOp::add, x, y, nullptr); },
+          nb::is_operator(), nb::call_guard<nb::gil_scoped_release>())
+      .def(
+          "__sub__", [](const Array& x, const Array& y) { return binary_op(BinaryOp::sub, x, y, nullptr); },
+          nb::is_operator(), nb::call_guard<nb::gil_scoped_release>())
+      .def(
+          "__mul__", [](const Array& x, const Array& y) { return binary_op(BinaryOp::mul, x, y, nullptr); },
+          nb::is_operator(), nb::call_guard<nb::gil_scoped_release>())
+      .def(
+          "__truediv__", [](const Array& x, const Array& y) { return binary_op(BinaryOp::div, x, y, nullptr); },
+          nb::is_operator(), nb::call_guard<nb::gil_scoped_release>())
+      .def(
+          "__neg__", [](const Array& x) { return unary_op(UnaryOp::neg, x, nullptr); },
+          nb::call_guard<nb::gil_scoped_release>())
+      .def(
+          "__matmul__",
+          [](const Array& a, const Array& b) { return matmul(a, b, nullptr, false, false, 1, 0, "auto", false); },
+          nb::is_operator(), nb::call_guard<nb::gil_scoped_release>())
+      .def_prop_ro(
+          "T", [](const Array& a) { return transpose(a, nullptr); }, "The transpose of a 2-D array (a copy).")
       .def("tolist", [](nb::handle self) { return self.attr("__array__")().attr("tolist")(); })
       .def("__repr__", [](const Array& a) {
-        return "tandem.Array(shape=" + shape_text(a.shape) + ", dtype=" + dtype_name(a.buffer.dtype()) +
-               ", backend='" + (a.buffer.empty_handle() ? std::string("none") : a.buffer.backend().name()) + "')";
+        return "tandem.Array(shape=" + shape_text(a.shape) + ", dtype=" + dtype_name(a.buffer.dtype()) + ", backend='" +
+               (a.buffer.empty_handle() ? std::string("none") : a.buffer.backend().name()) + "')";
       });
 
   m.def(
@@ -315,11 +350,10 @@ void bind_array(nb::module_& m) {
         return a;
       },
       nb::arg("shape"), nb::arg("value"), nb::arg("dtype") = nb::none(), nb::arg("backend") = nb::none());
-  m.def(
-      "from_dlpack", &import_dlpack, nb::arg("x"), nb::arg("backend") = nb::none(),
-      "x's memory as a tandem.Array without copying (any object with __dlpack__: NumPy, PyTorch, CuPy).\n"
-      "backend: one that addresses that memory; None picks it from the device (host memory: the\n"
-      "default backend when it addresses the host, else openmp; CUDA device N: cuda:N).");
+  m.def("from_dlpack", &import_dlpack, nb::arg("x"), nb::arg("backend") = nb::none(),
+        "x's memory as a tandem.Array without copying (any object with __dlpack__: NumPy, PyTorch, CuPy).\n"
+        "backend: one that addresses that memory; None picks it from the device (host memory: the\n"
+        "default backend when it addresses the host, else openmp; CUDA device N: cuda:N).");
   m.def(
       "_from_host",
       [](nb::ndarray<nb::c_contig, nb::device::cpu> host, Backend& backend, const std::string& dtype_text) {

@@ -37,8 +37,7 @@ const char* dtype_name(DType t);
 // A new array of this shape on the backend; contents undefined.
 Array empty(Backend& backend, DType dtype, std::vector<std::int64_t> shape);
 // `out` when given (checked against shape and dtype), else a new array.
-Array output(const Array* out, Backend& backend, DType dtype, const std::vector<std::int64_t>& shape,
-             const char* what);
+Array output(const Array* out, Backend& backend, DType dtype, const std::vector<std::int64_t>& shape, const char* what);
 
 // The ops behind Array's operators (ops.cpp).
 Array binary_op(BinaryOp op, const Array& x, const Array& y, const Array* out);

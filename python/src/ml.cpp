@@ -1,5 +1,6 @@
 // Data, linear regression and the MLP from Python. Features and targets cross as NumPy arrays
-// (float64, C order; tandem.py converts); training and evaluation release the GIL.
+// (float64, C order; nanobind converts others); training and evaluation release the GIL, and a
+// model takes one call at a time (its own lock), as ml::Mlp asks.
 #include <nanobind/ndarray.h>
 #include <nanobind/stl/optional.h>
 #include <nanobind/stl/pair.h>
@@ -8,6 +9,8 @@
 #include <nanobind/stl/vector.h>
 
 #include <cmath>
+#include <memory>
+#include <mutex>
 #include <optional>
 
 #include "bindings.hpp"
@@ -71,6 +74,13 @@ ml::LossKind parse_loss(const std::string& name) {
   throw InvalidArgument("unknown loss '" + name + "': use softmax_cross_entropy or mse");
 }
 
+// tandem.Mlp: the model and the lock that keeps two Python threads (the GIL released) from
+// running it at once.
+struct Model {
+  std::unique_ptr<ml::Mlp> mlp;
+  std::mutex mutex;
+};
+
 }  // namespace
 
 void bind_ml(nb::module_& m) {
@@ -102,15 +112,17 @@ void bind_ml(nb::module_& m) {
 
   nb::class_<data::Standardizer>(m, "Standardizer", "Per-feature (x - mean) / scale, fitted on training data.")
       .def(nb::init<>())
-      .def_static("fit", [](const Features& x) { return data::Standardizer::fit(dataset(x, std::nullopt, "fit")); },
-                  nb::arg("x"))
-      .def("apply",
-           [](const data::Standardizer& s, const Features& x) {
-             data::Dataset d = dataset(x, std::nullopt, "Standardizer.apply");
-             s.apply(d);
-             return numpy_of(std::move(d.features), {d.rows, d.cols});
-           },
-           nb::arg("x"), "The standardised features (a new array).")
+      .def_static(
+          "fit", [](const Features& x) { return data::Standardizer::fit(dataset(x, std::nullopt, "fit")); },
+          nb::arg("x"))
+      .def(
+          "apply",
+          [](const data::Standardizer& s, const Features& x) {
+            data::Dataset d = dataset(x, std::nullopt, "Standardizer.apply");
+            s.apply(d);
+            return numpy_of(std::move(d.features), {d.rows, d.cols});
+          },
+          nb::arg("x"), "The standardised features (a new array).")
       .def_rw("mean", &data::Standardizer::mean)
       .def_rw("scale", &data::Standardizer::scale);
 
@@ -144,8 +156,8 @@ void bind_ml(nb::module_& m) {
             return std::pair(r.mse, r.r2);
           },
           nb::arg("x"), nb::arg("y"), nb::arg("backend") = nb::none(), "(mse, r2) on this data.")
-      .def("save", [](const ml::LinearModel& model, const std::string& path) { ml::save(model, path); },
-           nb::arg("path"))
+      .def(
+          "save", [](const ml::LinearModel& model, const std::string& path) { ml::save(model, path); }, nb::arg("path"))
       .def_static("load", &ml::load_linear_model, nb::arg("path"));
 
   m.def(
@@ -178,10 +190,10 @@ void bind_ml(nb::module_& m) {
       nb::arg("epochs") = 1000, nb::arg("batch_size") = 0, nb::arg("tolerance") = 1e-9, nb::arg("seed") = 1,
       "Least squares with an intercept: closed_form (QR) or gradient_descent; dtype float64 (default) or float32.");
 
-  nb::class_<ml::Mlp>(m, "Mlp", "A multi-layer perceptron on a backend: Linear layers with an activation between them.")
+  nb::class_<Model>(m, "Mlp", "A multi-layer perceptron on a backend: Linear layers with an activation between them.")
       .def(
           "__init__",
-          [](ml::Mlp* self, std::vector<std::size_t> widths, nb::handle backend, const std::string& activation,
+          [](Model* self, std::vector<std::size_t> widths, nb::handle backend, const std::string& activation,
              const std::string& loss, const std::string& optimizer, double learning_rate, double momentum,
              double weight_decay, std::uint64_t seed, nb::handle dtype, bool mixed_precision) {
             Backend& be = backend_arg(backend);
@@ -194,21 +206,32 @@ void bind_ml(nb::module_& m) {
             o.seed = seed;
             o.dtype = dtype_arg(dtype, DType::f32);
             o.mixed_precision = mixed_precision;
-            new (self) ml::Mlp(be, ml::layers_from_widths(widths, parse_activation(activation)), o);
+            auto mlp = std::make_unique<ml::Mlp>(be, ml::layers_from_widths(widths, parse_activation(activation)), o);
+            new (self) Model{std::move(mlp), {}};
           },
           nb::arg("widths"), nb::arg("backend") = nb::none(), nb::arg("activation") = "relu",
           nb::arg("loss") = "softmax_cross_entropy", nb::arg("optimizer") = "adam", nb::arg("learning_rate") = 1e-3,
           nb::arg("momentum") = 0.9, nb::arg("weight_decay") = 0.0, nb::arg("seed") = 1, nb::arg("dtype") = nb::none(),
           nb::arg("mixed_precision") = false,
           "widths: inputs, hidden..., outputs ([64, 128, 10]). As `tandem train`'s options.")
-      .def_prop_ro("backend", [](const ml::Mlp& model) { return model.backend().shared_from_this(); })
-      .def_prop_ro("inputs", &ml::Mlp::inputs)
-      .def_prop_ro("outputs", &ml::Mlp::outputs)
-      .def_prop_ro("parameter_count", &ml::Mlp::parameter_count)
-      .def_rw("standardizer", &ml::Mlp::standardizer, "Saved with the model; not applied by predict/evaluate.")
+      .def_prop_ro("backend", [](const Model& model) { return model.mlp->backend().shared_from_this(); })
+      .def_prop_ro("inputs", [](const Model& model) { return model.mlp->inputs(); })
+      .def_prop_ro("outputs", [](const Model& model) { return model.mlp->outputs(); })
+      .def_prop_ro("parameter_count", [](const Model& model) { return model.mlp->parameter_count(); })
+      .def_prop_rw(
+          "standardizer",
+          [](Model& model) {
+            std::lock_guard lock(model.mutex);
+            return model.mlp->standardizer;
+          },
+          [](Model& model, const data::Standardizer& st) {
+            std::lock_guard lock(model.mutex);
+            model.mlp->standardizer = st;
+          },
+          "Saved with the model; not applied by predict/evaluate.")
       .def(
           "train",
-          [](ml::Mlp& model, const Features& x, const Targets& y, std::size_t epochs, std::size_t batch_size,
+          [](Model& model, const Features& x, const Targets& y, std::size_t epochs, std::size_t batch_size,
              std::uint64_t seed, std::optional<Features> x_test, std::optional<Targets> y_test, bool graphs) {
             if (x_test.has_value() != y_test.has_value()) {
               throw InvalidArgument("train: give both x_test and y_test, or neither");
@@ -224,7 +247,8 @@ void bind_ml(nb::module_& m) {
             std::vector<ml::EpochReport> reports;
             {
               nb::gil_scoped_release release;
-              reports = ml::train(model, train, test ? &*test : nullptr, o);
+              std::lock_guard lock(model.mutex);
+              reports = ml::train(*model.mlp, train, test ? &*test : nullptr, o);
             }
             nb::list out;
             for (const auto& r : reports) out.append(epoch_dict(r));
@@ -236,38 +260,52 @@ void bind_ml(nb::module_& m) {
           "seconds); with x_test/y_test, the held-out loss and accuracy after each epoch.")
       .def(
           "evaluate",
-          [](ml::Mlp& model, const Features& x, const Targets& y, std::size_t batch_size) {
+          [](Model& model, const Features& x, const Targets& y, std::size_t batch_size) {
             const data::Dataset d = dataset(x, y, "evaluate");
             nb::gil_scoped_release release;
-            const ml::Evaluation e = ml::evaluate(model, d, batch_size);
+            std::lock_guard lock(model.mutex);
+            const ml::Evaluation e = ml::evaluate(*model.mlp, d, batch_size);
             return std::pair(e.loss, e.accuracy);
           },
           nb::arg("x"), nb::arg("y"), nb::arg("batch_size") = 1024, "(loss, accuracy); accuracy is NaN for MSE.")
       .def(
           "predict",
-          [](ml::Mlp& model, const Features& x, std::size_t batch_size) {
+          [](Model& model, const Features& x, std::size_t batch_size) {
             const data::Dataset d = dataset(x, std::nullopt, "predict");
             std::vector<std::int32_t> classes;
             {
               nb::gil_scoped_release release;
-              classes = ml::predict_classes(model, d, batch_size);
+              std::lock_guard lock(model.mutex);
+              classes = ml::predict_classes(*model.mlp, d, batch_size);
             }
             return numpy_of(std::move(classes), {d.rows});
           },
           nb::arg("x"), nb::arg("batch_size") = 1024, "The class of each row (int32).")
       .def(
           "forward",
-          [](ml::Mlp& model, const Array& x) {
-            const Matrix& y = model.forward(x.matrix("Mlp.forward"));
-            Array out = empty(model.backend(), y.buffer.dtype(), {y.rows, y.cols});
+          [](Model& model, const Array& x) {
+            std::lock_guard lock(model.mutex);
+            const Matrix& y = model.mlp->forward(x.matrix("Mlp.forward"));
+            Array out = empty(model.mlp->backend(), y.buffer.dtype(), {y.rows, y.cols});
             tandem::copy(y.buffer.slice(0, static_cast<std::size_t>(y.rows * y.cols)), out.buffer);
             return out;
           },
           nb::arg("x"), Release(), "The outputs (before the loss) for a batch x on the model's backend.")
-      .def("save", &ml::Mlp::save, nb::arg("path"), Release())
+      .def(
+          "save",
+          [](Model& model, const std::string& path) {
+            std::lock_guard lock(model.mutex);
+            model.mlp->save(path);
+          },
+          nb::arg("path"), Release())
       .def_static(
-          "load", [](const std::string& path, nb::handle backend) { return ml::Mlp::load(backend_arg(backend), path); },
-          nb::arg("path"), nb::arg("backend") = nb::none());
+          "load",
+          [](const std::string& path, nb::handle backend) {
+            Backend& be = backend_arg(backend);
+            auto mlp = std::make_unique<ml::Mlp>(ml::Mlp::load(be, path));
+            return new Model{std::move(mlp), {}};
+          },
+          nb::arg("path"), nb::arg("backend") = nb::none(), nb::rv_policy::take_ownership);
 }
 
 }  // namespace tandem::py

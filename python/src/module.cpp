@@ -4,6 +4,7 @@
 #include <nanobind/stl/string.h>
 #include <nanobind/stl/vector.h>
 
+#include <algorithm>
 #include <optional>
 
 #include "../../cli/sweep.hpp"
@@ -16,9 +17,12 @@ namespace {
 
 const char* kind_name(BackendKind k) {
   switch (k) {
-    case BackendKind::cpu: return "cpu";
-    case BackendKind::gpu: return "gpu";
-    case BackendKind::simulator: return "simulator";
+    case BackendKind::cpu:
+      return "cpu";
+    case BackendKind::gpu:
+      return "gpu";
+    case BackendKind::simulator:
+      return "simulator";
   }
   return "?";
 }
@@ -126,24 +130,30 @@ void bind_core(nb::module_& m) {
 
   m.attr("__version__") = version_string;
 
-  nb::class_<Backend>(m, "Backend", "A compute backend (openmp, reference, sim, cuda, hip, kokkos); get one with get_backend().")
+  nb::class_<Backend>(m, "Backend",
+                      "A compute backend (openmp, reference, sim, cuda, hip, kokkos); get one with get_backend().")
       .def_prop_ro("name", &Backend::name)
       .def_prop_ro("kind", [](const Backend& b) { return kind_name(b.properties().kind); })
-      .def_prop_ro("properties", [](const Backend& b) { return properties_dict(b.properties()); },
-                   "The device: name, memory, compute units, caches, ISA features, the tuning chosen.")
-      .def_prop_ro("memory_place", [](const Backend& b) { return memory_place_dict(b.memory_place()); },
-                   "Where its arrays live: host memory, a CUDA or ROCm device.")
-      .def("matmul_tiers",
-           [](const Backend& b, nb::handle dtype) {
-             std::vector<std::string> names;
-             for (MatmulTier t : b.matmul_tiers(dtype_arg(dtype, DType::f32))) names.emplace_back(name_of(t));
-             return names;
-           },
-           nb::arg("dtype") = nb::none())
-      .def("variants", [](const Backend& b, const std::string& algorithm) { return b.variants(algorithm); },
-           nb::arg("algorithm"), "The teaching variants of 'reduce' or 'scan' this backend keeps (the default first).")
-      .def("synchronize", [](Backend& b) { b.synchronize(Queue{}); }, nb::call_guard<nb::gil_scoped_release>(),
-           "Waits until the work queued on the default queue is done.")
+      .def_prop_ro(
+          "properties", [](const Backend& b) { return properties_dict(b.properties()); },
+          "The device: name, memory, compute units, caches, ISA features, the tuning chosen.")
+      .def_prop_ro(
+          "memory_place", [](const Backend& b) { return memory_place_dict(b.memory_place()); },
+          "Where its arrays live: host memory, a CUDA or ROCm device.")
+      .def(
+          "matmul_tiers",
+          [](const Backend& b, nb::handle dtype) {
+            std::vector<std::string> names;
+            for (MatmulTier t : b.matmul_tiers(dtype_arg(dtype, DType::f32))) names.emplace_back(name_of(t));
+            return names;
+          },
+          nb::arg("dtype") = nb::none())
+      .def(
+          "variants", [](const Backend& b, const std::string& algorithm) { return b.variants(algorithm); },
+          nb::arg("algorithm"), "The teaching variants of 'reduce' or 'scan' this backend keeps (the default first).")
+      .def(
+          "synchronize", [](Backend& b) { b.synchronize(Queue{}); }, nb::call_guard<nb::gil_scoped_release>(),
+          "Waits until the work queued on the default queue is done.")
       .def("memory_stats",
            [](const Backend& b) {
              const MemoryStats s = b.memory_stats();
@@ -187,6 +197,16 @@ void bind_core(nb::module_& m) {
         Backend& be = backend_arg(backend);
         Backend& reference = get_backend("reference");
         const std::uint64_t s = seed ? *seed : verify::seed_from_environment();
+        if (families) {
+          const std::vector<std::string> known = verify::families();
+          for (const auto& f : *families) {
+            if (std::find(known.begin(), known.end(), f) == known.end()) {
+              std::string list;
+              for (const auto& k : known) list += (list.empty() ? "" : ", ") + k;
+              throw InvalidArgument("check: unknown family '" + f + "': use " + list);
+            }
+          }
+        }
         verify::CheckOptions options;
         options.quick = quick;
         std::vector<std::pair<std::string, verify::CaseResult>> results;

@@ -1,6 +1,6 @@
 // The algorithm set on tandem.Array: the elementwise family (one function per op of the op
 // table), matrix ops, matmul with tiers and GEMM arguments, reductions, scans, softmax with
-// cross-entropy and MSE. Every call releases the GIL while tandem works; results are new arrays
+// cross-entropy and MSE. Every op releases the GIL while tandem works; results are new arrays
 // unless `out` is given.
 #include <nanobind/stl/optional.h>
 #include <nanobind/stl/pair.h>
@@ -21,8 +21,8 @@ Backend& backend_of(const Array& a) { return a.buffer.backend(); }
 
 void same_backend(const Array& a, const Array& b, const char* what) {
   if (&backend_of(a) != &backend_of(b)) {
-    throw DeviceMismatch(std::string(what) + ": arrays on '" + backend_of(a).name() + "' and '" +
-                         backend_of(b).name() + "'; move one with .to(backend)");
+    throw DeviceMismatch(std::string(what) + ": arrays on '" + backend_of(a).name() + "' and '" + backend_of(b).name() +
+                         "'; move one with .to(backend)");
   }
 }
 
@@ -58,8 +58,8 @@ Array unary_op(UnaryOp op, const Array& x, const Array* out) {
   return o;
 }
 
-Array matmul(const Array& a, const Array& b, const Array* out, bool trans_a, bool trans_b, double alpha,
-             double beta, const std::string& tier, bool tf32) {
+Array matmul(const Array& a, const Array& b, const Array* out, bool trans_a, bool trans_b, double alpha, double beta,
+             const std::string& tier, bool tf32) {
   same_backend(a, b, "matmul");
   const Matrix ma = a.matrix("matmul (a)"), mb = b.matrix("matmul (b)");
   const std::int64_t m = trans_a ? ma.cols : ma.rows, n = trans_b ? mb.rows : mb.cols;
@@ -120,7 +120,10 @@ void bind_ops(nb::module_& m) {
   m.attr("binary_ops") = nb::tuple(binary_names);
 
   m.def(
-      "axpy", [](double alpha, const Array& x, Array& y) { same_backend(x, y, "axpy"), tandem::axpy(alpha, x.buffer, y.buffer); },
+      "axpy",
+      [](double alpha, const Array& x, Array& y) {
+        same_backend(x, y, "axpy"), tandem::axpy(alpha, x.buffer, y.buffer);
+      },
       nb::arg("alpha"), nb::arg("x"), nb::arg("y"), Release(), "y += alpha * x, in place.");
   m.def(
       "scale",
@@ -130,8 +133,9 @@ void bind_ops(nb::module_& m) {
         return o;
       },
       nb::arg("alpha"), nb::arg("x"), nb::arg("out") = nb::none(), Release(), "alpha * x.");
-  m.def("fill", [](Array& x, double value) { tandem::fill(x.buffer, value); }, nb::arg("x"), nb::arg("value"),
-        Release(), "Every element of x = value, in place.");
+  m.def(
+      "fill", [](Array& x, double value) { tandem::fill(x.buffer, value); }, nb::arg("x"), nb::arg("value"), Release(),
+      "Every element of x = value, in place.");
   m.def(
       "copy",
       [](const Array& x, const Array* out) {
@@ -149,7 +153,8 @@ void bind_ops(nb::module_& m) {
         tandem::convert(x.buffer, o.buffer);
         return o;
       },
-      nb::arg("x"), nb::arg("dtype"), "x converted to dtype (float16, bfloat16, float32, float64), rounded to nearest even.");
+      nb::arg("x"), nb::arg("dtype"),
+      "x converted to dtype (float16, bfloat16, float32, float64), rounded to nearest even.");
 
   m.def(
       "matrix_add",
@@ -160,8 +165,8 @@ void bind_ops(nb::module_& m) {
         tandem::matrix_add(alpha, a.matrix("matrix_add (a)"), beta, b.matrix("matrix_add (b)"), mc);
         return c;
       },
-      nb::arg("a"), nb::arg("b"), nb::arg("alpha") = 1.0, nb::arg("beta") = 1.0, nb::arg("out") = nb::none(),
-      Release(), "alpha * a + beta * b for 2-D arrays.");
+      nb::arg("a"), nb::arg("b"), nb::arg("alpha") = 1.0, nb::arg("beta") = 1.0, nb::arg("out") = nb::none(), Release(),
+      "alpha * a + beta * b for 2-D arrays.");
   m.def("transpose", &transpose, nb::arg("a"), nb::arg("out") = nb::none(), Release());
   m.def(
       "add_row_vector",
@@ -215,17 +220,23 @@ void bind_ops(nb::module_& m) {
         o.trans_b = trans_b ? Transpose::yes : Transpose::no;
         return std::string(name_of(resolve_matmul_tier(ma, mb, c.matrix("matmul_tier"), o)));
       },
-      nb::arg("a"), nb::arg("b"), nb::kw_only(), nb::arg("trans_a") = false, nb::arg("trans_b") = false,
-      "The tier matmul's 'auto' picks for these operands.");
+      nb::arg("a"), nb::arg("b"), nb::kw_only(), nb::arg("trans_a") = false, nb::arg("trans_b") = false, Release(),
+      "The tier matmul's 'auto' picks for these operands (it allocates the output to ask).");
 
-  m.def("sum", [](const Array& x) { return tandem::sum(x.buffer); }, nb::arg("x"), Release());
-  m.def("min", [](const Array& x) { return tandem::min(x.buffer); }, nb::arg("x"), Release());
-  m.def("max", [](const Array& x) { return tandem::max(x.buffer); }, nb::arg("x"), Release());
-  m.def("argmax", [](const Array& x) { return tandem::argmax(x.buffer); }, nb::arg("x"), Release(),
-        "The index of the first maximum (of the first NaN if any).");
-  m.def("norm2", [](const Array& x) { return tandem::norm2(x.buffer); }, nb::arg("x"), Release());
-  m.def("dot", [](const Array& x, const Array& y) { return same_backend(x, y, "dot"), tandem::dot(x.buffer, y.buffer); },
-        nb::arg("x"), nb::arg("y"), Release());
+  m.def(
+      "sum", [](const Array& x) { return tandem::sum(x.buffer); }, nb::arg("x"), Release());
+  m.def(
+      "min", [](const Array& x) { return tandem::min(x.buffer); }, nb::arg("x"), Release());
+  m.def(
+      "max", [](const Array& x) { return tandem::max(x.buffer); }, nb::arg("x"), Release());
+  m.def(
+      "argmax", [](const Array& x) { return tandem::argmax(x.buffer); }, nb::arg("x"), Release(),
+      "The index of the first maximum (of the first NaN if any).");
+  m.def(
+      "norm2", [](const Array& x) { return tandem::norm2(x.buffer); }, nb::arg("x"), Release());
+  m.def(
+      "dot", [](const Array& x, const Array& y) { return same_backend(x, y, "dot"), tandem::dot(x.buffer, y.buffer); },
+      nb::arg("x"), nb::arg("y"), Release());
   m.def(
       "reduce",
       [](const std::string& op, const Array& x, const std::string& variant) {

@@ -28,7 +28,8 @@ def _host_array(obj, dtype):
     if dtype is not None:
         name = _dtype_name(dtype)
         if name == "bfloat16":
-            raise Error("NumPy has no bfloat16: build a float32 array and use tandem.astype(x, 'bfloat16')")
+            from ._tandem import DTypeMismatch
+            raise DTypeMismatch("NumPy has no bfloat16: build a float32 array and use tandem.astype(x, 'bfloat16')")
         a = a.astype(name, copy=False)
     elif a.dtype.kind in _INT_KINDS and a.dtype != _np.int32:
         if isinstance(given, _np.ndarray):
@@ -47,7 +48,9 @@ def tandem_dtype_error(dtype):
 
 def array(obj, dtype=None, backend=None) -> Array:
     """A new tandem.Array holding a copy of obj (a NumPy array, a list, anything np.asarray takes,
-    or a tandem.Array) on backend (None: the default backend)."""
+    or a tandem.Array) on backend (None: the default backend). Without dtype, NumPy's dtype is
+    kept (so a list of Python floats is float64, as in NumPy; a list of ints becomes int32), while
+    empty/full/zeros/ones default to float32."""
     be = get_backend(backend) if not isinstance(backend, Backend) else backend
     if isinstance(obj, Array):
         out = copy(obj) if obj.backend.name == be.name else obj.to(be)  # noqa: F405

@@ -13,7 +13,7 @@ def test_backends_and_the_default_rule(monkeypatch):
     assert "reference" in names and "openmp" in names
     for b in tandem.backends():
         assert b["available"] or b["reason"], f"{b['name']} is unavailable without a reason"
-    assert tandem.get_backend().name == tandem.get_backend(None).name
+    assert tandem.get_backend().name == tandem.get_backend("auto").name  # TANDEM_BACKEND unset here
     assert tandem.get_backend("auto").name == tandem.auto_backend_name()
     info = tandem.info()
     assert info["version"] == tandem.__version__
@@ -52,13 +52,29 @@ def test_errors_are_typed_with_the_cpp_message():
     with pytest.raises(tandem.OutOfMemory):
         tandem.empty([1 << 62], backend="reference")
     with pytest.raises(tandem.DeviceMismatch, match="reference"):
-        tandem.add(tandem.array([1.0], backend="reference"), tandem.array([1.0], backend="sim"))
+        tandem.add(tandem.array([1.0], backend="reference"), tandem.array([1.0], backend="openmp"))
+    with pytest.raises(tandem.InvalidArgument, match="unknown family 'reduction'"):
+        tandem.check("reference", families=["reduction"])
+    with pytest.raises(tandem.DTypeMismatch, match="bfloat16"):
+        tandem.array([1.0], dtype="bfloat16")
+    with pytest.raises(TypeError):
+        a + 1.0  # no scalars: NotImplemented both ways, so Python raises TypeError
 
 
-def test_the_gil_is_released_while_tandem_works():
+def available(name):
+    return any(b["name"] == name and b["available"] for b in tandem.backends())
+
+
+@pytest.mark.parametrize("call", ["inclusive_scan", "matmul"])
+def test_the_gil_is_released_while_tandem_works(call):
     # The simulator runs a GPU kernel on the CPU slowly: long enough for another Python thread to
     # run many times, which it cannot while a call holds the GIL.
+    if not available("sim"):
+        pytest.skip("the simulator is not built into this package")
     x = tandem.array(np.ones(1 << 20, np.float32), backend="sim")
+    m = tandem.array(np.ones((192, 192), np.float32), backend="sim")
+    work = {"inclusive_scan": lambda: tandem.inclusive_scan(x),
+            "matmul": lambda: tandem.matmul(m, m, tier="naive")}[call]
     ticks = [0]
     done = threading.Event()
 
@@ -71,7 +87,7 @@ def test_the_gil_is_released_while_tandem_works():
     time.sleep(0.01)
     before = ticks[0]
     start = time.perf_counter()
-    tandem.inclusive_scan(x)
+    work()
     seconds = time.perf_counter() - start
     during = ticks[0] - before
     done.set()
