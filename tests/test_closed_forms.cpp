@@ -2,7 +2,9 @@
 // so the oracle is itself held to something outside it.
 #include <doctest/doctest.h>
 
+#include <algorithm>
 #include <cmath>
+#include <limits>
 #include <numeric>
 #include <vector>
 
@@ -103,6 +105,68 @@ TEST_CASE("extremes and NaN found in every part of a long vector") {
       CHECK(std::isnan(max(y)));
       CHECK(std::isnan(min(y)));
       CHECK(argmax(y) == std::int64_t(p));
+    }
+  }
+}
+
+TEST_CASE("extremes of vectors holding only infinities or only the largest finite value") {
+  // A reduction that starts from the largest finite value (Kokkos' identity for Max<float> is
+  // -FLT_MAX) gave -FLT_MAX and argmax -1 for a vector of -Inf alone.
+  const double inf = std::numeric_limits<double>::infinity();
+  for (const auto& name : cpu_backends()) {
+    Backend& be = get_backend(name);
+    for (std::size_t n : {std::size_t(1), std::size_t(5000), std::size_t(300007)}) {
+      CAPTURE(name);
+      CAPTURE(n);
+      const Buffer low = Buffer::from(be, std::vector<float>(n, -INFINITY));
+      const Buffer high = Buffer::from(be, std::vector<float>(n, INFINITY));
+      CHECK(max(low) == -inf);
+      CHECK(min(low) == -inf);
+      CHECK(argmax(low) == 0);
+      CHECK(min(high) == inf);
+      CHECK(max(high) == inf);
+      std::vector<double> lowest(n + 1, -std::numeric_limits<double>::max());
+      lowest[n / 2 + 1] = -inf;
+      const Buffer finite = Buffer::from(be, lowest);
+      CHECK(max(finite) == -std::numeric_limits<double>::max());
+      CHECK(min(finite) == -inf);
+      CHECK(argmax(finite) == 0);
+    }
+  }
+}
+
+TEST_CASE("scans larger than the last-level cache, into aligned and unaligned outputs") {
+  // Past the last-level cache a backend may write with streaming stores (kokkos, openmp): each
+  // path, and the parts a host scan is cut into, must give the exact prefix sums of small integers.
+  for (const auto& name : cpu_backends()) {
+    Backend& be = get_backend(name);
+    const std::size_t llc = std::max<std::size_t>(be.properties().l3_cache_bytes, std::size_t(8) << 20);
+    const std::size_t n = llc / sizeof(float) + 4099;
+    std::vector<float> h(n);
+    for (std::size_t i = 0; i < n; ++i) h[i] = float(int(i % 5) - 2);  // prefix sums stay in [-2, 2]
+    const Buffer x = Buffer::from(be, h);
+    Buffer out(be, DType::f32, n + 1);
+    for (std::size_t offset : {std::size_t(0), std::size_t(1)}) {
+      for (bool inclusive : {true, false}) {
+        CAPTURE(name);
+        CAPTURE(offset);
+        CAPTURE(inclusive);
+        Buffer o = out.slice(offset, n);
+        if (inclusive) {
+          inclusive_scan(x, o);
+        } else {
+          exclusive_scan(x, o);
+        }
+        const auto got = o.to_vector<float>();
+        float running = 0;
+        std::size_t wrong = 0;
+        for (std::size_t i = 0; i < n; ++i) {
+          if (!inclusive) wrong += got[i] != running;
+          running += h[i];
+          if (inclusive) wrong += got[i] != running;
+        }
+        CHECK(wrong == 0);
+      }
     }
   }
 }

@@ -38,7 +38,13 @@ Session& session() {
 
 class KokkosBackend : public tandem::Backend {  // created as detail::Owned<KokkosBackend>
  public:
-  KokkosBackend() = default;
+  KokkosBackend() {
+    if constexpr (kHostMemory) {
+      const DeviceProperties p = host::cpu_properties(Exec().concurrency());
+      if (p.l2_cache_bytes > 0) scan_part_bytes_ = p.l2_cache_bytes / 2;
+      if (p.l3_cache_bytes > 0) stream_from_bytes_ = p.l3_cache_bytes;
+    }
+  }
   void release_for_exit() { shutdown_memory(); }
 
   std::string name() const override { return "kokkos"; }
@@ -51,6 +57,11 @@ class KokkosBackend : public tandem::Backend {  // created as detail::Owned<Kokk
     p.kind = kHostMemory ? BackendKind::cpu : BackendKind::gpu;
     p.compute_units = threads;
     p.isa_features = {std::string("kokkos:") + Exec::name()};
+    if constexpr (kHostMemory) {
+      p.tuning.emplace_back("scan", "parts of " + std::to_string(scan_part_bytes_ >> 10) +
+                                        " KiB per thread (half the L2, sysfs); streaming stores from " +
+                                        std::to_string(stream_from_bytes_ >> 20) + " MiB (the last-level cache)");
+    }
     return p;
   }
 
@@ -241,8 +252,9 @@ class KokkosBackend : public tandem::Backend {  // created as detail::Owned<Kokk
   }
   void scan(Queue q, ScanKind kind, DType t, std::size_t n, const void* x, void* out, std::string_view) override {
     const auto lock = enter(q);
-    detail::dispatch_numeric(
-        t, [&]<class T>() { kokkos_backend::scan<T>(kind == ScanKind::inclusive, count(n), as<T>(x), as<T>(out)); });
+    detail::dispatch_numeric(t, [&]<class T>() {
+      kokkos_backend::scan<T>(kind == ScanKind::inclusive, count(n), as<T>(x), as<T>(out), scan_plan(sizeof(T)));
+    });
   }
   void softmax_cross_entropy(Queue q, DType t, std::int64_t rows, std::int64_t cols, const void* logits,
                              std::int64_t ld_logits, const std::int32_t* labels, void* probs, std::int64_t ld_probs,
@@ -264,6 +276,19 @@ class KokkosBackend : public tandem::Backend {  // created as detail::Owned<Kokk
     return static_cast<T*>(p);
   }
   static std::int64_t count(std::size_t n) { return static_cast<std::int64_t>(n); }
+  // The host scan: half the L2 per thread for a part (the next part's chunks are read ahead beside
+  // it), streaming stores for outputs past the last-level cache; sizes from sysfs.
+  std::size_t scan_part_bytes_ = std::size_t(256) << 10;
+  std::size_t stream_from_bytes_ = std::size_t(32) << 20;
+  std::vector<double> scan_sums_;  // the chunk sums (see ScanPlan), double-sized slots
+  // The host scan's plan for elements of `elem` bytes (see ScanPlan).
+  ScanPlan scan_plan(std::size_t elem) {
+    const std::int64_t threads = Exec().concurrency();
+    const std::int64_t part =
+        std::max<std::int64_t>(1, std::int64_t(scan_part_bytes_) * threads / std::int64_t(elem) / kChunk) * kChunk;
+    scan_sums_.resize(std::size_t(2 * part / kChunk));
+    return ScanPlan{part, std::int64_t(stream_from_bytes_), scan_sums_.data()};
+  }
   // Kokkos runs one queue here: the default one (id 0). Every dispatch holds one lock for the
   // process: the default execution-space instance is shared by all host threads, and its team
   // scratch and reduction buffers with it (Serial, OpenMP), so two threads dispatching at once
@@ -277,10 +302,15 @@ class KokkosBackend : public tandem::Backend {  // created as detail::Owned<Kokk
     static std::recursive_mutex dispatch;
     return std::unique_lock(dispatch);
   }
-  // A scalar result, written to device memory from the host.
+  // A scalar result, written to device memory from the host. A reduction into a host scalar has
+  // finished when parallel_reduce returns, so host memory takes it without deep_copy's fences.
   template <class T>
   void store(void* result, T value) {
-    copy(Queue{}, result, &value, sizeof(T), false, true);
+    if constexpr (kHostMemory) {
+      std::memcpy(result, &value, sizeof(T));
+    } else {
+      copy(Queue{}, result, &value, sizeof(T), false, true);
+    }
   }
   // bytes between any two of host and device memory, through unmanaged Views.
   static void copy(Queue q, void* dst, const void* src, std::size_t bytes, bool dst_host, bool src_host) {

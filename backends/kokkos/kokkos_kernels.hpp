@@ -7,6 +7,7 @@
 #include <Kokkos_Core.hpp>
 #include <algorithm>
 #include <cmath>
+#include <cstring>
 #include <limits>
 
 #include "../../core/dispatch.hpp"
@@ -110,13 +111,113 @@ void convert(std::int64_t n, const S* x, D* out) {
 }
 
 // ---- reductions ----
-// Sum in Acc (unsigned for i32: wrapping, as every backend sums integers).
+// On a host execution space an index of a reduction or scan is a chunk of kChunk elements, folded
+// in kLanes independent accumulators that the compiler vectorises: one running value per thread
+// is bound by the latency of an addition (measured with Kokkos 4.6 OpenMP, 2 threads: sum at 0.27x
+// and scan at 0.10x of the openmp backend at 16M floats). On a GPU an index is one element, which
+// coalesces. Either way Kokkos' parallel_reduce / parallel_scan combine the threads.
+constexpr std::int64_t kChunk = 4096;
+template <class Acc>
+constexpr int kLanes = int(128 / sizeof(Acc));  // 8 SSE / 4 AVX registers of accumulators
+
+struct Add {
+  template <class A>
+  KOKKOS_INLINE_FUNCTION static void join(A& a, A b) {
+    a += b;
+  }
+};
+struct Larger {
+  template <class A>
+  KOKKOS_INLINE_FUNCTION static void join(A& a, A b) {
+    a = b > a ? b : a;
+  }
+};
+struct Smaller {
+  template <class A>
+  KOKKOS_INLINE_FUNCTION static void join(A& a, A b) {
+    a = b < a ? b : a;
+  }
+};
+
+// f(i) for i in [begin, end) folded by Join, starting from init (Join's identity).
+template <class Acc, class Join, class F>
+KOKKOS_INLINE_FUNCTION Acc fold(std::int64_t begin, std::int64_t end, Acc init, const F& f) {
+  constexpr int kL = kLanes<Acc>;
+  Acc lanes[kL];
+  for (int l = 0; l < kL; ++l) lanes[l] = init;
+  std::int64_t i = begin;
+  for (; i + kL <= end; i += kL) {
+    for (int l = 0; l < kL; ++l) Join::join(lanes[l], Acc(f(i + l)));
+  }
+  Acc total = init;
+  for (; i < end; ++i) Join::join(total, Acc(f(i)));
+  for (int l = 0; l < kL; ++l) Join::join(total, lanes[l]);
+  return total;
+}
+KOKKOS_INLINE_FUNCTION std::int64_t chunks_of(std::int64_t n) { return (n + kChunk - 1) / kChunk; }
+KOKKOS_INLINE_FUNCTION std::int64_t chunk_end(std::int64_t c, std::int64_t n) {
+  return c * kChunk + kChunk < n ? c * kChunk + kChunk : n;
+}
+
+// The sum of f over chunks c, c + q, c + 2q and c + 3q of [0, n), those that exist, read side by
+// side: each thread then reads kStreams streams from memory, not one, which keeps more requests
+// in flight (sum of 16M floats 2.4 -> 2.15 ms on 2 threads of an AMD EPYC, Kokkos 4.6 OpenMP).
+constexpr int kStreams = 4;
+template <class Acc, class F>
+KOKKOS_INLINE_FUNCTION Acc fold_streams(std::int64_t c, std::int64_t q, std::int64_t n, const F& f) {
+  Acc total = 0;
+  if ((c + (kStreams - 1) * q + 1) * kChunk > n) {  // a stream is short or missing: one at a time
+    for (int s = 0; s < kStreams && (c + s * q) * kChunk < n; ++s) {
+      total += fold<Acc, Add>((c + s * q) * kChunk, chunk_end(c + s * q, n), Acc(0), f);
+    }
+    return total;
+  }
+  constexpr int kL = kLanes<Acc> / kStreams;
+  Acc lanes[kStreams][kL] = {};
+  for (std::int64_t i = 0; i < kChunk; i += kL) {
+    for (int s = 0; s < kStreams; ++s) {
+      for (int l = 0; l < kL; ++l) lanes[s][l] += Acc(f((c + s * q) * kChunk + i + l));
+    }
+  }
+  for (const auto& stream : lanes) {
+    for (Acc l : stream) total += l;
+  }
+  return total;
+}
+
+// The sum of f(i) over [0, n) in Acc (unsigned for i32: wrapping, as every backend sums integers).
 template <class Acc, class F>
 Acc sum_of(const char* label, std::int64_t n, F f) {
   Acc total = 0;
-  Kokkos::parallel_reduce(
-      label, Range(0, n), KOKKOS_LAMBDA(std::int64_t i, Acc & a) { a += f(i); }, total);
+  if constexpr (kHostMemory) {
+    const std::int64_t q = (chunks_of(n) + kStreams - 1) / kStreams;
+    Kokkos::parallel_reduce(
+        label, Range(0, q), KOKKOS_LAMBDA(std::int64_t c, Acc & a) { a += fold_streams<Acc>(c, q, n, f); }, total);
+  } else {
+    Kokkos::parallel_reduce(
+        label, Range(0, n), KOKKOS_LAMBDA(std::int64_t i, Acc & a) { a += f(i); }, total);
+  }
   return total;
+}
+// The extreme of f(i) over [0, n) by Kokkos' Max or Min reducer.
+template <class T, bool IsMax, class F>
+T extreme_of(std::int64_t n, F f) {
+  using Join = std::conditional_t<IsMax, Larger, Smaller>;
+  using Reducer = std::conditional_t<IsMax, Kokkos::Max<T>, Kokkos::Min<T>>;
+  const T identity = IsMax ? Kokkos::reduction_identity<T>::max() : Kokkos::reduction_identity<T>::min();
+  T best = identity;
+  if constexpr (kHostMemory) {
+    Kokkos::parallel_reduce(
+        "tandem::extreme", Range(0, chunks_of(n)),
+        KOKKOS_LAMBDA(std::int64_t c, T & b) {
+          Join::join(b, fold<T, Join>(c * kChunk, chunk_end(c, n), identity, f));
+        },
+        Reducer(best));
+  } else {
+    Kokkos::parallel_reduce(
+        "tandem::extreme", Range(0, n), KOKKOS_LAMBDA(std::int64_t i, T & b) { Join::join(b, f(i)); }, Reducer(best));
+  }
+  return best;
 }
 template <class T>
 struct Plain {
@@ -148,6 +249,34 @@ struct SquaredDifferences {
     return d * d;
   }
 };
+template <class T>
+struct IsNan {  // 1 where x[i] is NaN
+  const T* x;
+  KOKKOS_INLINE_FUNCTION std::int32_t operator()(std::int64_t i) const { return x[i] != x[i]; }
+};
+template <class T>
+struct Equals {  // 1 where x[i] == value
+  const T* x;
+  T value;
+  KOKKOS_INLINE_FUNCTION std::int32_t operator()(std::int64_t i) const { return x[i] == value; }
+};
+// How many i in [0, n) have f(i) == 1 (chunks count in 32 bits).
+template <class F>
+std::int64_t count_of(const char* label, std::int64_t n, F f) {
+  std::int64_t count = 0;
+  if constexpr (kHostMemory) {
+    Kokkos::parallel_reduce(
+        label, Range(0, chunks_of(n)),
+        KOKKOS_LAMBDA(std::int64_t c, std::int64_t & a) {
+          a += fold<std::int32_t, Add>(c * kChunk, chunk_end(c, n), 0, f);
+        },
+        count);
+  } else {
+    Kokkos::parallel_reduce(
+        label, Range(0, n), KOKKOS_LAMBDA(std::int64_t i, std::int64_t & a) { a += f(i); }, count);
+  }
+  return count;
+}
 
 // How many NaN x holds (0 for integers).
 template <class T>
@@ -156,25 +285,21 @@ std::int64_t nan_count(std::int64_t n, const T* x) {
     (void)n, (void)x;
     return 0;
   } else {
-    std::int64_t count = 0;
-    Kokkos::parallel_reduce(
-        "tandem::nan_count", Range(0, n), KOKKOS_LAMBDA(std::int64_t i, std::int64_t & c) { c += x[i] != x[i]; },
-        count);
-    return count;
+    return count_of("tandem::nan_count", n, IsNan<T>{x});
   }
 }
-// The largest (IsMax) or smallest element, NaN ignored (comparisons with NaN are false).
+// The largest (IsMax) or smallest element of x, which holds no NaN.
 template <class T, bool IsMax>
 T extreme(std::int64_t n, const T* x) {
-  T best{};  // the reducer starts from its identity
-  if constexpr (IsMax) {
-    Kokkos::parallel_reduce(
-        "tandem::max", Range(0, n), KOKKOS_LAMBDA(std::int64_t i, T & b) { b = x[i] > b ? x[i] : b; },
-        Kokkos::Max<T>(best));
-  } else {
-    Kokkos::parallel_reduce(
-        "tandem::min", Range(0, n), KOKKOS_LAMBDA(std::int64_t i, T & b) { b = x[i] < b ? x[i] : b; },
-        Kokkos::Min<T>(best));
+  const T best = extreme_of<T, IsMax>(n, Plain<T>{x});
+  // Kokkos' identity for Max<float> is -FLT_MAX, not -Inf (Min: +FLT_MAX): x holding -Inf alone
+  // comes back as -FLT_MAX. Where the identity comes back, counting the infinities tells.
+  if constexpr (std::is_floating_point_v<T>) {
+    const T inf = IsMax ? -std::numeric_limits<T>::infinity() : std::numeric_limits<T>::infinity();
+    if (best == (IsMax ? Kokkos::reduction_identity<T>::max() : Kokkos::reduction_identity<T>::min()) &&
+        count_of("tandem::infinities", n, Equals<T>{x, inf}) == n) {
+      return inf;
+    }
   }
   return best;
 }
@@ -215,18 +340,165 @@ void reduce_axis(std::int64_t rows, std::int64_t cols, const T* x, std::int64_t 
 }
 
 // ---- scan ----
-template <class T>
-void scan(bool inclusive, std::int64_t n, const T* x, T* out) {
-  using Acc = std::conditional_t<std::is_same_v<T, std::int32_t>, unsigned, T>;
-  // out may alias x: each element is read before it is written, and Kokkos' scan reads x[i] in
-  // both of its passes before the final one writes out[i].
+// On a host space a parallel_scan's index is a chunk: its first pass sums the chunk in lanes
+// (fold), its final pass scans it 16-byte vectors at a time (GCC/Clang vector extensions, so
+// whatever ISA Kokkos compiles for): each vector scanned by two shifted additions, four vectors'
+// totals combined as a tree, one addition per four vectors waiting on the running total. Measured
+// on one thread of an AMD EPYC, in L1: 0.31 ns per float, against 0.41 for blocks of scalar
+// prefix sums and 0.47 for 8 interleaved runs.
+template <class Acc, class T>
+struct Widened {
+  const T* x;
+  KOKKOS_INLINE_FUNCTION Acc operator()(std::int64_t i) const { return static_cast<Acc>(x[i]); }
+};
+#if defined(__clang__) || (defined(__GNUC__) && __GNUC__ >= 12)
+#define TANDEM_KOKKOS_VECTOR_SCAN 1
+#if defined(__SSE2__)
+#define TANDEM_KOKKOS_STREAM 1  // streaming stores: a large output costs a write, not a read and a write
+#include <emmintrin.h>
+#endif
+template <class Acc>
+struct Vector {
+  using type [[gnu::vector_size(16)]] = Acc;
+  static constexpr int width = int(16 / sizeof(Acc));
+  static type shift1(type v) {  // one lane towards the high end, zero in
+    const type z{};
+    if constexpr (width == 4) {
+      return __builtin_shufflevector(z, v, 0, 4, 5, 6);
+    } else {
+      return __builtin_shufflevector(z, v, 0, 2);
+    }
+  }
+  static type last(type v) {  // the last lane in every lane
+    if constexpr (width == 4) {
+      return __builtin_shufflevector(v, v, 3, 3, 3, 3);
+    } else {
+      return __builtin_shufflevector(v, v, 1, 1);
+    }
+  }
+  static type scan(type v) {
+    v += shift1(v);
+    if constexpr (width == 4) v += __builtin_shufflevector(type{}, v, 0, 1, 4, 5);
+    return v;
+  }
+};
+#endif
+// Scans x[begin, end) into out from `running`; returns the running value after it. out may alias
+// x: four vectors are read before they are written. T and Acc have one size (i32 sums in unsigned).
+template <bool Inclusive, bool Stream, class Acc, class T>
+Acc scan_chunk(std::int64_t begin, std::int64_t end, const T* x, T* out, Acc running) {
+  static_assert(sizeof(Acc) == sizeof(T));
+  std::int64_t i = begin;
+#ifdef TANDEM_KOKKOS_VECTOR_SCAN
+  using V = Vector<Acc>;
+  using Lanes = typename V::type;
+  Lanes run = Lanes{} + running;
+  for (; i + 4 * V::width <= end; i += 4 * V::width) {
+    Lanes a[4], t[4];
+    std::memcpy(a, x + i, sizeof a);
+    for (int k = 0; k < 4; ++k) {
+      const Lanes s = V::scan(a[k]);
+      t[k] = V::last(s);
+      a[k] = Inclusive ? s : V::shift1(s);
+    }
+    const Lanes t01 = t[0] + t[1];
+    a[1] += t[0];
+    a[2] += t01;
+    a[3] += t01 + t[2];
+    for (auto& ak : a) ak += run;
+#ifdef TANDEM_KOKKOS_STREAM
+    if constexpr (Stream) {
+      for (int k = 0; k < 4; ++k) _mm_stream_si128(reinterpret_cast<__m128i*>(out + i) + k, (__m128i)a[k]);
+    } else {
+      std::memcpy(out + i, a, sizeof a);
+    }
+#else
+    std::memcpy(out + i, a, sizeof a);
+#endif
+    run += t01 + (t[2] + t[3]);
+  }
+  running = run[0];
+#ifdef TANDEM_KOKKOS_STREAM
+  if constexpr (Stream) _mm_sfence();  // the streaming stores before what the thread does next
+#endif
+#endif
+  for (; i < end; ++i) {
+    const Acc v = static_cast<Acc>(x[i]);
+    if constexpr (!Inclusive) out[i] = static_cast<T>(running);
+    running += v;
+    if constexpr (Inclusive) out[i] = static_cast<T>(running);
+  }
+  return running;
+}
+// How a host space scans: in parts of `part` elements (a multiple of kChunk), one parallel_scan
+// each, with `sums` (2 * part / kChunk values of the widest sum, host memory) carrying each
+// chunk's sum from one part's scan to the next.
+struct ScanPlan {
+  std::int64_t part;
+  std::int64_t stream_from;  // bytes of output from which streaming stores are used
+  void* sums;
+};
+// Scans part [begin, end) of x[0, n) into out from `base`; returns the total from base over it.
+// The final pass of chunk c also sums chunk c + P of the next part (P chunks a part): its reads
+// from memory overlap this part's scanning, and the next part's first pass takes the sums instead
+// of reading x, whose chunks the same thread then finds in its cache. Each element is read from
+// memory once, as in a copy. (A parallel_scan over the whole range reads x twice: 9.0 ms for 16M
+// floats against 5.2 ms for the openmp backend, measured on 2 threads of an AMD EPYC.)
+template <bool Inclusive, bool Stream, class T, class Acc>
+Acc scan_part(std::int64_t begin, std::int64_t end, std::int64_t n, const T* x, T* out, Acc base,
+              const ScanPlan& plan) {
+  const std::int64_t first = begin / kChunk, chunks = chunks_of(n), ahead = plan.part / kChunk, slots = 2 * ahead;
+  const bool summed = begin > 0;  // by the part before
+  Acc* sums = static_cast<Acc*>(plan.sums);
+  Acc total = 0;
   Kokkos::parallel_scan(
-      "tandem::scan", Range(0, n), KOKKOS_LAMBDA(std::int64_t i, Acc & running, bool final) {
-        const Acc v = static_cast<Acc>(x[i]);
-        if (final && !inclusive) out[i] = static_cast<T>(running);
-        running += v;
-        if (final && inclusive) out[i] = static_cast<T>(running);
-      });
+      "tandem::scan", Range(first, chunks_of(end)),
+      KOKKOS_LAMBDA(std::int64_t c, Acc & running, bool final) {
+        if (c == first) running += base;  // the parts before this one
+        if (!final) {
+          running += summed ? sums[c % slots] : fold<Acc, Add>(c * kChunk, chunk_end(c, n), Acc(0), Widened<Acc, T>{x});
+          return;
+        }
+        running = scan_chunk<Inclusive, Stream>(c * kChunk, chunk_end(c, n), x, out, running);
+        if (c + ahead < chunks) {
+          sums[(c + ahead) % slots] =
+              fold<Acc, Add>((c + ahead) * kChunk, chunk_end(c + ahead, n), Acc(0), Widened<Acc, T>{x});
+        }
+      },
+      total);
+  return total;
+}
+template <bool Inclusive, class T>
+void scan_as(std::int64_t n, const T* x, T* out, const ScanPlan& plan) {
+  using Acc = std::conditional_t<std::is_same_v<T, std::int32_t>, unsigned, T>;
+  if constexpr (kHostMemory) {
+    // Streaming stores need 16-byte alignment, and pay where the output does not fit in the caches.
+    const bool stream =
+        x != out && reinterpret_cast<std::uintptr_t>(out) % 16 == 0 && n * std::int64_t(sizeof(T)) >= plan.stream_from;
+    Acc base = 0;
+    for (std::int64_t begin = 0; begin < n; begin += plan.part) {
+      const std::int64_t end = std::min(n, begin + plan.part);
+      base = stream ? scan_part<Inclusive, true>(begin, end, n, x, out, base, plan)
+                    : scan_part<Inclusive, false>(begin, end, n, x, out, base, plan);
+    }
+  } else {
+    // out may alias x: Kokkos' scan reads x[i] in both of its passes before the final one writes out[i].
+    Kokkos::parallel_scan(
+        "tandem::scan", Range(0, n), KOKKOS_LAMBDA(std::int64_t i, Acc & running, bool final) {
+          const Acc v = static_cast<Acc>(x[i]);
+          if (final && !Inclusive) out[i] = static_cast<T>(running);
+          running += v;
+          if (final && Inclusive) out[i] = static_cast<T>(running);
+        });
+  }
+}
+template <class T>
+void scan(bool inclusive, std::int64_t n, const T* x, T* out, const ScanPlan& plan) {
+  if (inclusive) {
+    scan_as<true>(n, x, out, plan);
+  } else {
+    scan_as<false>(n, x, out, plan);
+  }
 }
 
 // ---- losses ----
