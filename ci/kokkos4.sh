@@ -8,8 +8,9 @@
 #   2. tandem (CPU backends and kokkos, the tests) built against it in build/kokkos4;
 #   3. the kokkos label of CTest and `tandem check --backend kokkos` there, and `tandem info` to
 #      show the version and execution space.
-# Not yet a stage of ci/test.sh: CI's 40-minute budget has no room for it until it is measured
-# (its times are printed). Without ../shared/deps it says so and stops.
+# A stage of ci/test.sh (about 4 minutes on 2 cores with the cache, 30 s more to fill it).
+# Without ../shared/deps (and no cache) it says so and exits 0: the stage is then SKIPPED, with
+# the reason, and CI still tests Debian's Kokkos 3.4 in the main build.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 jobs=$(nproc)
@@ -19,8 +20,8 @@ prefix=${KOKKOS4_CACHE:-$HOME/.cache/tandem/kokkos-4.6.01-openmp-shared}
 
 if [ ! -f "$prefix/.complete" ]; then
   if [ ! -f "$tarball" ]; then
-    echo "kokkos4.sh: $tarball is not here (the Kokkos 4.6.01 source, see ../shared/deps/README.md): nothing run" >&2
-    exit 1
+    echo "kokkos4.sh: SKIPPED: $tarball (the Kokkos 4.6.01 source) is not beside this checkout, and no build of it is cached in $prefix"
+    exit 0
   fi
   echo "$sha256  $tarball" | sha256sum -c --quiet - || { echo "kokkos4.sh: $tarball: wrong checksum" >&2; exit 1; }
   start=$(date +%s)
@@ -40,7 +41,7 @@ fi
 start=$(date +%s)
 cmake -S . -B build/kokkos4 -G Ninja -DCMAKE_BUILD_TYPE=Release -DTANDEM_WERROR=ON -DKokkos_ROOT="$prefix" \
   -DTANDEM_ENABLE_KOKKOS=ON -DTANDEM_ENABLE_CUDA=OFF -DTANDEM_ENABLE_HIP=OFF -DTANDEM_ENABLE_SIM=OFF \
-  -DTANDEM_ENABLE_MPI=OFF -DTANDEM_BUILD_BENCH=OFF >/dev/null
+  -DTANDEM_ENABLE_MPI=OFF -DTANDEM_BUILD_BENCH=OFF -DTANDEM_BUILD_EXAMPLES=OFF >/dev/null
 cmake --build build/kokkos4 -j "$jobs"
 echo "kokkos4.sh: tandem built against Kokkos 4.6.01 in $(( $(date +%s) - start )) s"
 build/kokkos4/tandem info | grep -i kokkos

@@ -4,6 +4,8 @@
 #      every backend built here, the rest report Skipped with the reason).
 #   2. AddressSanitizer + UndefinedBehaviorSanitizer build; the CPU tests again under them.
 #   3. ThreadSanitizer: the concurrency tests. 4. libFuzzer: each file reader for 60 s (ci/fuzz.sh).
+#   Between 1 and 2: the Python package installed with pip, and tandem against Kokkos 4.6.01
+#   built from ../shared/deps into a cache (ci/kokkos4.sh; SKIPPED, saying why, without it).
 # Before them: the line budget (no source file over 600 lines).
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -49,6 +51,9 @@ rm -rf build/venv-install
 /usr/bin/python3 -m venv build/venv-install
 build/venv-install/bin/pip install -q --disable-pip-version-check . pytest
 (cd python/tests && env -u PYTHONPATH -u TANDEM_CLI ../../build/venv-install/bin/python -m pytest -q -p no:cacheprovider)
+
+echo "== Kokkos 4.6.01 (OpenMP), beside Debian's 3.4 above: the kokkos tests and tandem check (ci/kokkos4.sh) =="
+bash ci/kokkos4.sh
 
 echo "== openmp sources without SSE2 (the fallbacks non-x86 CPUs compile), syntax only =="
 for f in backends/openmp/kernels_generic.cpp backends/openmp/copies.cpp; do

@@ -19,6 +19,7 @@
 #include "../host/cpu_info.hpp"
 #include "../host/host_backend.hpp"
 #include "kokkos_kernels.hpp"
+#include "kokkos_matmul.hpp"
 #include "tandem/errors.hpp"
 
 namespace tandem::kokkos_backend {
@@ -156,14 +157,22 @@ class KokkosBackend : public tandem::Backend {  // created as detail::Owned<Kokk
     });
   }
 
-  std::vector<MatmulTier> matmul_tiers(DType) const override { return {MatmulTier::naive, MatmulTier::tiled}; }
+  // register_blocked packs into level-1 team scratch and runs one team per core: host spaces only.
+  std::vector<MatmulTier> matmul_tiers(DType) const override {
+    if constexpr (kHostMemory) return {MatmulTier::naive, MatmulTier::tiled, MatmulTier::register_blocked};
+    return {MatmulTier::naive, MatmulTier::tiled};
+  }
   MatmulTier choose_matmul_tier(const GemmArgs& g) const override {
-    return g.m * g.n >= 64 * 64 && g.k >= 16 ? MatmulTier::tiled : MatmulTier::naive;
+    if (g.m * g.n < 64 * 64 || g.k < 16) return MatmulTier::naive;
+    return kHostMemory ? MatmulTier::register_blocked : MatmulTier::tiled;
   }
   void matmul(Queue q, const GemmArgs& g) override {
     const auto lock = enter(q);
-    if (g.tier != MatmulTier::naive && g.tier != MatmulTier::tiled) {
-      throw Unsupported("matmul: the kokkos backend has the tiers naive and tiled, not '" +
+    const std::vector<MatmulTier> tiers = matmul_tiers(g.ab_type);
+    if (std::find(tiers.begin(), tiers.end(), g.tier) == tiers.end()) {
+      std::string names;
+      for (MatmulTier t : tiers) names += std::string(names.empty() ? "" : ", ") + std::string(name_of(t));
+      throw Unsupported("matmul: the kokkos backend has the tiers " + names + " here, not '" +
                         std::string(name_of(g.tier)) + "'");
     }
     detail::dispatch_real(g.ab_type, [&]<class TA>() {
@@ -171,8 +180,10 @@ class KokkosBackend : public tandem::Backend {  // created as detail::Owned<Kokk
         using C = std::conditional_t<std::is_same_v<TA, double>, double, float>;
         if (g.tier == MatmulTier::naive) {
           matmul_naive<C, TA, TC>(g);
-        } else {
+        } else if (g.tier == MatmulTier::tiled) {
           matmul_tiled<C, TA, TC>(g);
+        } else if constexpr (kHostMemory) {
+          matmul_register_blocked<C, TA, TC>(g);
         }
       });
     });
