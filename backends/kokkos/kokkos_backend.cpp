@@ -59,9 +59,10 @@ class KokkosBackend : public tandem::Backend {  // created as detail::Owned<Kokk
     p.compute_units = threads;
     p.isa_features = {std::string("kokkos:") + Exec::name()};
     if constexpr (kHostMemory) {
+      p.tuning.emplace_back("stores", "streaming from " + std::to_string(stream_from_bytes_ >> 20) +
+                                          " MiB of output (the last-level cache, sysfs), 16-byte aligned");
       p.tuning.emplace_back("scan", "parts of " + std::to_string(scan_part_bytes_ >> 10) +
-                                        " KiB per thread (half the L2, sysfs); streaming stores from " +
-                                        std::to_string(stream_from_bytes_ >> 20) + " MiB (the last-level cache)");
+                                        " KiB per thread (half the L2, sysfs), the next part's sums read ahead");
     }
     return p;
   }
@@ -103,12 +104,15 @@ class KokkosBackend : public tandem::Backend {  // created as detail::Owned<Kokk
 
   void binary(Queue q, BinaryOp op, DType t, std::size_t n, const void* x, const void* y, void* out) override {
     const auto lock = enter(q);
-    detail::dispatch_float(t,
-                           [&]<class T>() { kokkos_backend::binary<T>(op, count(n), as<T>(x), as<T>(y), as<T>(out)); });
+    detail::dispatch_float(t, [&]<class T>() {
+      kokkos_backend::binary<T>(op, count(n), as<T>(x), as<T>(y), as<T>(out), stream_output(out, n * sizeof(T), x, y));
+    });
   }
   void unary(Queue q, UnaryOp op, DType t, std::size_t n, const void* x, void* out) override {
     const auto lock = enter(q);
-    detail::dispatch_float(t, [&]<class T>() { kokkos_backend::unary<T>(op, count(n), as<T>(x), as<T>(out)); });
+    detail::dispatch_float(t, [&]<class T>() {
+      kokkos_backend::unary<T>(op, count(n), as<T>(x), as<T>(out), stream_output(out, n * sizeof(T), x));
+    });
   }
   void axpy(Queue q, DType t, std::size_t n, double alpha, const void* x, void* y) override {
     const auto lock = enter(q);
@@ -116,11 +120,15 @@ class KokkosBackend : public tandem::Backend {  // created as detail::Owned<Kokk
   }
   void scale(Queue q, DType t, std::size_t n, double alpha, const void* x, void* out) override {
     const auto lock = enter(q);
-    detail::dispatch_float(t, [&]<class T>() { kokkos_backend::scale<T>(count(n), T(alpha), as<T>(x), as<T>(out)); });
+    detail::dispatch_float(t, [&]<class T>() {
+      kokkos_backend::scale<T>(count(n), T(alpha), as<T>(x), as<T>(out), stream_output(out, n * sizeof(T), x));
+    });
   }
   void fill(Queue q, DType t, std::size_t n, double value, void* out) override {
     const auto lock = enter(q);
-    detail::dispatch_any(t, [&]<class T>() { kokkos_backend::fill<T>(count(n), host::from<T>(value), as<T>(out)); });
+    detail::dispatch_any(t, [&]<class T>() {
+      kokkos_backend::fill<T>(count(n), host::from<T>(value), as<T>(out), stream_output(out, n * sizeof(T)));
+    });
   }
   void add_row_vector(Queue q, DType t, std::int64_t rows, std::int64_t cols, const void* x, std::int64_t ldx,
                       const void* bias, void* out, std::int64_t ldo) override {
@@ -264,7 +272,8 @@ class KokkosBackend : public tandem::Backend {  // created as detail::Owned<Kokk
   void scan(Queue q, ScanKind kind, DType t, std::size_t n, const void* x, void* out, std::string_view) override {
     const auto lock = enter(q);
     detail::dispatch_numeric(t, [&]<class T>() {
-      kokkos_backend::scan<T>(kind == ScanKind::inclusive, count(n), as<T>(x), as<T>(out), scan_plan(sizeof(T)));
+      kokkos_backend::scan<T>(kind == ScanKind::inclusive, count(n), as<T>(x), as<T>(out),
+                              scan_plan(sizeof(T), stream_output(out, n * sizeof(T), x)));
     });
   }
   void softmax_cross_entropy(Queue q, DType t, std::int64_t rows, std::int64_t cols, const void* logits,
@@ -287,18 +296,24 @@ class KokkosBackend : public tandem::Backend {  // created as detail::Owned<Kokk
     return static_cast<T*>(p);
   }
   static std::int64_t count(std::size_t n) { return static_cast<std::int64_t>(n); }
-  // The host scan: half the L2 per thread for a part (the next part's chunks are read ahead beside
-  // it), streaming stores for outputs past the last-level cache; sizes from sysfs.
+  // The host kernels: half the L2 per thread for a scan's part (the next part's chunks are read
+  // ahead beside it), streaming stores for outputs past the last-level cache; sizes from sysfs.
   std::size_t scan_part_bytes_ = std::size_t(256) << 10;
   std::size_t stream_from_bytes_ = std::size_t(32) << 20;
   std::vector<double> scan_sums_;  // the chunk sums (see ScanPlan), double-sized slots
   // The host scan's plan for elements of `elem` bytes (see ScanPlan).
-  ScanPlan scan_plan(std::size_t elem) {
+  ScanPlan scan_plan(std::size_t elem, bool stream) {
     const std::int64_t threads = Exec().concurrency();
     const std::int64_t part =
         std::max<std::int64_t>(1, std::int64_t(scan_part_bytes_) * threads / std::int64_t(elem) / kChunk) * kChunk;
     scan_sums_.resize(std::size_t(2 * part / kChunk));
-    return ScanPlan{part, std::int64_t(stream_from_bytes_), scan_sums_.data()};
+    return ScanPlan{part, stream, scan_sums_.data()};
+  }
+  // Whether an output of `bytes` at `out` is written with streaming stores (see stream_line): on a
+  // host space, past the last-level cache, 16-byte aligned, and not one of the inputs (their lines
+  // are in the cache anyway).
+  bool stream_output(const void* out, std::size_t bytes, const void* in = nullptr, const void* in2 = nullptr) const {
+    return kHostMemory && bytes >= stream_from_bytes_ && can_stream(out) && out != in && out != in2;
   }
   // Kokkos runs one queue here: the default one (id 0). Every dispatch holds one lock for the
   // process: the default execution-space instance is shared by all host threads, and its team
