@@ -187,7 +187,18 @@ DType dtype_arg(nb::handle dtype, DType fallback) {
 Backend& backend_arg(nb::handle backend) {
   if (backend.is_none()) return default_backend();
   if (nb::isinstance<nb::str>(backend)) return get_backend(nb::cast<std::string>(backend));
+  if (!nb::isinstance<Backend>(backend)) {
+    throw nb::type_error(("backend must be a name such as 'openmp', a tandem.Backend or None, not " +
+                          nb::cast<std::string>(nb::str(backend.type().attr("__name__"))))
+                             .c_str());
+  }
   return nb::cast<Backend&>(backend);
+}
+
+// A shape as NumPy takes it: an int (one dimension) or a sequence of ints.
+std::vector<std::int64_t> shape_arg(nb::handle shape) {
+  if (nb::isinstance<nb::int_>(shape)) return {nb::cast<std::int64_t>(shape)};
+  return nb::cast<std::vector<std::int64_t>>(shape);
 }
 
 Array empty(Backend& backend, DType dtype, std::vector<std::int64_t> shape) {
@@ -337,15 +348,15 @@ void bind_array(nb::module_& m) {
 
   m.def(
       "empty",
-      [](std::vector<std::int64_t> shape, nb::handle dtype, nb::handle backend) {
-        return empty(backend_arg(backend), dtype_arg(dtype, DType::f32), std::move(shape));
+      [](nb::handle shape, nb::handle dtype, nb::handle backend) {
+        return empty(backend_arg(backend), dtype_arg(dtype, DType::f32), shape_arg(shape));
       },
       nb::arg("shape"), nb::arg("dtype") = nb::none(), nb::arg("backend") = nb::none(),
       "A new array; contents undefined. dtype defaults to float32, backend to the default one.");
   m.def(
       "full",
-      [](std::vector<std::int64_t> shape, double value, nb::handle dtype, nb::handle backend) {
-        Array a = empty(backend_arg(backend), dtype_arg(dtype, DType::f32), std::move(shape));
+      [](nb::handle shape, double value, nb::handle dtype, nb::handle backend) {
+        Array a = empty(backend_arg(backend), dtype_arg(dtype, DType::f32), shape_arg(shape));
         tandem::fill(a.buffer, value);
         return a;
       },

@@ -22,6 +22,17 @@ def test_backends_and_the_default_rule(monkeypatch):
     assert tandem.get_backend("reference").memory_place["kind"] == "host"
 
 
+def test_a_backend_argument_of_another_type_is_a_type_error():
+    # A dict from tandem.backends() passed as the backend once gave "std::bad_cast".
+    entry = tandem.backends()[0]
+    for call in (lambda: tandem.get_backend(entry), lambda: tandem.array([1.0], backend=entry),
+                 lambda: tandem.zeros(3, backend=3)):
+        with pytest.raises(TypeError, match="backend must be a name such as 'openmp', a tandem.Backend or None, not"):
+            call()
+    # A shape is an int or a sequence, as in NumPy.
+    assert tandem.zeros(3).shape == (3,) and tandem.full((2, 3), 1.0).shape == (2, 3)
+
+
 def test_tandem_backend_environment_variable_picks_the_default():
     import subprocess, sys, os
     env = dict(os.environ, TANDEM_BACKEND="reference")
