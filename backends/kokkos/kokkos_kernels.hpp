@@ -74,30 +74,62 @@ inline bool can_stream(const void* out) {
   return false;
 #endif
 }
-// out[i] = f(i) for i in [0, n); with `stream` (host spaces), chunk by chunk, each line computed
-// then streamed.
+// out[i] = f(i) over chunk c and chunk c + q of [0, n), side by side a line of each at a time
+// when both are whole (two streams per thread keep more reads in flight than one), each line
+// computed, then written (streamed with Stream). A line is read whole before it is written, so
+// out may be an input.
+template <bool Stream, class T, class F>
+KOKKOS_INLINE_FUNCTION void write_pair(std::int64_t c, std::int64_t q, std::int64_t n, T* out, const F& f) {
+  constexpr int kPer = int(kLine / sizeof(T));
+  const auto put = [](T* to, const T* line) {
+    if constexpr (Stream) {
+      stream_line(to, line);
+    } else {
+      std::memcpy(to, line, kLine);
+    }
+  };
+  if ((c + q + 1) * kChunk <= n) {
+    const std::int64_t b0 = c * kChunk, b1 = (c + q) * kChunk;
+    for (std::int64_t i = 0; i < kChunk; i += kPer) {
+      T l0[kPer], l1[kPer];
+      for (int l = 0; l < kPer; ++l) {
+        l0[l] = f(b0 + i + l);
+        l1[l] = f(b1 + i + l);
+      }
+      put(out + b0 + i, l0);
+      put(out + b1 + i, l1);
+    }
+  } else {
+    for (std::int64_t k = c; k < chunks_of(n); k += q) {
+      const std::int64_t end = chunk_end(k, n);
+      std::int64_t i = k * kChunk;
+      for (; i + kPer <= end; i += kPer) {
+        T line[kPer];
+        for (int l = 0; l < kPer; ++l) line[l] = f(i + l);
+        put(out + i, line);
+      }
+      for (; i < end; ++i) out[i] = f(i);
+    }
+  }
+  if constexpr (Stream) stream_fence();
+}
+// out[i] = f(i) for i in [0, n): on a host space in pairs of chunks (write_pair), with streaming
+// stores where `stream`; on a GPU one element per index.
 template <class T, class F>
 void write_each(const char* label, std::int64_t n, T* out, bool stream, F f) {
   if constexpr (kHostMemory) {
+    const std::int64_t q = (chunks_of(n) + 1) / 2;
     if (stream) {
       Kokkos::parallel_for(
-          label, Range(0, chunks_of(n)), KOKKOS_LAMBDA(std::int64_t c) {
-            constexpr int kPer = int(kLine / sizeof(T));
-            const std::int64_t end = chunk_end(c, n);
-            std::int64_t i = c * kChunk;
-            for (; i + kPer <= end; i += kPer) {
-              T line[kPer];
-              for (int l = 0; l < kPer; ++l) line[l] = f(i + l);
-              stream_line(out + i, line);
-            }
-            for (; i < end; ++i) out[i] = f(i);
-            stream_fence();
-          });
-      return;
+          label, Range(0, q), KOKKOS_LAMBDA(std::int64_t c) { write_pair<true>(c, q, n, out, f); });
+    } else {
+      Kokkos::parallel_for(
+          label, Range(0, q), KOKKOS_LAMBDA(std::int64_t c) { write_pair<false>(c, q, n, out, f); });
     }
+  } else {
+    Kokkos::parallel_for(
+        label, Range(0, n), KOKKOS_LAMBDA(std::int64_t i) { out[i] = f(i); });
   }
-  Kokkos::parallel_for(
-      label, Range(0, n), KOKKOS_LAMBDA(std::int64_t i) { out[i] = f(i); });
 }
 
 // ---- elementwise ----
@@ -121,6 +153,13 @@ struct Scaled {
   KOKKOS_INLINE_FUNCTION T operator()(std::int64_t i) const { return alpha * x[i]; }
 };
 template <class T>
+struct Axpy {
+  const T* x;
+  const T* y;
+  T alpha;
+  KOKKOS_INLINE_FUNCTION T operator()(std::int64_t i) const { return alpha * x[i] + y[i]; }
+};
+template <class T>
 struct Constant {
   T value;
   KOKKOS_INLINE_FUNCTION T operator()(std::int64_t) const { return value; }
@@ -135,8 +174,7 @@ void unary(UnaryOp op, std::int64_t n, const T* x, T* out, bool stream) {
 }
 template <class T>
 void axpy(std::int64_t n, T alpha, const T* x, T* y) {
-  Kokkos::parallel_for(
-      "tandem::axpy", Range(0, n), KOKKOS_LAMBDA(std::int64_t i) { y[i] = alpha * x[i] + y[i]; });
+  write_each("tandem::axpy", n, y, false, Axpy<T>{x, y, alpha});
 }
 template <class T>
 void scale(std::int64_t n, T alpha, const T* x, T* out, bool stream) {
