@@ -20,6 +20,7 @@
 #include "../host/host_backend.hpp"
 #include "kokkos_kernels.hpp"
 #include "kokkos_matmul.hpp"
+#include "kokkos_scan.hpp"
 #include "tandem/errors.hpp"
 
 namespace tandem::kokkos_backend {

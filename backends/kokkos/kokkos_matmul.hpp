@@ -9,28 +9,53 @@
 namespace tandem::kokkos_backend {
 
 // ---- matmul ----
-// Element (i, j) of op(A) and op(B) in the compute type.
-template <class C, class TA>
-KOKKOS_INLINE_FUNCTION C a_at(const TA* a, std::int64_t lda, bool trans, std::int64_t i, std::int64_t p) {
-  return to<C>(trans ? a[p * lda + i] : a[i * lda + p]);
-}
+// A GEMM's arguments as the kernels read them (a KOKKOS_LAMBDA captures it by value): op(A) and
+// op(B) element by element in the compute type C, and C's element written with alpha and beta.
+template <class C, class TA, class TC>
+struct Gemm {
+  const TA* a;
+  const TA* b;
+  TC* c;
+  std::int64_t m, n, k, lda, ldb, ldc;
+  bool ta, tb;
+  C alpha, beta;
+  explicit Gemm(const GemmArgs& g)
+      : a(static_cast<const TA*>(g.a)),
+        b(static_cast<const TA*>(g.b)),
+        c(static_cast<TC*>(g.c)),
+        m(g.m),
+        n(g.n),
+        k(g.k),
+        lda(g.lda),
+        ldb(g.ldb),
+        ldc(g.ldc),
+        ta(g.trans_a == Transpose::yes),
+        tb(g.trans_b == Transpose::yes),
+        alpha(C(g.alpha)),
+        beta(C(g.beta)) {}
+  KOKKOS_INLINE_FUNCTION C op_a(std::int64_t i, std::int64_t p) const {
+    return to<C>(ta ? a[p * lda + i] : a[i * lda + p]);
+  }
+  KOKKOS_INLINE_FUNCTION C op_b(std::int64_t p, std::int64_t j) const {
+    return to<C>(tb ? b[j * ldb + p] : b[p * ldb + j]);
+  }
+  // C(i, j) = alpha * sum + beta * C(i, j); C is not read when beta is 0.
+  KOKKOS_INLINE_FUNCTION void store(std::int64_t i, std::int64_t j, C sum) const {
+    TC& cij = c[i * ldc + j];
+    cij = TC(beta == C(0) ? alpha * sum : alpha * sum + beta * C(cij));
+  }
+};
 
 // naive: one thread per element of C, the dot product over k in the compute type C.
 template <class C, class TA, class TC>
 void matmul_naive(const GemmArgs& g) {
-  const auto* a = static_cast<const TA*>(g.a);
-  const auto* b = static_cast<const TA*>(g.b);
-  auto* c = static_cast<TC*>(g.c);
-  const std::int64_t n = g.n, k = g.k, lda = g.lda, ldb = g.ldb, ldc = g.ldc;
-  const bool ta = g.trans_a == Transpose::yes, tb = g.trans_b == Transpose::yes;
-  const C alpha = C(g.alpha), beta = C(g.beta);
+  const Gemm<C, TA, TC> G(g);
   Kokkos::parallel_for(
       "tandem::matmul_naive", Range(0, g.m * g.n), KOKKOS_LAMBDA(std::int64_t e) {
-        const std::int64_t i = e / n, j = e % n;
+        const std::int64_t i = e / G.n, j = e % G.n;
         C acc = 0;
-        for (std::int64_t p = 0; p < k; ++p) acc += a_at<C>(a, lda, ta, i, p) * a_at<C>(b, ldb, !tb, j, p);
-        TC& cij = c[i * ldc + j];
-        cij = TC(beta == C(0) ? alpha * acc : alpha * acc + beta * C(cij));
+        for (std::int64_t p = 0; p < G.k; ++p) acc += G.op_a(i, p) * G.op_b(p, j);
+        G.store(i, j, acc);
       });
 }
 
@@ -42,12 +67,8 @@ template <class C, class TA, class TC>
 void matmul_tiled(const GemmArgs& g) {
   using Team = Kokkos::TeamPolicy<Exec>;
   using Scratch = Kokkos::View<C**, Exec::scratch_memory_space, Kokkos::MemoryTraits<Kokkos::Unmanaged>>;
-  const auto* a = static_cast<const TA*>(g.a);
-  const auto* b = static_cast<const TA*>(g.b);
-  auto* c = static_cast<TC*>(g.c);
-  const std::int64_t m = g.m, n = g.n, k = g.k, lda = g.lda, ldb = g.ldb, ldc = g.ldc;
-  const bool ta = g.trans_a == Transpose::yes, tb = g.trans_b == Transpose::yes;
-  const C alpha = C(g.alpha), beta = C(g.beta);
+  const Gemm<C, TA, TC> G(g);
+  const std::int64_t m = g.m, n = g.n, k = g.k;
   const std::int64_t tiles_m = (m + kTile - 1) / kTile, tiles_n = (n + kTile - 1) / kTile;
   const std::size_t scratch = 2 * Scratch::shmem_size(kTile, kTile);
   const Team policy =
@@ -65,8 +86,8 @@ void matmul_tiled(const GemmArgs& g) {
           Kokkos::parallel_for(Kokkos::TeamThreadRange(team, kTile * kTile), [&](int e) {
             const int r = e / kTile, q = e % kTile;
             const std::int64_t i = ti * kTile + r, j = tj * kTile + r, p = p0 + q;
-            as(r, q) = i < m && p < k ? a_at<C>(a, lda, ta, i, p) : C(0);
-            bs(r, q) = j < n && p < k ? a_at<C>(b, ldb, !tb, j, p) : C(0);  // bs(j, p): op(B) transposed
+            as(r, q) = i < m && p < k ? G.op_a(i, p) : C(0);
+            bs(r, q) = j < n && p < k ? G.op_b(p, j) : C(0);  // bs(j, p): op(B) transposed
           });
           team.team_barrier();
           for (int e = me, u = 0; e < kTile * kTile; e += threads, ++u) {
@@ -79,10 +100,7 @@ void matmul_tiled(const GemmArgs& g) {
         }
         for (int e = me, u = 0; e < kTile * kTile; e += threads, ++u) {
           const std::int64_t i = ti * kTile + e / kTile, j = tj * kTile + e % kTile;
-          if (i < m && j < n) {
-            TC& cij = c[i * ldc + j];
-            cij = TC(beta == C(0) ? alpha * acc[u] : alpha * acc[u] + beta * C(cij));
-          }
+          if (i < m && j < n) G.store(i, j, acc[u]);
         }
       });
 }
@@ -122,12 +140,8 @@ void matmul_register_blocked(const GemmArgs& g) {
   using B = Blocking<C>;
   using Team = Kokkos::TeamPolicy<Exec>;
   using Scratch = Kokkos::View<C*, Exec::scratch_memory_space, Kokkos::MemoryTraits<Kokkos::Unmanaged>>;
-  const auto* a = static_cast<const TA*>(g.a);
-  const auto* b = static_cast<const TA*>(g.b);
-  auto* c = static_cast<TC*>(g.c);
-  const std::int64_t m = g.m, n = g.n, k = g.k, lda = g.lda, ldb = g.ldb, ldc = g.ldc;
-  const bool ta = g.trans_a == Transpose::yes, tb = g.trans_b == Transpose::yes;
-  const C alpha = C(g.alpha), beta = C(g.beta);
+  const Gemm<C, TA, TC> G(g);
+  const std::int64_t m = g.m, n = g.n, k = g.k;
   const std::int64_t tiles_n = (n + B::nc - 1) / B::nc, tiles = (m + B::mc - 1) / B::mc * tiles_n;
   const std::size_t scratch =
       Scratch::shmem_size(B::mc * B::kc) + Scratch::shmem_size(B::kc * B::nc) + Scratch::shmem_size(B::mc * B::nc);
@@ -149,12 +163,11 @@ void matmul_register_blocked(const GemmArgs& g) {
             const std::int64_t r0 = i0 + ir * B::mr;
             if (r0 + B::mr <= m) {
               for (std::int64_t p = 0; p < kb; ++p) {
-                for (int r = 0; r < B::mr; ++r) dst[p * B::mr + r] = a_at<C>(a, lda, ta, r0 + r, p0 + p);
+                for (int r = 0; r < B::mr; ++r) dst[p * B::mr + r] = G.op_a(r0 + r, p0 + p);
               }
             } else {
               for (std::int64_t p = 0; p < kb; ++p) {
-                for (int r = 0; r < B::mr; ++r)
-                  dst[p * B::mr + r] = r0 + r < m ? a_at<C>(a, lda, ta, r0 + r, p0 + p) : C(0);
+                for (int r = 0; r < B::mr; ++r) dst[p * B::mr + r] = r0 + r < m ? G.op_a(r0 + r, p0 + p) : C(0);
               }
             }
           });
@@ -164,12 +177,11 @@ void matmul_register_blocked(const GemmArgs& g) {
             const std::int64_t q0 = j0 + jr * B::nr;
             if (q0 + B::nr <= n) {
               for (std::int64_t p = 0; p < kb; ++p) {
-                for (int q = 0; q < B::nr; ++q) dst[p * B::nr + q] = a_at<C>(b, ldb, !tb, q0 + q, p0 + p);
+                for (int q = 0; q < B::nr; ++q) dst[p * B::nr + q] = G.op_b(p0 + p, q0 + q);
               }
             } else {
               for (std::int64_t p = 0; p < kb; ++p) {
-                for (int q = 0; q < B::nr; ++q)
-                  dst[p * B::nr + q] = q0 + q < n ? a_at<C>(b, ldb, !tb, q0 + q, p0 + p) : C(0);
+                for (int q = 0; q < B::nr; ++q) dst[p * B::nr + q] = q0 + q < n ? G.op_b(p0 + p, q0 + q) : C(0);
               }
             }
           });
@@ -183,11 +195,7 @@ void matmul_register_blocked(const GemmArgs& g) {
         }
         team.team_barrier();
         Kokkos::parallel_for(Kokkos::TeamThreadRange(team, int(mb)), [&](int r) {
-          for (std::int64_t q = 0; q < nb; ++q) {
-            const C s = sums(r * B::nc + q);
-            TC& cij = c[(i0 + r) * ldc + j0 + q];
-            cij = TC(beta == C(0) ? alpha * s : alpha * s + beta * C(cij));
-          }
+          for (std::int64_t q = 0; q < nb; ++q) G.store(i0 + r, j0 + q, sums(r * B::nc + q));
         });
       });
 }
