@@ -8,6 +8,7 @@
 // this file's AVX-512 copy for a CPU without it).
 #include <immintrin.h>
 
+#include <algorithm>
 #include <cstdint>
 
 #include "scan_isa.hpp"
@@ -90,16 +91,17 @@ struct Vec512<std::uint32_t> {  // i32 data, wrapping arithmetic
 }  // namespace
 
 std::int64_t scan_blocks_avx512(bool inclusive, const float* x, float* out, std::int64_t n, float& running,
-                                bool streamed) {
-  return scan_blocks<Vec512<float>>(inclusive, x, out, n, running, streamed);
+                                bool streamed, const float*& ahead, std::int64_t& ahead_n, float& ahead_sum) {
+  return scan_blocks<Vec512<float>>(inclusive, x, out, n, running, streamed, ahead, ahead_n, ahead_sum);
 }
 std::int64_t scan_blocks_avx512(bool inclusive, const double* x, double* out, std::int64_t n, double& running,
-                                bool streamed) {
-  return scan_blocks<Vec512<double>>(inclusive, x, out, n, running, streamed);
+                                bool streamed, const double*& ahead, std::int64_t& ahead_n, double& ahead_sum) {
+  return scan_blocks<Vec512<double>>(inclusive, x, out, n, running, streamed, ahead, ahead_n, ahead_sum);
 }
 std::int64_t scan_blocks_avx512(bool inclusive, const std::int32_t* x, std::int32_t* out, std::int64_t n,
-                                std::uint32_t& running, bool streamed) {
-  return scan_blocks<Vec512<std::uint32_t>>(inclusive, x, out, n, running, streamed);
+                                std::uint32_t& running, bool streamed, const std::int32_t*& ahead,
+                                std::int64_t& ahead_n, std::uint32_t& ahead_sum) {
+  return scan_blocks<Vec512<std::uint32_t>>(inclusive, x, out, n, running, streamed, ahead, ahead_n, ahead_sum);
 }
 
 }  // namespace tandem::openmp

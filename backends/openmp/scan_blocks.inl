@@ -1,37 +1,63 @@
 // The scan's in-cache block loop, written once over a vector-traits struct W (width, load, store,
 // stream, add, splat, first, shift<k>, last, scan) and included inside an anonymous namespace by
 // scan.inl (SSE2 traits) and scan_avx512.cpp (AVX-512 traits), so each file's copy is its own.
+
+// One step: four vectors of x scanned into out after `carry`, which moves on by their total;
+// with kAhead, four vectors of `ahead` (the next piece, read from memory while this one is
+// scanned from the cache) are added into acc.
+template <class W, bool kAhead, class T>
+inline void scan_step(bool inclusive, const T* x, T* out, bool streamed, typename W::V& carry, const T* ahead,
+                      typename W::V (&acc)[4]) {
+  using V = typename W::V;
+  // Each vector scanned on its own; their totals t combined as a tree, so that only one addition
+  // per step waits on the running total (carry).
+  V s[4], t[4];
+  if constexpr (kAhead) {  // the next piece comes from memory: ask for its lines 2 KiB early
+    constexpr int kBytes = 4 * W::width * static_cast<int>(sizeof(T));
+    for (int b = 0; b < kBytes; b += 64) _mm_prefetch(reinterpret_cast<const char*>(ahead) + 2048 + b, _MM_HINT_T0);
+  }
+  for (int u = 0; u < 4; ++u) {
+    s[u] = W::scan(W::load(x + u * W::width));
+    t[u] = W::last(s[u]);
+    if constexpr (kAhead) acc[u] = W::add(acc[u], W::load(ahead + u * W::width));
+  }
+  const V t01 = W::add(t[0], t[1]);
+  const V before2 = W::add(carry, t01);
+  const V before[4] = {carry, W::add(carry, t[0]), before2, W::add(before2, t[2])};
+  carry = W::add(carry, W::add(t01, W::add(t[2], t[3])));
+  for (int u = 0; u < 4; ++u) {
+    // Exclusive: the inclusive prefixes shifted up one lane (0 enters lane 0).
+    const V value = W::add(before[u], inclusive ? s[u] : W::template shift<1>(s[u]));
+    if (streamed) {
+      W::stream(out + u * W::width, value);
+    } else {
+      W::store(out + u * W::width, value);
+    }
+  }
+}
+
 // Scans whole blocks of four vectors from the start of x into out, adding `running` and leaving
-// the last prefix in it; returns how many elements it did. With `streamed`, out must be aligned
-// to the vector width.
+// the last prefix in it; returns how many elements it did. Meanwhile it sums as much of
+// ahead[0, ahead_n) as it has blocks for into ahead_sum and moves ahead/ahead_n past that part.
+// With `streamed`, out must be aligned to the vector width.
 template <class W, class Acc, class T>
-std::int64_t scan_blocks(bool inclusive, const T* x, T* out, std::int64_t n, Acc& running, bool streamed) {
+std::int64_t scan_blocks(bool inclusive, const T* x, T* out, std::int64_t n, Acc& running, bool streamed,
+                         const T*& ahead, std::int64_t& ahead_n, Acc& ahead_sum) {
   using V = typename W::V;
   constexpr std::int64_t kBlock = 4 * W::width;  // four vectors per step
   V carry = W::splat(running);
+  V acc[4] = {W::splat(0), W::splat(0), W::splat(0), W::splat(0)};
+  const std::int64_t fused = std::min(n, ahead_n) / kBlock * kBlock;
   std::int64_t i = 0;
-  for (; i + kBlock <= n; i += kBlock) {
-    // Each vector scanned on its own; their totals t combined as a tree, so that only one
-    // addition per step waits on the running total (carry).
-    V s[4], t[4];
-    for (int u = 0; u < 4; ++u) {
-      s[u] = W::scan(W::load(x + i + u * W::width));
-      t[u] = W::last(s[u]);
-    }
-    const V t01 = W::add(t[0], t[1]);
-    const V before2 = W::add(carry, t01);
-    const V before[4] = {carry, W::add(carry, t[0]), before2, W::add(before2, t[2])};
-    carry = W::add(carry, W::add(t01, W::add(t[2], t[3])));
-    for (int u = 0; u < 4; ++u) {
-      // Exclusive: the inclusive prefixes shifted up one lane (0 enters lane 0).
-      const V value = W::add(before[u], inclusive ? s[u] : W::template shift<1>(s[u]));
-      if (streamed) {
-        W::stream(out + i + u * W::width, value);
-      } else {
-        W::store(out + i + u * W::width, value);
-      }
-    }
-  }
+  for (; i < fused; i += kBlock) scan_step<W, true>(inclusive, x + i, out + i, streamed, carry, ahead + i, acc);
+  for (; i + kBlock <= n; i += kBlock) scan_step<W, false>(inclusive, x + i, out + i, streamed, carry, ahead, acc);
   running = W::first(carry);
+  if (fused > 0) {
+    T lanes[W::width];
+    W::store(lanes, W::add(W::add(acc[0], acc[1]), W::add(acc[2], acc[3])));
+    for (const T l : lanes) ahead_sum += Acc(l);
+    ahead += fused;
+    ahead_n -= fused;
+  }
   return i;
 }
