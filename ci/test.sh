@@ -10,10 +10,12 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 start=$(date +%s)
+# Each stage's header says how long the run has taken so far (the whole must stay under 40 min).
+stage() { echo "== $* == ($(( $(date +%s) - start )) s so far)"; }
 bash ci/install-deps.sh
 jobs=$(nproc)
 
-echo "== line budget: no source file over 600 lines (ARCHITECTURE.md) =="
+stage "line budget: no source file over 600 lines (ARCHITECTURE.md)"
 patterns=('*.cpp' '*.hpp' '*.h' '*.cu' '*.cuh' '*.hip' '*.inl' '*.py' '*.sh' '*.cmake' '*CMakeLists.txt')
 if git rev-parse --is-inside-work-tree >/dev/null 2>&1; then
   sources=$(git ls-files -co --exclude-standard -- "${patterns[@]}")
@@ -27,12 +29,12 @@ if [ -n "$over" ]; then
   exit 1
 fi
 
-echo "== Python: a virtual environment with nanobind, scikit-build-core, NumPy and pytest (PyPI) =="
+stage "Python: a virtual environment with nanobind, scikit-build-core, NumPy and pytest (PyPI)"
 venv=build/venv
 [ -x "$venv/bin/python" ] || /usr/bin/python3 -m venv "$venv"
 "$venv/bin/pip" install -q --disable-pip-version-check nanobind scikit-build-core numpy pytest
 
-echo "== release build, warnings as errors =="
+stage "release build, warnings as errors"
 # Every backend whose toolchain is here must build: the simulator, HIP, Kokkos and MPI always
 # (install-deps installs them), CUDA when nvcc is present. ON makes a missing toolchain a configure error
 # instead of a silent skip.
@@ -46,31 +48,31 @@ cmake --preset ci "${gpu_flags[@]}" -DTANDEM_BUILD_PYTHON=ON -DPython_EXECUTABLE
 cmake --build --preset ci -j "$jobs"
 ctest --preset ci -j "$jobs"
 
-echo "== the Python package as users install it: pip install . into a fresh environment, then its tests =="
+stage "the Python package as users install it: pip install . into a fresh environment, then its tests"
 rm -rf build/venv-install
 /usr/bin/python3 -m venv build/venv-install
 build/venv-install/bin/pip install -q --disable-pip-version-check . pytest
 (cd python/tests && env -u PYTHONPATH -u TANDEM_CLI ../../build/venv-install/bin/python -m pytest -q -p no:cacheprovider)
 
-echo "== Kokkos 4.6.01 (OpenMP), beside Debian's 3.4 above: the kokkos tests and tandem check (ci/kokkos4.sh) =="
+stage "Kokkos 4.6.01 (OpenMP), beside Debian's 3.4 above: the kokkos tests and tandem check (ci/kokkos4.sh)"
 bash ci/kokkos4.sh
 
-echo "== openmp sources without SSE2 (the fallbacks non-x86 CPUs compile), syntax only =="
+stage "openmp sources without SSE2 (the fallbacks non-x86 CPUs compile), syntax only"
 for f in backends/openmp/kernels_generic.cpp backends/openmp/copies.cpp; do
   c++ -std=c++20 -fopenmp -fsyntax-only -U__SSE2__ -Iinclude -I. -Wall -Wextra -Werror "$f"
 done
 
-echo "== tandem::dist without MPI (the GPU machine's build, and users without Open MPI), syntax only =="
+stage "tandem::dist without MPI (the GPU machine's build, and users without Open MPI), syntax only"
 for f in algorithms/dist/*.cpp; do
   c++ -std=c++20 -fsyntax-only -Iinclude -Wall -Wextra -Wpedantic -Wshadow -Werror "$f"
 done
 
-echo "== AddressSanitizer + UndefinedBehaviorSanitizer =="
+stage "AddressSanitizer + UndefinedBehaviorSanitizer"
 cmake --preset asan >/dev/null
 cmake --build --preset asan -j "$jobs"
 ctest --preset asan -j "$jobs"
 
-echo "== ThreadSanitizer: the concurrency tests on reference, openmp and kokkos =="
+stage "ThreadSanitizer: the concurrency tests on reference, openmp and kokkos"
 # Not the simulator: TSan cannot follow its fibers (Boost.Context) nor its fences. One OpenMP
 # thread per region: libgomp is not instrumented, and TSan reads its barriers as races; the host
 # threads of the test still run their regions at the same time.
@@ -78,7 +80,7 @@ cmake --preset tsan >/dev/null
 cmake --build --preset tsan -j "$jobs"
 ctest --preset tsan -j "$jobs"
 
-echo "== fuzzing: the CSV, IDX, gzip and model-file readers, 60 s each (clang-15, ASan+UBSan) =="
+stage "fuzzing: the CSV, IDX, gzip and model-file readers, 60 s each (clang-15, ASan+UBSan)"
 bash ci/fuzz.sh 60
 
 echo "test.sh: all passed in $(( $(date +%s) - start )) s"
