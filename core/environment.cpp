@@ -48,6 +48,14 @@ void check_backend() {
   }
 }
 
+// "l1:BYTES" or "l2:BYTES", BYTES a multiple of 64 up to 65536 (the openmp tuning reads it).
+bool check_scan_prefetch(const std::string& text) {
+  if (text.size() < 4 || (text.compare(0, 3, "l1:") != 0 && text.compare(0, 3, "l2:") != 0)) return false;
+  int bytes = 0;
+  const auto [end, ec] = std::from_chars(text.data() + 3, text.data() + text.size(), bytes);
+  return ec == std::errc() && end == text.data() + text.size() && bytes > 0 && bytes <= 65536 && bytes % 64 == 0;
+}
+
 void check_stream_from() {
   const auto value = env::text("TANDEM_OPENMP_STREAM_FROM");
   if (!value || *value == "off") return;
@@ -81,6 +89,15 @@ const std::vector<Checked>& table() {
        [] {
          env::choice("TANDEM_OPENMP_STORE_RUNS", {"1", "2", "4"}, "4");
        }},
+      {"TANDEM_OPENMP_SCAN_PREFETCH", [] { return std::string("l1:BYTES or l2:BYTES"); },
+       "how far ahead, and into which cache, the openmp scan prefetches its input (default: measured)",
+       [] {
+         const auto text = env::text("TANDEM_OPENMP_SCAN_PREFETCH");
+         if (text && !check_scan_prefetch(*text)) {
+           throw InvalidArgument("TANDEM_OPENMP_SCAN_PREFETCH='" + *text +
+                                 "': give l1:BYTES or l2:BYTES (a multiple of 64 up to 65536)");
+         }
+       }},
       {"TANDEM_OPENMP_GEMM_BLOCKING", [] { return std::string("mc,kc,nc"); },
        "the openmp register_blocked tier's cache blocking (default: by micro-kernel)",
        [] { env::whole_list("TANDEM_OPENMP_GEMM_BLOCKING", 3, 1, 16384); }},
@@ -91,8 +108,7 @@ const std::vector<Checked>& table() {
          env::choice("TANDEM_TUNING", {"auto", "table", "calibrate"}, "auto");
        }},
       {"TANDEM_BACKEND_PATH", [] { return std::string("folders, ':' between them"); },
-       "where a shared libtandem looks first for its backend modules (libtandem-cuda.so, -hip, -kokkos)",
-       [] {}},
+       "where a shared libtandem looks first for its backend modules (libtandem-cuda.so, -hip, -kokkos)", [] {}},
       {"TANDEM_CACHE_DIR", [] { return std::string("a directory"); },
        "where the CPU tuning is cached (default $XDG_CACHE_HOME/tandem or ~/.cache/tandem)", [] {}},
       {"TANDEM_TEST_SEED", [] { return std::string("a whole number"); },

@@ -3,7 +3,8 @@
 // time like the matmul micro-kernel: the widest this CPU runs that TANDEM_CPU_ISA allows. The
 // OpenMPBackend methods check their queue and call through this table; arguments were checked
 // by the algorithms layer. `stream_from`: the output size in bytes from which stores go in
-// interleaved runs, streamed where store_tuning() says so (OpenMPBackend::stream_from_bytes).
+// interleaved runs, streamed where store_tuning() says so (OpenMPBackend::stream_from_bytes); the
+// scan streams from there unconditionally (its caller passes SIZE_MAX where stores are plain).
 #pragma once
 
 #include <cstdint>
@@ -42,7 +43,8 @@ struct CpuKernels {
   void (*softmax_cross_entropy)(DType t, std::int64_t rows, std::int64_t cols, const void* logits,
                                 std::int64_t ld_logits, const std::int32_t* labels, void* probs, std::int64_t ld_probs,
                                 void* losses);
-  void (*scan)(ScanKind kind, DType t, std::size_t n, const void* x, void* out, std::size_t stream_from);
+  void (*scan)(ScanKind kind, DType t, std::size_t n, const void* x, void* out, std::size_t stream_from,
+               ScanPrefetch prefetch);
   // The store calibration's loops (tuning.cpp), in this ISA's code.
   std::vector<StoreVariant> (*measure_store_variants)(std::size_t bytes, int reps);
 };

@@ -64,6 +64,8 @@ DeviceProperties OpenMPBackend::properties() const {
                                     "), for outputs " + from});
   p.tuning.push_back({"stores chosen by", t.source});
   if (!t.measured.empty()) p.tuning.push_back({"stores measured", t.measured});
+  p.tuning.push_back({"scan prefetch", scan_prefetch_text(t.scan_prefetch)});
+  if (!t.scan_measured.empty()) p.tuning.push_back({"scan prefetch measured", t.scan_measured});
   p.tuning.push_back({"kernels", std::string(cpu_kernels().isa) + " (elementwise, reductions, scans, softmax)"});
   p.tuning.push_back({"micro-kernel", best_microkernel_f32().isa});
   p.tuning.push_back({"gemm blocking f32", gemm_blocking_text()});
@@ -83,6 +85,43 @@ const CpuKernels& cpu_kernels() {
 
 std::vector<StoreVariant> measure_store_variants(std::size_t bytes, int reps) {
   return cpu_kernels().measure_store_variants(bytes, reps);
+}
+
+const std::vector<ScanPrefetch>& scan_prefetch_variants() {
+  static const std::vector<ScanPrefetch> variants = {
+      {2048, false}, {4096, false}, {2048, true}, {4096, true}, {8192, true}};
+  return variants;
+}
+
+std::vector<double> measure_scan_prefetch(std::size_t bytes, int reps, bool stream) {
+  const std::size_t n = bytes / sizeof(float);
+  const std::vector<ScanPrefetch>& variants = scan_prefetch_variants();
+  std::vector<double> best(variants.size(), 1e30);
+  float* x = static_cast<float*>(std::aligned_alloc(64, n * sizeof(float)));
+  float* out = static_cast<float*>(std::aligned_alloc(64, n * sizeof(float)));
+  if (x != nullptr && out != nullptr && n >= kParallelThreshold) {
+#pragma omp parallel for schedule(static)  // first touch by the threads that will read each part
+    for (std::size_t i = 0; i < n; ++i) {
+      x[i] = float(i & 7);
+      out[i] = 0.0f;
+    }
+    // Rounds alternate the variants, so that a change in the machine's memory speed (seen on
+    // shared VMs) falls on all of them alike.
+    for (int r = 0; r < reps; ++r) {
+      for (std::size_t v = 0; v < variants.size(); ++v) {
+        const double t0 = omp_get_wtime();
+        cpu_kernels().scan(ScanKind::inclusive, DType::f32, n, x, out, stream ? 0 : SIZE_MAX, variants[v]);
+        best[v] = std::min(best[v], omp_get_wtime() - t0);
+      }
+    }
+  } else {
+    best.clear();
+  }
+  std::free(x);
+  std::free(out);
+  std::vector<double> gbs;
+  for (const double t : best) gbs.push_back(2.0 * double(n * sizeof(float)) / t / 1e9);
+  return gbs;
 }
 
 // The kernels of this CPU's ISA (kernels.hpp); the arguments were checked by the algorithms layer.
@@ -191,7 +230,8 @@ void OpenMPBackend::softmax_cross_entropy(Queue q, DType t, std::int64_t rows, s
 
 void OpenMPBackend::scan(Queue q, ScanKind kind, DType t, std::size_t n, const void* x, void* out, std::string_view) {
   check_queue(q);
-  cpu_kernels().scan(kind, t, n, x, out, stream_from_bytes_);
+  const StoreTuning& tune = store_tuning();
+  cpu_kernels().scan(kind, t, n, x, out, tune.stream ? stream_from_bytes_ : SIZE_MAX, tune.scan_prefetch);
 }
 
 std::vector<MatmulTier> OpenMPBackend::matmul_tiers(DType ab) const {

@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "../host/host_backend.hpp"
+#include "scan_isa.hpp"
 
 namespace tandem::openmp {
 
@@ -85,11 +86,13 @@ class OpenMPBackend : public host::HostBackend {
 // TANDEM_OPENMP_STORES (streaming, plain) and TANDEM_OPENMP_STORE_RUNS (1, 2, 4) force the choices,
 // TANDEM_OPENMP_STREAM_FROM the output size from which they apply.
 struct StoreTuning {
-  bool stream = true;    // outputs that overlap no input: streaming (non-temporal) stores
-  int runs = 4;          // interleaved runs per thread for those outputs (1, 2 or 4)
-  int update_runs = 4;   // and for outputs that are also an input (axpy's y), stored in place
-  std::string source;    // "calibrated now", "cached in FILE", "table (AuthenticAMD)", an environment variable
-  std::string measured;  // each variant's GB/s when calibrated, else ""
+  bool stream = true;          // outputs that overlap no input: streaming (non-temporal) stores
+  int runs = 4;                // interleaved runs per thread for those outputs (1, 2 or 4)
+  int update_runs = 4;         // and for outputs that are also an input (axpy's y), stored in place
+  ScanPrefetch scan_prefetch;  // the scan's prefetch (scan_isa.hpp)
+  std::string scan_measured;   // each scan prefetch variant's GB/s when calibrated, else ""
+  std::string source;          // "calibrated now", "cached in FILE", "table (AuthenticAMD)", an environment variable
+  std::string measured;        // each variant's GB/s when calibrated, else ""
 };
 const StoreTuning& store_tuning();
 
@@ -102,6 +105,13 @@ struct StoreVariant {
   double gbs = 0;
 };
 std::vector<StoreVariant> measure_store_variants(std::size_t bytes, int reps);
+// The scan's prefetch variants (the first is the table's), each timed as the best of `reps` scans
+// of `bytes` of f32 with this tuning's stores; returns the GB/s (read + write) of each.
+const std::vector<ScanPrefetch>& scan_prefetch_variants();
+std::vector<double> measure_scan_prefetch(std::size_t bytes, int reps, bool stream);
+// "4096 bytes ahead into L2"; parse_scan_prefetch reads "l2:4096" (TANDEM_OPENMP_SCAN_PREFETCH).
+std::string scan_prefetch_text(ScanPrefetch pf);
+bool parse_scan_prefetch(const std::string& text, ScanPrefetch& pf);
 // The fastest variant of each kind: the tuning a measurement gives.
 StoreTuning choose_store_tuning(const std::vector<StoreVariant>& measured);
 

@@ -9,7 +9,8 @@
 //     scanned in registers (log2(width) shifted adds), the totals of four vectors are combined as
 //     a tree, and only one addition per four vectors waits on the running total; large outputs
 //     that are not the input are written with streaming stores (no read of the lines first, as in
-//     a copy). The next piece is prefetched 2 KiB ahead of its reads.
+//     a copy). The next piece is prefetched ahead of its reads, as far and into the cache the
+//     tuning says (ScanPrefetch: calibrated per CPU).
 //   chained scan (elsewhere): kChains interleaved sub-chunks keep several additions in flight
 //     (a single running sum is latency-bound at one element per add latency).
 
@@ -119,7 +120,7 @@ struct Vec<std::uint32_t> {  // i32 data, wrapping arithmetic
 // which it reads along the way. `streamed` writes with streaming stores, which need out aligned
 // to the vector: the elements before that go through the scalar loop.
 template <bool inclusive, class Acc, class T>
-Acc piece_scan(const T* x, T* out, std::int64_t n, Acc offset, bool streamed, int vector_bytes,
+Acc piece_scan(const T* x, T* out, std::int64_t n, Acc offset, bool streamed, int vector_bytes, ScanPrefetch pf = {},
                const T* ahead = nullptr, std::int64_t ahead_n = 0) {
   std::int64_t head = 0;
   if (streamed) {
@@ -132,12 +133,12 @@ Acc piece_scan(const T* x, T* out, std::int64_t n, Acc offset, bool streamed, in
   std::int64_t i = head;
 #if defined(TANDEM_X86_KERNELS)
   if (vector_bytes == 64) {
-    i += scan_blocks_avx512(inclusive, x + i, out + i, n - i, running, streamed, ahead, ahead_n, ahead_sum);
+    i += scan_blocks_avx512(inclusive, x + i, out + i, n - i, running, streamed, pf, ahead, ahead_n, ahead_sum);
   } else if (vector_bytes == 32) {
-    i += scan_blocks_avx2(inclusive, x + i, out + i, n - i, running, streamed, ahead, ahead_n, ahead_sum);
+    i += scan_blocks_avx2(inclusive, x + i, out + i, n - i, running, streamed, pf, ahead, ahead_n, ahead_sum);
   }
 #endif
-  i += scan_blocks<Vec<Acc>>(inclusive, x + i, out + i, n - i, running, streamed, ahead, ahead_n, ahead_sum);
+  i += scan_blocks<Vec<Acc>>(inclusive, x + i, out + i, n - i, running, streamed, pf, ahead, ahead_n, ahead_sum);
   scalar_scan<inclusive>(x + i, out + i, n - i, running);
   return ahead_sum + stream_sum<Acc>(ahead, ahead_n);
 }
@@ -147,7 +148,7 @@ Acc piece_scan(const T* x, T* out, std::int64_t n, Acc offset, bool streamed, in
 constexpr int kChains = 8;
 
 template <bool inclusive, class Acc, class T>
-Acc piece_scan(const T* x, T* out, std::int64_t n, Acc offset, bool, int, const T* ahead = nullptr,
+Acc piece_scan(const T* x, T* out, std::int64_t n, Acc offset, bool, int, ScanPrefetch = {}, const T* ahead = nullptr,
                std::int64_t ahead_n = 0) {
   // Chains start len elements apart. A len whose byte stride is a multiple of 4 KiB would put
   // all 16 streams (8 read, 8 written) in the same L1 sets; shortening it by one cache line
@@ -176,11 +177,11 @@ Acc piece_scan(const T* x, T* out, std::int64_t n, Acc offset, bool, int, const 
 #endif
 
 template <bool inclusive, class T>
-void scan_impl(const T* x, T* out, std::int64_t n, std::size_t stream_from) {
+void scan_impl(const T* x, T* out, std::int64_t n, std::size_t stream_from, ScanPrefetch pf) {
   using Acc = typename SumAcc<T>::type;
   // An output that is not the input, and too large to stay cached, goes around the caches.
   const bool streamed =
-      (out + n <= x || x + n <= out) && static_cast<std::size_t>(n) * sizeof(T) >= stream_from && store_tuning().stream;
+      (out + n <= x || x + n <= out) && static_cast<std::size_t>(n) * sizeof(T) >= stream_from;
   // The widest pass this variant has (kernels_<isa>.cpp): AVX-512, AVX2, or SSE2 alone.
   constexpr int vector_bytes = TANDEM_ISA_AVX512 ? 64 : TANDEM_ISA_AVX2 ? 32 : 16;
   if (n < static_cast<std::int64_t>(kParallelThreshold)) {
@@ -209,7 +210,7 @@ void scan_impl(const T* x, T* out, std::int64_t n, std::size_t stream_from) {
       for (int u = t; u < threads; ++u) block_total += slot[u];
       const std::int64_t next = piece_begin(base + stride), next_end = std::min(n, next + kPiece);
       partial[static_cast<std::size_t>((parity ^ 1) * max_threads + t)] = piece_scan<inclusive, Acc>(
-          x + begin, out + begin, end - begin, offset, streamed, vector_bytes, x + next, next_end - next);
+          x + begin, out + begin, end - begin, offset, streamed, vector_bytes, pf, x + next, next_end - next);
       carry = block_total;
       begin = next;
       end = next_end;
@@ -221,12 +222,13 @@ void scan_impl(const T* x, T* out, std::int64_t n, std::size_t stream_from) {
   }
 }
 
-void scan(ScanKind kind, DType t, std::size_t n, const void* x, void* out, std::size_t stream_from) {
+void scan(ScanKind kind, DType t, std::size_t n, const void* x, void* out, std::size_t stream_from,
+          ScanPrefetch pf) {
   host::dispatch_numeric(t, [&]<class T>() {
     const auto* in = static_cast<const T*>(x);
     auto* o = static_cast<T*>(out);
     const auto count = static_cast<std::int64_t>(n);
-    kind == ScanKind::inclusive ? scan_impl<true>(in, o, count, stream_from)
-                                : scan_impl<false>(in, o, count, stream_from);
+    kind == ScanKind::inclusive ? scan_impl<true>(in, o, count, stream_from, pf)
+                                : scan_impl<false>(in, o, count, stream_from, pf);
   });
 }

@@ -1,22 +1,24 @@
 // The scan's in-cache block loop, written once over a vector-traits struct W (width, load, store,
 // stream, add, splat, first, shift<k>, last, scan) and included inside an anonymous namespace by
 // scan.inl (SSE2 traits), scan_avx2.cpp and scan_avx512.cpp, so each file's copy is its own.
-// The 2 KiB prefetch distance is the reductions' (reduce.inl, measured on a Xeon); for the scan
-// it was measured on an AMD EPYC (A/B in one harness, four alternations: about +5% of scan speed).
+// The next piece's lines are asked for pf.bytes ahead into L1 or L2 (ScanPrefetch, calibrated
+// per CPU: 2 KiB into L1 gave about +5% over none on a Zen 2/3 EPYC; 4 KiB into L2 +10% over that
+// on a Zen 4).
 
 // One step: four vectors of x scanned into out after `carry`, which moves on by their total;
 // with kAhead, four vectors of `ahead` (the next piece, read from memory while this one is
 // scanned from the cache) are added into acc.
-template <class W, bool kAhead, class T>
+template <class W, bool kAhead, int kLocality, class T>
 inline void scan_step(bool inclusive, const T* x, T* out, bool streamed, typename W::V& carry, const T* ahead,
-                      typename W::V (&acc)[4]) {
+                      std::intptr_t distance, typename W::V (&acc)[4]) {
   using V = typename W::V;
   // Each vector scanned on its own; their totals t combined as a tree, so that only one addition
   // per step waits on the running total (carry).
   V s[4], t[4];
-  if constexpr (kAhead) {  // the next piece comes from memory: ask for its lines 2 KiB early
+  if constexpr (kAhead) {  // the next piece comes from memory: ask for its lines early
     constexpr int kBytes = 4 * W::width * static_cast<int>(sizeof(T));
-    for (int b = 0; b < kBytes; b += 64) _mm_prefetch(reinterpret_cast<const char*>(ahead) + 2048 + b, _MM_HINT_T0);
+    const char* early = reinterpret_cast<const char*>(ahead) + distance;
+    for (int b = 0; b < kBytes; b += 64) __builtin_prefetch(early + b, 0, kLocality);  // 3: L1, 2: L2
   }
   for (int u = 0; u < 4; ++u) {
     s[u] = W::scan(W::load(x + u * W::width));
@@ -42,17 +44,21 @@ inline void scan_step(bool inclusive, const T* x, T* out, bool streamed, typenam
 // the last prefix in it; returns how many elements it did. Meanwhile it sums as much of
 // ahead[0, ahead_n) as it has blocks for into ahead_sum and moves ahead/ahead_n past that part.
 // With `streamed`, out must be aligned to the vector width.
-template <class W, class Acc, class T>
-std::int64_t scan_blocks(bool inclusive, const T* x, T* out, std::int64_t n, Acc& running, bool streamed,
-                         const T*& ahead, std::int64_t& ahead_n, Acc& ahead_sum) {
+template <class W, int kLocality, class Acc, class T>
+std::int64_t scan_blocks_to(bool inclusive, const T* x, T* out, std::int64_t n, Acc& running, bool streamed,
+                            std::intptr_t distance, const T*& ahead, std::int64_t& ahead_n, Acc& ahead_sum) {
   using V = typename W::V;
   constexpr std::int64_t kBlock = 4 * W::width;  // four vectors per step
   V carry = W::splat(running);
   V acc[4] = {W::splat(0), W::splat(0), W::splat(0), W::splat(0)};
   const std::int64_t fused = std::min(n, ahead_n) / kBlock * kBlock;
   std::int64_t i = 0;
-  for (; i < fused; i += kBlock) scan_step<W, true>(inclusive, x + i, out + i, streamed, carry, ahead + i, acc);
-  for (; i + kBlock <= n; i += kBlock) scan_step<W, false>(inclusive, x + i, out + i, streamed, carry, ahead, acc);
+  for (; i < fused; i += kBlock) {
+    scan_step<W, true, kLocality>(inclusive, x + i, out + i, streamed, carry, ahead + i, distance, acc);
+  }
+  for (; i + kBlock <= n; i += kBlock) {
+    scan_step<W, false, kLocality>(inclusive, x + i, out + i, streamed, carry, ahead, distance, acc);
+  }
   running = W::first(carry);
   if (fused > 0) {
     T lanes[W::width];
@@ -62,4 +68,12 @@ std::int64_t scan_blocks(bool inclusive, const T* x, T* out, std::int64_t n, Acc
     ahead_n -= fused;
   }
   return i;
+}
+
+// scan_blocks_to with the prefetch's cache level as a constant (prefetch instructions take it so).
+template <class W, class Acc, class T>
+std::int64_t scan_blocks(bool inclusive, const T* x, T* out, std::int64_t n, Acc& running, bool streamed,
+                         ScanPrefetch pf, const T*& ahead, std::int64_t& ahead_n, Acc& ahead_sum) {
+  return pf.l2 ? scan_blocks_to<W, 2>(inclusive, x, out, n, running, streamed, pf.bytes, ahead, ahead_n, ahead_sum)
+               : scan_blocks_to<W, 3>(inclusive, x, out, n, running, streamed, pf.bytes, ahead, ahead_n, ahead_sum);
 }

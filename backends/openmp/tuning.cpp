@@ -1,4 +1,5 @@
-// The openmp backend's store tuning (openmp_backend.hpp: StoreTuning): from the environment, a
+// The openmp backend's store tuning and the scan's prefetch (openmp_backend.hpp: StoreTuning,
+// scan_isa.hpp: ScanPrefetch): from the environment, a
 // cache file of an earlier calibration, a calibration now, or a table by CPU vendor, in that
 // order. The cache is a few "key value" lines in TANDEM_CACHE_DIR (else $XDG_CACHE_HOME/tandem,
 // else ~/.cache/tandem), keyed by CPU model, thread count and tandem version; deleting it, or
@@ -7,6 +8,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <charconv>
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
@@ -98,6 +100,8 @@ bool read_cache(const fs::path& file, StoreTuning& t) {
   }
   if (values["stream"] != "0" && values["stream"] != "1") return false;
   if (!whole_runs(values["runs"], t.runs) || !whole_runs(values["update_runs"], t.update_runs)) return false;
+  if (!parse_scan_prefetch(values["scan_prefetch"], t.scan_prefetch)) return false;
+  t.scan_measured = values["scan_measured"];
   t.stream = values["stream"] == "1";
   t.measured = values["measured"];
   t.source = "cached in " + file.string();
@@ -114,7 +118,8 @@ std::string write_cache(const fs::path& file, const StoreTuning& t) {
     out << "# tandem's openmp store tuning, measured by a calibration run; delete the file to measure again\n";
     for (const auto& [k, v] : cache_key()) out << k << ' ' << v << '\n';
     out << "stream " << (t.stream ? 1 : 0) << "\nruns " << t.runs << "\nupdate_runs " << t.update_runs << "\nmeasured "
-        << t.measured << '\n';
+        << t.measured << "\nscan_prefetch " << (t.scan_prefetch.l2 ? "l2:" : "l1:") << t.scan_prefetch.bytes
+        << "\nscan_measured " << t.scan_measured << '\n';
     if (!out) return "not cached: cannot write " + tmp.string();
   }
   fs::rename(tmp, file, ec);
@@ -138,6 +143,24 @@ StoreTuning calibrate() {
     return t;
   }
   StoreTuning t = choose_store_tuning(measured);
+  // The scan's prefetch, with the stores just chosen; another variant than the table's must win
+  // by 3% (within the noise, keep what was measured on more CPUs).
+  const std::vector<double> scan = measure_scan_prefetch(bytes, 3, t.stream);
+  const std::vector<ScanPrefetch>& variants = scan_prefetch_variants();
+  for (std::size_t v = 0; v < scan.size(); ++v) {
+    char item[64];
+    std::snprintf(item, sizeof item, "%s%s:%d %.1f", v == 0 ? "" : ", ", variants[v].l2 ? "l2" : "l1",
+                  variants[v].bytes, scan[v]);
+    t.scan_measured += item;
+  }
+  if (!scan.empty()) {
+    std::size_t best = 0;
+    for (std::size_t v = 1; v < scan.size(); ++v) {
+      if (scan[v] > (best == 0 ? 1.03 : 1.0) * scan[best]) best = v;
+    }
+    t.scan_prefetch = variants[best];
+    t.scan_measured += " GB/s";
+  }
   char took[96];
   std::snprintf(took, sizeof took, "calibrated now (%.2f s, 3 x %zu MiB)", omp_get_wtime() - t0, bytes >> 20);
   t.source = took;
@@ -148,6 +171,12 @@ StoreTuning resolve() {
   const std::string mode = env::choice("TANDEM_TUNING", {"auto", "table", "calibrate"}, "auto");
   const auto forced_runs = env::text("TANDEM_OPENMP_STORE_RUNS");
   const auto forced_stores = env::text("TANDEM_OPENMP_STORES");
+  const auto forced_prefetch = env::text("TANDEM_OPENMP_SCAN_PREFETCH");
+  ScanPrefetch prefetch;
+  if (forced_prefetch && !parse_scan_prefetch(*forced_prefetch, prefetch)) {
+    throw InvalidArgument("TANDEM_OPENMP_SCAN_PREFETCH='" + *forced_prefetch +
+                          "': give l1:BYTES or l2:BYTES (the cache, and how far ahead: a multiple of 64 up to 65536)");
+  }
   int runs = 0;
   if (forced_runs && !whole_runs(*forced_runs, runs)) {
     throw InvalidArgument("TANDEM_OPENMP_STORE_RUNS='" + *forced_runs + "': give 1, 2 or 4 (runs per thread)");
@@ -175,6 +204,10 @@ StoreTuning resolve() {
     t.stream = *forced_stores == "streaming";
     if (!forced_runs) t.source += "; stores from TANDEM_OPENMP_STORES";
   }
+  if (forced_prefetch) {
+    t.scan_prefetch = prefetch;
+    t.source += "; scan prefetch from TANDEM_OPENMP_SCAN_PREFETCH";
+  }
   return t;
 }
 
@@ -198,6 +231,22 @@ StoreTuning choose_store_tuning(const std::vector<StoreVariant>& measured) {
   if (in_place != nullptr) t.update_runs = in_place->runs;
   t.measured = describe(measured);
   return t;
+}
+
+std::string scan_prefetch_text(ScanPrefetch pf) {
+  return std::to_string(pf.bytes) + " bytes ahead into " + (pf.l2 ? "L2" : "L1");
+}
+
+bool parse_scan_prefetch(const std::string& text, ScanPrefetch& pf) {
+  if (text.size() < 4 || (text.compare(0, 3, "l1:") != 0 && text.compare(0, 3, "l2:") != 0)) return false;
+  int bytes = 0;
+  const char* digits = text.data() + 3;
+  const auto [end, ec] = std::from_chars(digits, text.data() + text.size(), bytes);
+  if (ec != std::errc() || end != text.data() + text.size() || bytes <= 0 || bytes > 65536 || bytes % 64 != 0) {
+    return false;
+  }
+  pf = {bytes, text[1] == '2'};
+  return true;
 }
 
 const StoreTuning& store_tuning() {
