@@ -180,8 +180,7 @@ template <bool inclusive, class T>
 void scan_impl(const T* x, T* out, std::int64_t n, std::size_t stream_from, ScanPrefetch pf) {
   using Acc = typename SumAcc<T>::type;
   // An output that is not the input, and too large to stay cached, goes around the caches.
-  const bool streamed =
-      (out + n <= x || x + n <= out) && static_cast<std::size_t>(n) * sizeof(T) >= stream_from;
+  const bool streamed = (out + n <= x || x + n <= out) && static_cast<std::size_t>(n) * sizeof(T) >= stream_from;
   // The widest pass this variant has (kernels_<isa>.cpp): AVX-512, AVX2, or SSE2 alone.
   constexpr int vector_bytes = TANDEM_ISA_AVX512 ? 64 : TANDEM_ISA_AVX2 ? 32 : 16;
   if (n < static_cast<std::int64_t>(kParallelThreshold)) {
@@ -222,8 +221,7 @@ void scan_impl(const T* x, T* out, std::int64_t n, std::size_t stream_from, Scan
   }
 }
 
-void scan(ScanKind kind, DType t, std::size_t n, const void* x, void* out, std::size_t stream_from,
-          ScanPrefetch pf) {
+void scan(ScanKind kind, DType t, std::size_t n, const void* x, void* out, std::size_t stream_from, ScanPrefetch pf) {
   host::dispatch_numeric(t, [&]<class T>() {
     const auto* in = static_cast<const T*>(x);
     auto* o = static_cast<T*>(out);
