@@ -230,6 +230,12 @@ void OpenMPBackend::softmax_cross_entropy(Queue q, DType t, std::int64_t rows, s
 
 void OpenMPBackend::scan(Queue q, ScanKind kind, DType t, std::size_t n, const void* x, void* out, std::string_view) {
   check_queue(q);
+  // Like the stores, the prefetch is tuned for data past the last-level cache; a smaller scan
+  // takes the table's and does not wait for a calibration.
+  if (n * size_of(t) < stream_from_bytes_) {
+    cpu_kernels().scan(kind, t, n, x, out, SIZE_MAX, ScanPrefetch{});
+    return;
+  }
   const StoreTuning& tune = store_tuning();
   cpu_kernels().scan(kind, t, n, x, out, tune.stream ? stream_from_bytes_ : SIZE_MAX, tune.scan_prefetch);
 }
