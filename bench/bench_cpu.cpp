@@ -137,6 +137,7 @@ int main(int argc, char** argv) {
       "  no N = 4096.\n",
       options);
   if (exit_code >= 0) return exit_code;
+  const bench::CpuTicks ticks_at_start = bench::cpu_ticks();
   const bool quick = options.quick;
   // The store tuning measured now, on the quiet machine a benchmark needs (and cached for later
   // runs), rather than whatever a busier moment cached; TANDEM_TUNING set by the caller wins.
@@ -297,12 +298,15 @@ int main(int argc, char** argv) {
     tuning_json += (tuning_json.empty() ? "" : ", ") + ("\"" + what + "\": \"" + escaped + "\"");
   }
   bench::print_targets(rows, true);
+  const double stolen = bench::stolen_percent(ticks_at_start, bench::cpu_ticks());
+  std::printf("%s\n", bench::stolen_text(stolen).c_str());
   if (!have_vendor) std::printf("(no OpenBLAS in this build: sgemm ratios are not available)\n");
   if (!options.json_path.empty()) {
     char header[512];
     std::snprintf(header, sizeof header, "\"machine\": \"%s\", \"date\": \"%s\", \"threads\": %d, \"array_bytes\": %zu",
                   props.name.c_str(), date, omp_get_max_threads(), n * 4);
-    const std::string head = std::string(header) + ", \"tuning\": {" + tuning_json + "}";
+    const std::string head = std::string(header) + ", \"tuning\": {" + tuning_json +
+                             "}, \"steal_percent\": " + (stolen < 0 ? std::string("null") : std::to_string(stolen));
     if (!bench::write_targets_json(options.json_path, head, rows, true)) {
       std::fprintf(stderr, "tandem_bench_cpu: cannot write %s\n", options.json_path.c_str());
       return 1;

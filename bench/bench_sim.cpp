@@ -47,6 +47,7 @@ int main(int argc, char** argv) {
       "  the GPU simulator's speed: ops on sim vs openmp, and the cost of launches, barriers, shuffles\n",
       options);
   if (exit_code >= 0) return exit_code;
+  const bench::CpuTicks ticks_at_start = bench::cpu_ticks();
   const bool quick = options.quick;
   const std::string json_path = options.json_path;
   Backend& sim = get_backend("sim");
@@ -127,6 +128,8 @@ int main(int argc, char** argv) {
       "\nmachinery (%u blocks x %u threads): %.0f ns per GPU thread to launch and finish, %.1f ns per thread "
       "per barrier, %.1f ns per thread per shuffle\n",
       blocks, threads, per_thread_launch_ns, per_barrier_ns, per_shuffle_ns);
+  const double stolen = bench::stolen_percent(ticks_at_start, bench::cpu_ticks());
+  std::printf("%s\n", bench::stolen_text(stolen).c_str());
   if (!json_path.empty()) {
     std::FILE* f = std::fopen(json_path.c_str(), "w");
     if (f == nullptr) {
@@ -135,7 +138,12 @@ int main(int argc, char** argv) {
     }
     std::fprintf(f, "{\n  \"benchmark\": \"tandem_bench_sim\",\n  \"date\": \"%s\",\n  \"machine\": \"%s\",\n", date,
                  props.name.c_str());
-    std::fprintf(f, "  \"peer\": \"openmp (%s)\",\n  \"rows\": [\n", cpu.properties().name.c_str());
+    std::fprintf(f, "  \"peer\": \"openmp (%s)\",\n", cpu.properties().name.c_str());
+    if (stolen < 0) {
+      std::fprintf(f, "  \"steal_percent\": null,\n  \"rows\": [\n");
+    } else {
+      std::fprintf(f, "  \"steal_percent\": %.2f,\n  \"rows\": [\n", stolen);
+    }
     for (std::size_t i = 0; i < rows.size(); ++i) {
       const Row& r = rows[i];
       std::fprintf(

@@ -16,10 +16,46 @@ namespace tandem::bench {
 // Seconds per call of f: the median of at least `reps` timed calls after one untimed warm-up call
 // (page faults, caches, thread pools), repeated until they took 50 ms (at most 1000 calls): with
 // three calls of a 0.1 ms op, one stall of the VM (an openmp add of 1 MiB once measured 23.6 ms
-// in tandem_bench_sim, against 0.13-0.15 in four later runs) could set the median.
+// in tandem_bench_sim, against 0.13-0.15 in four later runs) could set the median. The
+// benchmarks also print how much CPU time the hypervisor took during the run (stolen_percent).
 inline double median_seconds(int reps, const std::function<void()>& f) {
   f();
   return 1e-3 * detail::repeat_median([&] { return detail::host_ms(f); }, reps, std::max(reps, 1000), 50).median_ms;
+}
+
+// CPU time so far, from Linux's /proc/stat (all CPUs, in clock ticks): all of it, and what the
+// hypervisor gave to other guests ("steal"). `known` is false where there is no such file.
+struct CpuTicks {
+  unsigned long long total = 0, steal = 0;
+  bool known = false;
+};
+inline CpuTicks cpu_ticks() {
+  CpuTicks t;
+  std::FILE* f = std::fopen("/proc/stat", "r");
+  if (f == nullptr) return t;
+  char label[8] = {};
+  unsigned long long v[8] = {};  // user nice system idle iowait irq softirq steal
+  if (std::fscanf(f, "%7s %llu %llu %llu %llu %llu %llu %llu %llu", label, &v[0], &v[1], &v[2], &v[3], &v[4], &v[5],
+                  &v[6], &v[7]) == 9 &&
+      std::strcmp(label, "cpu") == 0) {
+    for (const unsigned long long x : v) t.total += x;
+    t.steal = v[7];
+    t.known = true;
+  }
+  std::fclose(f);
+  return t;
+}
+// The share of CPU time stolen by the hypervisor between two readings, in percent (-1: not
+// known): a benchmark on a VM says beside its numbers whether its CPUs were taken away.
+inline double stolen_percent(const CpuTicks& from, const CpuTicks& to) {
+  if (!from.known || !to.known || to.total <= from.total) return -1;
+  return 100.0 * double(to.steal - from.steal) / double(to.total - from.total);
+}
+inline std::string stolen_text(double percent) {
+  if (percent < 0) return "CPU time stolen by a hypervisor: not known (no /proc/stat)";
+  char text[96];
+  std::snprintf(text, sizeof text, "CPU time stolen by the hypervisor during this run: %.1f%% (/proc/stat)", percent);
+  return text;
 }
 
 // The options every benchmark takes: --quick (fewer, smaller runs) and --json FILE.
