@@ -48,14 +48,6 @@ void check_backend() {
   }
 }
 
-// "l1:BYTES" or "l2:BYTES", BYTES a multiple of 64 up to 65536 (the openmp tuning reads it).
-bool check_scan_prefetch(const std::string& text) {
-  if (text.size() < 4 || (text.compare(0, 3, "l1:") != 0 && text.compare(0, 3, "l2:") != 0)) return false;
-  int bytes = 0;
-  const auto [end, ec] = std::from_chars(text.data() + 3, text.data() + text.size(), bytes);
-  return ec == std::errc() && end == text.data() + text.size() && bytes > 0 && bytes <= 65536 && bytes % 64 == 0;
-}
-
 void check_stream_from() {
   const auto value = env::text("TANDEM_OPENMP_STREAM_FROM");
   if (!value || *value == "off") return;
@@ -91,13 +83,7 @@ const std::vector<Checked>& table() {
        }},
       {"TANDEM_OPENMP_SCAN_PREFETCH", [] { return std::string("l1:BYTES or l2:BYTES"); },
        "how far ahead, and into which cache, the openmp scan prefetches its input (default: measured)",
-       [] {
-         const auto text = env::text("TANDEM_OPENMP_SCAN_PREFETCH");
-         if (text && !check_scan_prefetch(*text)) {
-           throw InvalidArgument("TANDEM_OPENMP_SCAN_PREFETCH='" + *text +
-                                 "': give l1:BYTES or l2:BYTES (a multiple of 64 up to 65536)");
-         }
-       }},
+       [] { env::cache_distance("TANDEM_OPENMP_SCAN_PREFETCH"); }},
       {"TANDEM_OPENMP_GEMM_BLOCKING", [] { return std::string("mc,kc,nc"); },
        "the openmp register_blocked tier's cache blocking (default: by micro-kernel)",
        [] { env::whole_list("TANDEM_OPENMP_GEMM_BLOCKING", 3, 1, 16384); }},
@@ -217,6 +203,27 @@ std::optional<std::vector<std::uint64_t>> whole_list(const char* name, std::size
                           ", separated by commas");
   }
   return out;
+}
+
+std::optional<CacheDistance> parse_cache_distance(const std::string& text) {
+  if (text.size() < 4 || (text.compare(0, 3, "l1:") != 0 && text.compare(0, 3, "l2:") != 0)) return std::nullopt;
+  int bytes = 0;
+  const auto [end, ec] = std::from_chars(text.data() + 3, text.data() + text.size(), bytes);
+  if (ec != std::errc() || end != text.data() + text.size() || bytes <= 0 || bytes > 65536 || bytes % 64 != 0) {
+    return std::nullopt;
+  }
+  return CacheDistance{text[1] - '0', bytes};
+}
+
+std::optional<CacheDistance> cache_distance(const char* name) {
+  const auto value = text(name);
+  if (!value) return std::nullopt;
+  const auto parsed = parse_cache_distance(*value);
+  if (!parsed) {
+    throw InvalidArgument(std::string(name) + "='" + *value +
+                          "': give l1:BYTES or l2:BYTES (the cache, and how far ahead: a multiple of 64 up to 65536)");
+  }
+  return parsed;
 }
 
 }  // namespace env

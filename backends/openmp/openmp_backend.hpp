@@ -109,9 +109,9 @@ std::vector<StoreVariant> measure_store_variants(std::size_t bytes, int reps);
 // of `bytes` of f32 with this tuning's stores; returns the GB/s (read + write) of each.
 const std::vector<ScanPrefetch>& scan_prefetch_variants();
 std::vector<double> measure_scan_prefetch(std::size_t bytes, int reps, bool stream);
-// "4096 bytes ahead into L2"; parse_scan_prefetch reads "l2:4096" (TANDEM_OPENMP_SCAN_PREFETCH).
+// "4096 bytes ahead into L2" (written "l2:4096" in the cache and TANDEM_OPENMP_SCAN_PREFETCH:
+// env::parse_cache_distance).
 std::string scan_prefetch_text(ScanPrefetch pf);
-bool parse_scan_prefetch(const std::string& text, ScanPrefetch& pf);
 // The fastest variant of each kind: the tuning a measurement gives.
 StoreTuning choose_store_tuning(const std::vector<StoreVariant>& measured);
 

@@ -8,7 +8,6 @@
 #include <unistd.h>
 
 #include <algorithm>
-#include <charconv>
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
@@ -100,7 +99,9 @@ bool read_cache(const fs::path& file, StoreTuning& t) {
   }
   if (values["stream"] != "0" && values["stream"] != "1") return false;
   if (!whole_runs(values["runs"], t.runs) || !whole_runs(values["update_runs"], t.update_runs)) return false;
-  if (!parse_scan_prefetch(values["scan_prefetch"], t.scan_prefetch)) return false;
+  const auto prefetch = env::parse_cache_distance(values["scan_prefetch"]);
+  if (!prefetch) return false;
+  t.scan_prefetch = {prefetch->bytes, prefetch->level == 2};
   t.scan_measured = values["scan_measured"];
   t.stream = values["stream"] == "1";
   t.measured = values["measured"];
@@ -171,12 +172,7 @@ StoreTuning resolve() {
   const std::string mode = env::choice("TANDEM_TUNING", {"auto", "table", "calibrate"}, "auto");
   const auto forced_runs = env::text("TANDEM_OPENMP_STORE_RUNS");
   const auto forced_stores = env::text("TANDEM_OPENMP_STORES");
-  const auto forced_prefetch = env::text("TANDEM_OPENMP_SCAN_PREFETCH");
-  ScanPrefetch prefetch;
-  if (forced_prefetch && !parse_scan_prefetch(*forced_prefetch, prefetch)) {
-    throw InvalidArgument("TANDEM_OPENMP_SCAN_PREFETCH='" + *forced_prefetch +
-                          "': give l1:BYTES or l2:BYTES (the cache, and how far ahead: a multiple of 64 up to 65536)");
-  }
+  const auto forced_prefetch = env::cache_distance("TANDEM_OPENMP_SCAN_PREFETCH");
   int runs = 0;
   if (forced_runs && !whole_runs(*forced_runs, runs)) {
     throw InvalidArgument("TANDEM_OPENMP_STORE_RUNS='" + *forced_runs + "': give 1, 2 or 4 (runs per thread)");
@@ -205,7 +201,7 @@ StoreTuning resolve() {
     if (!forced_runs) t.source += "; stores from TANDEM_OPENMP_STORES";
   }
   if (forced_prefetch) {
-    t.scan_prefetch = prefetch;
+    t.scan_prefetch = {forced_prefetch->bytes, forced_prefetch->level == 2};
     t.source += "; scan prefetch from TANDEM_OPENMP_SCAN_PREFETCH";
   }
   return t;
@@ -235,18 +231,6 @@ StoreTuning choose_store_tuning(const std::vector<StoreVariant>& measured) {
 
 std::string scan_prefetch_text(ScanPrefetch pf) {
   return std::to_string(pf.bytes) + " bytes ahead into " + (pf.l2 ? "L2" : "L1");
-}
-
-bool parse_scan_prefetch(const std::string& text, ScanPrefetch& pf) {
-  if (text.size() < 4 || (text.compare(0, 3, "l1:") != 0 && text.compare(0, 3, "l2:") != 0)) return false;
-  int bytes = 0;
-  const char* digits = text.data() + 3;
-  const auto [end, ec] = std::from_chars(digits, text.data() + text.size(), bytes);
-  if (ec != std::errc() || end != text.data() + text.size() || bytes <= 0 || bytes > 65536 || bytes % 64 != 0) {
-    return false;
-  }
-  pf = {bytes, text[1] == '2'};
-  return true;
 }
 
 const StoreTuning& store_tuning() {

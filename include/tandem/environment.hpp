@@ -37,6 +37,16 @@ std::optional<std::uint64_t> whole(const char* name, std::uint64_t min = 0, std:
 // `count` whole numbers in [min, max], separated by commas (unset or empty: nullopt).
 std::optional<std::vector<std::uint64_t>> whole_list(const char* name, std::size_t count, std::uint64_t min,
                                                      std::uint64_t max);
+// A cache level and a distance, written "l1:BYTES" or "l2:BYTES" (BYTES a multiple of 64 up to
+// 65536): how far ahead, and into which cache, a loop prefetches (TANDEM_OPENMP_SCAN_PREFETCH).
+struct CacheDistance {
+  int level = 1;
+  int bytes = 0;
+};
+// The text read that way (nullopt: not of that form).
+std::optional<CacheDistance> parse_cache_distance(const std::string& text);
+// The variable read that way (unset or empty: nullopt; another form: InvalidArgument).
+std::optional<CacheDistance> cache_distance(const char* name);
 
 }  // namespace env
 }  // namespace tandem
