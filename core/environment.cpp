@@ -81,7 +81,7 @@ const std::vector<Checked>& table() {
        [] {
          env::choice("TANDEM_OPENMP_STORE_RUNS", {"1", "2", "4"}, "4");
        }},
-      {"TANDEM_OPENMP_SCAN_PREFETCH", [] { return std::string("l1:BYTES or l2:BYTES"); },
+      {"TANDEM_OPENMP_SCAN_PREFETCH", [] { return std::string("l1:BYTES, l2:BYTES or off"); },
        "how far ahead, and into which cache, the openmp scan prefetches its input (default: measured)",
        [] { env::cache_distance("TANDEM_OPENMP_SCAN_PREFETCH"); }},
       {"TANDEM_OPENMP_GEMM_BLOCKING", [] { return std::string("mc,kc,nc"); },
@@ -206,6 +206,7 @@ std::optional<std::vector<std::uint64_t>> whole_list(const char* name, std::size
 }
 
 std::optional<CacheDistance> parse_cache_distance(const std::string& text) {
+  if (text == "off") return CacheDistance{0, 0};
   if (text.size() < 4 || (text.compare(0, 3, "l1:") != 0 && text.compare(0, 3, "l2:") != 0)) return std::nullopt;
   int bytes = 0;
   const auto [end, ec] = std::from_chars(text.data() + 3, text.data() + text.size(), bytes);
@@ -220,8 +221,9 @@ std::optional<CacheDistance> cache_distance(const char* name) {
   if (!value) return std::nullopt;
   const auto parsed = parse_cache_distance(*value);
   if (!parsed) {
-    throw InvalidArgument(std::string(name) + "='" + *value +
-                          "': give l1:BYTES or l2:BYTES (the cache, and how far ahead: a multiple of 64 up to 65536)");
+    throw InvalidArgument(
+        std::string(name) + "='" + *value +
+        "': give l1:BYTES or l2:BYTES (the cache, and how far ahead: a multiple of 64 up to 65536), or off");
   }
   return parsed;
 }

@@ -88,8 +88,8 @@ std::vector<StoreVariant> measure_store_variants(std::size_t bytes, int reps) {
 }
 
 const std::vector<ScanPrefetch>& scan_prefetch_variants() {
-  static const std::vector<ScanPrefetch> variants = {
-      {2048, false}, {4096, false}, {2048, true}, {4096, true}, {8192, true}};
+  static const std::vector<ScanPrefetch> variants = {{2048, false}, {4096, false}, {2048, true},
+                                                     {4096, true},  {8192, true},  {0, false}};
   return variants;
 }
 

@@ -109,9 +109,10 @@ std::vector<StoreVariant> measure_store_variants(std::size_t bytes, int reps);
 // of `bytes` of f32 with this tuning's stores; returns the GB/s (read + write) of each.
 const std::vector<ScanPrefetch>& scan_prefetch_variants();
 std::vector<double> measure_scan_prefetch(std::size_t bytes, int reps, bool stream);
-// "4096 bytes ahead into L2" (written "l2:4096" in the cache and TANDEM_OPENMP_SCAN_PREFETCH:
-// env::parse_cache_distance).
+// "4096 bytes ahead into L2", and the same as written in the cache file and
+// TANDEM_OPENMP_SCAN_PREFETCH ("l2:4096", or "off": env::parse_cache_distance).
 std::string scan_prefetch_text(ScanPrefetch pf);
+std::string scan_prefetch_key(ScanPrefetch pf);
 // The fastest variant of each kind: the tuning a measurement gives.
 StoreTuning choose_store_tuning(const std::vector<StoreVariant>& measured);
 

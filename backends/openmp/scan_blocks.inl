@@ -1,9 +1,9 @@
 // The scan's in-cache block loop, written once over a vector-traits struct W (width, load, store,
 // stream, add, splat, first, shift<k>, last, scan) and included inside an anonymous namespace by
 // scan.inl (SSE2 traits), scan_avx2.cpp and scan_avx512.cpp, so each file's copy is its own.
-// The next piece's lines are asked for pf.bytes ahead into L1 or L2 (ScanPrefetch, calibrated
-// per CPU: 2 KiB into L1 gave about +5% over none on a Zen 2/3 EPYC; 4 KiB into L2 +10% over that
-// on a Zen 4).
+// The next piece's lines are asked for pf.bytes ahead into L1 or L2, or not at all (ScanPrefetch,
+// calibrated per CPU: 2 KiB into L1 gave about +5% over none on a Zen 2/3 EPYC; 4 KiB into L2
+// +10% over that on a Zen 4, where none at all was best when the VM's memory was faster).
 
 // One step: four vectors of x scanned into out after `carry`, which moves on by their total;
 // with kAhead, four vectors of `ahead` (the next piece, read from memory while this one is
@@ -15,7 +15,7 @@ inline void scan_step(bool inclusive, const T* x, T* out, bool streamed, typenam
   // Each vector scanned on its own; their totals t combined as a tree, so that only one addition
   // per step waits on the running total (carry).
   V s[4], t[4];
-  if constexpr (kAhead) {  // the next piece comes from memory: ask for its lines early
+  if constexpr (kAhead && kLocality > 0) {  // the next piece comes from memory: ask for its lines early
     constexpr int kBytes = 4 * W::width * static_cast<int>(sizeof(T));
     const char* early = reinterpret_cast<const char*>(ahead) + distance;
     for (int b = 0; b < kBytes; b += 64) __builtin_prefetch(early + b, 0, kLocality);  // 3: L1, 2: L2
@@ -70,10 +70,14 @@ std::int64_t scan_blocks_to(bool inclusive, const T* x, T* out, std::int64_t n, 
   return i;
 }
 
-// scan_blocks_to with the prefetch's cache level as a constant (prefetch instructions take it so).
+// scan_blocks_to with the prefetch's cache level as a constant (prefetch instructions take it so;
+// 0: none).
 template <class W, class Acc, class T>
 std::int64_t scan_blocks(bool inclusive, const T* x, T* out, std::int64_t n, Acc& running, bool streamed,
                          ScanPrefetch pf, const T*& ahead, std::int64_t& ahead_n, Acc& ahead_sum) {
+  if (pf.bytes == 0) {
+    return scan_blocks_to<W, 0>(inclusive, x, out, n, running, streamed, 0, ahead, ahead_n, ahead_sum);
+  }
   return pf.l2 ? scan_blocks_to<W, 2>(inclusive, x, out, n, running, streamed, pf.bytes, ahead, ahead_n, ahead_sum)
                : scan_blocks_to<W, 3>(inclusive, x, out, n, running, streamed, pf.bytes, ahead, ahead_n, ahead_sum);
 }

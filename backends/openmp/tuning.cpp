@@ -123,8 +123,8 @@ std::string write_cache(const fs::path& file, const StoreTuning& t) {
     out << "# tandem's openmp store tuning, measured by a calibration run; delete the file to measure again\n";
     for (const auto& [k, v] : cache_key()) out << k << ' ' << v << '\n';
     out << "stream " << (t.stream ? 1 : 0) << "\nruns " << t.runs << "\nupdate_runs " << t.update_runs << "\nmeasured "
-        << t.measured << "\nscan_prefetch " << (t.scan_prefetch.l2 ? "l2:" : "l1:") << t.scan_prefetch.bytes
-        << "\nscan_measured " << t.scan_measured << '\n';
+        << t.measured << "\nscan_prefetch " << scan_prefetch_key(t.scan_prefetch) << "\nscan_measured "
+        << t.scan_measured << '\n';
     if (!out) return "not cached: cannot write " + tmp.string();
   }
   fs::rename(tmp, file, ec);
@@ -154,8 +154,7 @@ StoreTuning calibrate() {
   const std::vector<ScanPrefetch>& variants = scan_prefetch_variants();
   for (std::size_t v = 0; v < scan.size(); ++v) {
     char item[64];
-    std::snprintf(item, sizeof item, "%s%s:%d %.1f", v == 0 ? "" : ", ", variants[v].l2 ? "l2" : "l1",
-                  variants[v].bytes, scan[v]);
+    std::snprintf(item, sizeof item, "%s%s %.1f", v == 0 ? "" : ", ", scan_prefetch_key(variants[v]).c_str(), scan[v]);
     t.scan_measured += item;
   }
   if (!scan.empty()) {
@@ -233,7 +232,12 @@ StoreTuning choose_store_tuning(const std::vector<StoreVariant>& measured) {
   return t;
 }
 
+std::string scan_prefetch_key(ScanPrefetch pf) {
+  return pf.bytes == 0 ? std::string("off") : (pf.l2 ? "l2:" : "l1:") + std::to_string(pf.bytes);
+}
+
 std::string scan_prefetch_text(ScanPrefetch pf) {
+  if (pf.bytes == 0) return "off (the hardware prefetchers alone)";
   return std::to_string(pf.bytes) + " bytes ahead into " + (pf.l2 ? "L2" : "L1");
 }
 
