@@ -3,7 +3,7 @@
 // scan.inl (SSE2 traits), scan_avx2.cpp and scan_avx512.cpp, so each file's copy is its own.
 // The next piece's lines are asked for pf.bytes ahead into L1 or L2, or not at all (ScanPrefetch,
 // calibrated per CPU: 2 KiB into L1 gave about +5% over none on a Zen 2/3 EPYC; 4 KiB into L2
-// +10% over that on a Zen 4, where none at all was best when the VM's memory was faster).
+// +10% over that on a Zen 4, where none lost 15%).
 
 // One step: four vectors of x scanned into out after `carry`, which moves on by their total;
 // with kAhead, four vectors of `ahead` (the next piece, read from memory while this one is

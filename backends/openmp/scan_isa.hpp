@@ -13,9 +13,9 @@ namespace tandem::openmp {
 // How far ahead, and into which cache, the scan asks for the lines of its next piece while it
 // scans the cached one (scan_blocks.inl): on a 2-vCPU AMD EPYC (Zen 4) 4 KiB into L2 moved
 // 94-96% of a copy's bytes where 2 KiB into L1 moved 83-86% (five alternations); the 2 KiB into
-// L1 it had was measured on a Zen 2/3 EPYC. In the VM's faster memory state none at all (the
-// hardware prefetchers alone) did better still. Calibrated with the stores, and like them used
-// for inputs past the last-level cache (smaller ones take these defaults).
+// L1 it had was measured on a Zen 2/3 EPYC; none at all (the hardware prefetchers alone) lost
+// 15% there, and is a variant for CPUs where it may not. Calibrated with the stores, and like
+// them used for inputs past the last-level cache (smaller ones take these defaults).
 struct ScanPrefetch {
   int bytes = 2048;  // distance ahead of the reads, a multiple of 64; 0: no prefetch instructions
   bool l2 = false;   // into L2 (prefetcht1), else into L1 (prefetcht0)
