@@ -79,11 +79,13 @@ def available(name):
 @pytest.mark.parametrize("call", ["inclusive_scan", "matmul"])
 def test_the_gil_is_released_while_tandem_works(call):
     # The simulator runs a GPU kernel on the CPU slowly: long enough for another Python thread to
-    # run many times, which it cannot while a call holds the GIL.
+    # run many times, which it cannot while a call holds the GIL. One call each, sized to take
+    # well over 5 ms (a 192^3 matmul took 3.5 ms on a Zen 4, too short to tell); repeating a short
+    # call would not do: Python hands the GIL over between calls.
     if not available("sim"):
         pytest.skip("the simulator is not built into this package")
-    x = tandem.array(np.ones(1 << 20, np.float32), backend="sim")
-    m = tandem.array(np.ones((192, 192), np.float32), backend="sim")
+    x = tandem.array(np.ones(1 << 21, np.float32), backend="sim")
+    m = tandem.array(np.ones((384, 384), np.float32), backend="sim")
     work = {"inclusive_scan": lambda: tandem.inclusive_scan(x),
             "matmul": lambda: tandem.matmul(m, m, tier="naive")}[call]
     ticks = [0]
