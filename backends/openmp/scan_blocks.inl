@@ -45,7 +45,7 @@ inline void scan_step(bool inclusive, const T* x, T* out, bool streamed, typenam
 // Scans whole blocks of four vectors from the start of x into out, adding `running` and leaving
 // the last prefix in it; returns how many elements it did. Meanwhile it sums ahead[0, ahead_n)
 // into ahead_sum, as two streams (its halves, read side by side: in the EPYC VM's faster memory
-// state a harness of this loop moved 7-13% more than with one), when it has blocks for at least
+// state a harness of this loop moved 8-13% more than with one), when it has blocks for at least
 // one step of them, and then leaves ahead_n 0. With `streamed`, out must be aligned to the vector
 // width.
 template <class W, int kLocality, class Acc, class T>

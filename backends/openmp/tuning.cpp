@@ -80,6 +80,9 @@ fs::path cache_file() {
   return dir / name;
 }
 
+// The scan's prefetch as TANDEM_OPENMP_SCAN_PREFETCH and the cache file write it.
+ScanPrefetch scan_prefetch_of(const env::CacheDistance& d) { return {d.bytes, d.level == 2}; }
+
 bool whole_runs(const std::string& text, int& runs) {
   if (text != "1" && text != "2" && text != "4") return false;
   runs = text[0] - '0';
@@ -105,7 +108,7 @@ bool read_cache(const fs::path& file, StoreTuning& t) {
   if (!whole_runs(values["runs"], t.runs) || !whole_runs(values["update_runs"], t.update_runs)) return false;
   const auto prefetch = env::parse_cache_distance(values["scan_prefetch"]);
   if (!prefetch) return false;
-  t.scan_prefetch = {prefetch->bytes, prefetch->level == 2};
+  t.scan_prefetch = scan_prefetch_of(*prefetch);
   t.scan_measured = values["scan_measured"];
   t.stream = values["stream"] == "1";
   t.measured = values["measured"];
@@ -204,7 +207,7 @@ StoreTuning resolve() {
     if (!forced_runs) t.source += "; stores from TANDEM_OPENMP_STORES";
   }
   if (forced_prefetch) {
-    t.scan_prefetch = {forced_prefetch->bytes, forced_prefetch->level == 2};
+    t.scan_prefetch = scan_prefetch_of(*forced_prefetch);
     t.source += "; scan prefetch from TANDEM_OPENMP_SCAN_PREFETCH";
   }
   return t;
