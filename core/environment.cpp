@@ -85,7 +85,8 @@ const std::vector<Checked>& table() {
        "how far ahead, and into which cache, the openmp scan prefetches its input (default: measured)",
        [] { env::cache_distance("TANDEM_OPENMP_SCAN_PREFETCH"); }},
       {"TANDEM_OPENMP_GEMM_BLOCKING", [] { return std::string("mc,kc,nc"); },
-       "the openmp register_blocked tier's cache blocking (default: by micro-kernel)",
+       "the openmp register_blocked tier's cache blocking for every product (default: measured for f32 "
+       "products of 512^3 and more, else by micro-kernel)",
        [] { env::whole_list("TANDEM_OPENMP_GEMM_BLOCKING", 3, 1, 16384); }},
       {"TANDEM_TUNING", [] { return std::string("auto, table or calibrate"); },
        "auto: the CPU tuning cached from a calibration, else measured on first use; table: by CPU vendor, "

@@ -238,3 +238,37 @@ TEST_CASE("softmax of equal logits is uniform and its loss is log(classes)") {
     CHECK(std::isnan(l[2]));
   }
 }
+
+#ifdef TANDEM_TEST_HAVE_OPENMP
+TEST_CASE("f32 matmul large enough for the calibrated cache blocking, exact on small integers") {
+  // 520 x 300 x 1100 (more than 512^3 multiply-adds): the register_blocked tier takes the blocking
+  // its calibration chose (gemm_tuning), whose k blocks (up to 1024) and A blocks this crosses.
+  // Entries in [-2, 2]: every partial sum is an integer far below 2^24, so f32 is exact in any order.
+  Backend& be = get_backend("openmp");
+  const std::int64_t m = 520, n = 300, k = 1100;
+  std::vector<float> ha(static_cast<std::size_t>(m * k)), hb(static_cast<std::size_t>(k * n));
+  for (std::int64_t i = 0; i < m; ++i) {
+    for (std::int64_t p = 0; p < k; ++p) ha[i * k + p] = float((i * 3 + p) % 5 - 2);
+  }
+  for (std::int64_t p = 0; p < k; ++p) {
+    for (std::int64_t j = 0; j < n; ++j) hb[p * n + j] = float((p + 2 * j) % 5 - 2);
+  }
+  std::vector<float> want(static_cast<std::size_t>(m * n), 0.0f);
+  for (std::int64_t i = 0; i < m; ++i) {
+    for (std::int64_t p = 0; p < k; ++p) {
+      const float a = ha[i * k + p];
+      for (std::int64_t j = 0; j < n; ++j) want[i * n + j] += a * hb[p * n + j];
+    }
+  }
+  Buffer a = Buffer::from(be, ha), b = Buffer::from(be, hb), c(be, DType::f32, m * n);
+  c.fill(NAN);  // beta = 0: C must not be read
+  Matrix cm = matrix(c, m, n);
+  MatmulOptions o;
+  o.tier = MatmulTier::register_blocked;
+  matmul(matrix(a, m, k), matrix(b, k, n), cm, o);
+  const auto got = c.to_vector<float>();
+  std::size_t wrong = 0;
+  for (std::size_t i = 0; i < got.size(); ++i) wrong += got[i] != want[i];
+  CHECK(wrong == 0);
+}
+#endif

@@ -13,12 +13,14 @@
 #include <cstring>
 #include <memory>
 #include <new>
+#include <optional>
 #include <string_view>
 
 #include "../host/cpu_info.hpp"
 #include "microkernel.hpp"
 #include "openmp_backend.hpp"
 #include "tandem/environment.hpp"
+#include "tandem/topology.hpp"
 
 namespace tandem::openmp {
 
@@ -27,23 +29,29 @@ using host::to;
 
 namespace {
 
-// Cache blocking per compute type and micro-kernel (rounded to its MR and NR where used).
-// TANDEM_OPENMP_GEMM_BLOCKING=mc,kc,nc overrides it, for measuring others.
-Blocking blocking_for(std::string_view isa, bool f32) {
-  if (const auto b = env::whole_list("TANDEM_OPENMP_GEMM_BLOCKING", 3, 1, 16384)) {
-    return {std::int64_t((*b)[0]), std::int64_t((*b)[1]), std::int64_t((*b)[2])};
-  }
-  // AVX2 (6 x 16 f32 tile): kc 256 keeps a (kc, 16) panel of B (16 KiB) and a (6, kc) panel of A
-  // (6 KiB) in a 32 KiB L1, where 384 overflowed it; with a smaller A block, 1024^3 on two EPYC
-  // cores went from 86-89% to 92-95% of OpenBLAS, 2048^3 and 4096^3 stayed at 94-95%. AVX-512
-  // (tuned on a Xeon) and f64 as they were.
-  if (isa == "avx2" && f32) return {120, 256, 3072};
-  return f32 ? Blocking{192, 384, 3072} : Blocking{96, 256, 1536};
+// TANDEM_OPENMP_GEMM_BLOCKING=mc,kc,nc, which overrides every other choice (for measuring).
+std::optional<Blocking> forced_blocking() {
+  static const std::optional<Blocking> forced = []() -> std::optional<Blocking> {
+    if (const auto b = env::whole_list("TANDEM_OPENMP_GEMM_BLOCKING", 3, 1, 16384)) {
+      return Blocking{std::int64_t((*b)[0]), std::int64_t((*b)[1]), std::int64_t((*b)[2])};
+    }
+    return std::nullopt;
+  }();
+  return forced;
 }
+
+// The blocking of an (m, n, k) product: products of kTunedFrom multiply-adds or more take the
+// f32 tuning, measured on the first of them (where it pays: below, the blocks barely fill the
+// caches, and the first small product should not wait for a calibration); inside a parallel
+// region, where a calibration would time one thread, the table's.
+constexpr std::int64_t kTunedFrom = std::int64_t(1) << 27;  // 512^3
 template <class T>
-Blocking blocking(const MicroKernel<T>& uk) {
-  static const Blocking b = blocking_for(uk.isa, std::is_same_v<T, float>);
-  return b;
+Blocking blocking(const MicroKernel<T>& uk, std::int64_t m, std::int64_t n, std::int64_t k) {
+  if (const auto forced = forced_blocking()) return *forced;
+  if constexpr (std::is_same_v<T, float>) {
+    if (m * n * k >= kTunedFrom && !omp_in_parallel()) return gemm_tuning().blocking;
+  }
+  return table_blocking(uk.isa, std::is_same_v<T, float>);
 }
 
 // Packing memory kept by each thread between calls, grown as needed: allocated afresh, the 3 MB
@@ -264,8 +272,7 @@ void gemm_shared(const GemmArgs& g, const MicroKernel<T>& uk, const Blocking& bl
 }
 
 template <class TA, class T>
-void gemm_packed(const GemmArgs& g, const MicroKernel<T>& uk) {
-  const Blocking given = blocking(uk);
+void gemm_packed(const GemmArgs& g, const MicroKernel<T>& uk, const Blocking& given) {
   const Blocking blk{std::max<std::int64_t>(given.mc / uk.mr, 1) * uk.mr, given.kc,
                      std::max<std::int64_t>(given.nc / uk.nr, 1) * uk.nr};
   const bool parallel = g.m * g.n * g.k >= (1 << 18);
@@ -279,11 +286,89 @@ void gemm_packed(const GemmArgs& g, const MicroKernel<T>& uk) {
 
 }  // namespace
 
+// The table's cache blocking per compute type and micro-kernel (rounded to its MR and NR where
+// used). For f32 it is the first candidate of the calibration, which large products use.
+Blocking table_blocking(std::string_view isa, bool f32) {
+  // AVX2 (6 x 16 f32 tile): kc 256 keeps a (kc, 16) panel of B (16 KiB) and a (6, kc) panel of A
+  // (6 KiB) in a 32 KiB L1, where 384 overflowed it; with a smaller A block, 1024^3 on two EPYC
+  // cores went from 86-89% to 92-95% of OpenBLAS, 2048^3 and 4096^3 stayed at 94-95%. AVX-512
+  // (tuned on a Xeon) and f64 as they were.
+  if (isa == "avx2" && f32) return {120, 256, 3072};
+  return f32 ? Blocking{192, 384, 3072} : Blocking{96, 256, 1536};
+}
+
+namespace {
+std::string blocking_text(const Blocking& b) {
+  return "mc " + std::to_string(b.mc) + ", kc " + std::to_string(b.kc) + ", nc " + std::to_string(b.nc);
+}
+}  // namespace
+
 std::string gemm_blocking_text() {
-  const Blocking b = blocking(pick<float>());
-  const bool forced = env::text("TANDEM_OPENMP_GEMM_BLOCKING").has_value();
-  return "mc " + std::to_string(b.mc) + ", kc " + std::to_string(b.kc) + ", nc " + std::to_string(b.nc) + " (" +
-         (forced ? std::string("TANDEM_OPENMP_GEMM_BLOCKING") : "table: " + std::string(pick<float>().isa)) + ")";
+  if (const auto forced = forced_blocking()) return blocking_text(*forced) + " (TANDEM_OPENMP_GEMM_BLOCKING)";
+  const Blocking table = table_blocking(pick<float>().isa, true);
+  const GemmTuning& t = gemm_tuning();
+  std::string text = blocking_text(t.blocking) + " (" + t.source + ")";
+  if (t.blocking.mc != table.mc || t.blocking.kc != table.kc || t.blocking.nc != table.nc) {
+    text += "; products under 512^3: " + blocking_text(table) + " (table: " + pick<float>().isa + ")";
+  }
+  return text;
+}
+
+std::vector<Blocking> gemm_blocking_candidates() {
+  const MicroKernel<float>& uk = pick<float>();
+  const Blocking table = table_blocking(uk.isa, true);
+  std::vector<Blocking> out = {table};
+  // Deeper k blocks: fewer passes over C (each of its tiles is loaded and stored once per k
+  // block), with the A block cut to stay within half of L2 and the B block within half of L3.
+  const CpuTopology& cpu = cpu_topology();
+  const auto l2 = static_cast<std::int64_t>(cpu.l2_bytes != 0 ? cpu.l2_bytes : std::size_t(512) << 10);
+  const auto l3 = static_cast<std::int64_t>(cpu.l3_bytes != 0 ? cpu.l3_bytes : std::size_t(8) << 20);
+  for (const std::int64_t kc : {512, 768, 1024}) {
+    if (kc <= table.kc) continue;
+    const std::int64_t mc = std::clamp<std::int64_t>(l2 / 2 / (kc * 4) / uk.mr * uk.mr, uk.mr, table.mc);
+    const std::int64_t nc = std::clamp<std::int64_t>(l3 / 2 / (kc * 4) / uk.nr * uk.nr, uk.nr, table.nc);
+    out.push_back({mc, kc, nc});
+  }
+  return out;
+}
+
+std::vector<double> measure_gemm_blockings(const std::vector<Blocking>& candidates, int rounds) {
+  // An (m, 1024) x (1024, 1024) product, m growing with the threads so that each has rows for a
+  // few A blocks: some 10 ms per product on two Zen 4 cores.
+  const std::int64_t threads = omp_get_max_threads();
+  const std::int64_t m = std::clamp<std::int64_t>(256 * threads, 1024, 8192), n = 1024, k = 1024;
+  std::unique_ptr<float[]> a(new (std::nothrow) float[m * k]), b(new (std::nothrow) float[k * n]),
+      c(new (std::nothrow) float[m * n]);
+  if (!a || !b || !c) return {};
+  std::fill(c.get(), c.get() + m * n, 0.0f);
+  for (std::int64_t i = 0; i < m * k; ++i) a[i] = float(i % 13) * 0.1f - 0.6f;
+  for (std::int64_t i = 0; i < k * n; ++i) b[i] = float(i % 11) * 0.1f - 0.5f;
+  GemmArgs g{};
+  g.m = m;
+  g.n = n;
+  g.k = k;
+  g.a = a.get();
+  g.b = b.get();
+  g.c = c.get();
+  g.lda = k;
+  g.ldb = n;
+  g.ldc = n;
+  g.alpha = 1.0;
+  const MicroKernel<float>& uk = pick<float>();
+  const std::size_t count = candidates.size();
+  std::vector<double> best(count, 0.0);
+  // One untimed product of each, then rounds taking the candidates in turn, each round starting
+  // one further on (a machine speeding up or slowing down during the calibration favours none).
+  for (int round = -1; round < rounds; ++round) {
+    for (std::size_t i = 0; i < count; ++i) {
+      const std::size_t v = (i + static_cast<std::size_t>(std::max(round, 0))) % count;
+      const double t0 = omp_get_wtime();
+      gemm_packed<float, float>(g, uk, candidates[v]);
+      const double s = omp_get_wtime() - t0;
+      if (round >= 0 && s > 0) best[v] = std::max(best[v], 2.0 * double(m) * double(n) * double(k) / s / 1e9);
+    }
+  }
+  return best;
 }
 
 const MicroKernel<float>& best_microkernel_f32() { return pick<float>(); }
@@ -293,9 +378,9 @@ void matmul_register_blocked(const GemmArgs& g) {
   prescale_c(g);
   dispatch_any(g.ab_type, [&]<class TA>() {
     if constexpr (std::is_same_v<TA, double>) {
-      gemm_packed<TA, double>(g, best_microkernel_f64());
+      gemm_packed<TA, double>(g, best_microkernel_f64(), blocking(best_microkernel_f64(), g.m, g.n, g.k));
     } else if constexpr (!std::is_same_v<TA, std::int32_t>) {
-      gemm_packed<TA, float>(g, best_microkernel_f32());
+      gemm_packed<TA, float>(g, best_microkernel_f32(), blocking(best_microkernel_f32(), g.m, g.n, g.k));
     }
   });
 }

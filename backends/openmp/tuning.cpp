@@ -8,11 +8,13 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <charconv>
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <map>
+#include <optional>
 #include <sstream>
 #include <string>
 
@@ -68,15 +70,16 @@ std::map<std::string, std::string> cache_key() {
           {"calibration", "rounds-alternated"}};
 }
 
-fs::path cache_file() {
+// One file per kind of tuning and machine: openmp-KIND-HASH.txt, HASH of the key it was made for.
+fs::path cache_file(const char* kind, const std::map<std::string, std::string>& key) {
   const fs::path dir = cache_dir();
   if (dir.empty()) return {};
-  std::uint64_t h = 1469598103934665603ULL;  // FNV-1a of the key: one file per machine kind
-  for (const auto& [k, v] : cache_key()) {
+  std::uint64_t h = 1469598103934665603ULL;  // FNV-1a
+  for (const auto& [k, v] : key) {
     for (char ch : k + "=" + v + ";") h = (h ^ static_cast<unsigned char>(ch)) * 1099511628211ULL;
   }
   char name[64];
-  std::snprintf(name, sizeof name, "openmp-stores-%016llx.txt", static_cast<unsigned long long>(h));
+  std::snprintf(name, sizeof name, "openmp-%s-%016llx.txt", kind, static_cast<unsigned long long>(h));
   return dir / name;
 }
 
@@ -89,21 +92,51 @@ bool whole_runs(const std::string& text, int& runs) {
   return true;
 }
 
-// The cached tuning, when the file is there, is this machine's and reads cleanly.
-bool read_cache(const fs::path& file, StoreTuning& t) {
+// The "key value" lines of a cache file, when it is there, reads cleanly and was made for `key`.
+std::optional<std::map<std::string, std::string>> read_entry(const fs::path& file,
+                                                             const std::map<std::string, std::string>& key) {
   std::ifstream in(file);
-  if (!in) return false;
+  if (!in) return std::nullopt;
   std::map<std::string, std::string> values;
   std::string line;
   while (std::getline(in, line)) {
     if (line.empty() || line[0] == '#') continue;
     const auto space = line.find(' ');
-    if (space == std::string::npos) return false;
+    if (space == std::string::npos) return std::nullopt;
     values[line.substr(0, space)] = line.substr(space + 1);
   }
-  for (const auto& [k, v] : cache_key()) {
-    if (values[k] != v) return false;
+  for (const auto& [k, v] : key) {
+    if (values[k] != v) return std::nullopt;
   }
+  return values;
+}
+
+// Written to a temporary name and renamed: processes calibrating at once never see half a file.
+std::string write_entry(const fs::path& file, const std::string& what, const std::map<std::string, std::string>& key,
+                        const std::vector<std::pair<std::string, std::string>>& values) {
+  std::error_code ec;
+  fs::create_directories(file.parent_path(), ec);
+  const fs::path tmp = file.string() + ".tmp" + std::to_string(::getpid());
+  {
+    std::ofstream out(tmp);
+    out << "# tandem's openmp " << what << ", measured by a calibration run; delete the file to measure again\n";
+    for (const auto& [k, v] : key) out << k << ' ' << v << '\n';
+    for (const auto& [k, v] : values) out << k << ' ' << v << '\n';
+    if (!out) return "not cached: cannot write " + tmp.string();
+  }
+  fs::rename(tmp, file, ec);
+  if (ec) {
+    fs::remove(tmp, ec);
+    return "not cached: cannot write " + file.string();
+  }
+  return "cached in " + file.string();
+}
+
+// The cached store tuning, when the file is there, is this machine's and reads cleanly.
+bool read_cache(const fs::path& file, StoreTuning& t) {
+  const auto entry = read_entry(file, cache_key());
+  if (!entry) return false;
+  auto values = *entry;
   if (values["stream"] != "0" && values["stream"] != "1") return false;
   if (!whole_runs(values["runs"], t.runs) || !whole_runs(values["update_runs"], t.update_runs)) return false;
   const auto prefetch = env::parse_cache_distance(values["scan_prefetch"]);
@@ -116,26 +149,14 @@ bool read_cache(const fs::path& file, StoreTuning& t) {
   return true;
 }
 
-// Written to a temporary name and renamed: processes calibrating at once never see half a file.
 std::string write_cache(const fs::path& file, const StoreTuning& t) {
-  std::error_code ec;
-  fs::create_directories(file.parent_path(), ec);
-  const fs::path tmp = file.string() + ".tmp" + std::to_string(::getpid());
-  {
-    std::ofstream out(tmp);
-    out << "# tandem's openmp store tuning, measured by a calibration run; delete the file to measure again\n";
-    for (const auto& [k, v] : cache_key()) out << k << ' ' << v << '\n';
-    out << "stream " << (t.stream ? 1 : 0) << "\nruns " << t.runs << "\nupdate_runs " << t.update_runs << "\nmeasured "
-        << t.measured << "\nscan_prefetch " << scan_prefetch_key(t.scan_prefetch) << "\nscan_measured "
-        << t.scan_measured << '\n';
-    if (!out) return "not cached: cannot write " + tmp.string();
-  }
-  fs::rename(tmp, file, ec);
-  if (ec) {
-    fs::remove(tmp, ec);
-    return "not cached: cannot write " + file.string();
-  }
-  return "cached in " + file.string();
+  return write_entry(file, "store tuning", cache_key(),
+                     {{"stream", t.stream ? "1" : "0"},
+                      {"runs", std::to_string(t.runs)},
+                      {"update_runs", std::to_string(t.update_runs)},
+                      {"measured", t.measured},
+                      {"scan_prefetch", scan_prefetch_key(t.scan_prefetch)},
+                      {"scan_measured", t.scan_measured}});
 }
 
 StoreTuning calibrate() {
@@ -192,7 +213,7 @@ StoreTuning resolve() {
   } else if (mode == "table") {
     t = from_table();
   } else {
-    const fs::path file = cache_file();
+    const fs::path file = cache_file("stores", cache_key());
     if (mode == "calibrate" || file.empty() || !read_cache(file, t)) {
       t = calibrate();
       if (!t.measured.empty()) t.source += "; " + (file.empty() ? "not cached: no HOME" : write_cache(file, t));
@@ -213,7 +234,98 @@ StoreTuning resolve() {
   return t;
 }
 
+// ---- the register_blocked tier's f32 blocking ----
+
+// A gemm entry is also the micro-kernel's (TANDEM_CPU_ISA=avx2 on an AVX-512 CPU is another).
+std::map<std::string, std::string> gemm_cache_key() {
+  auto key = cache_key();
+  key["kernel"] = best_microkernel_f32().isa;
+  return key;
+}
+
+std::string blocking_key(const Blocking& b) {
+  return std::to_string(b.mc) + "," + std::to_string(b.kc) + "," + std::to_string(b.nc);
+}
+
+std::optional<std::int64_t> block_size(const std::string& text) {
+  std::int64_t v = 0;
+  const auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), v);
+  if (ec != std::errc() || end != text.data() + text.size() || v < 1 || v > 16384) return std::nullopt;
+  return v;
+}
+
+GemmTuning gemm_from_table() {
+  GemmTuning t;
+  t.blocking = table_blocking(best_microkernel_f32().isa, true);
+  t.source = std::string("table: ") + best_microkernel_f32().isa;
+  return t;
+}
+
+bool read_gemm_cache(const fs::path& file, GemmTuning& t) {
+  const auto entry = read_entry(file, gemm_cache_key());
+  if (!entry) return false;
+  auto values = *entry;
+  const auto mc = block_size(values["mc"]), kc = block_size(values["kc"]), nc = block_size(values["nc"]);
+  if (!mc || !kc || !nc) return false;
+  t.blocking = {*mc, *kc, *nc};
+  t.measured = values["measured"];
+  t.source = "cached in " + file.string();
+  return true;
+}
+
+GemmTuning calibrate_gemm() {
+  const double t0 = omp_get_wtime();
+  const std::vector<Blocking> candidates = gemm_blocking_candidates();
+  const std::vector<double> gflops = measure_gemm_blockings(candidates, 3);
+  GemmTuning t = gemm_from_table();
+  if (gflops.empty()) {
+    t.source += "; the calibration could not allocate its matrices";
+    return t;
+  }
+  // Another blocking than the table's must win by 3%: within the noise, keep the one measured on
+  // more CPUs.
+  std::size_t best = 0;
+  for (std::size_t v = 1; v < gflops.size(); ++v) {
+    if (gflops[v] > (best == 0 ? 1.03 : 1.0) * gflops[best]) best = v;
+  }
+  t.blocking = candidates[best];
+  for (std::size_t v = 0; v < gflops.size(); ++v) {
+    char item[80];
+    std::snprintf(item, sizeof item, "%s%s %.1f", v == 0 ? "" : ", ", blocking_key(candidates[v]).c_str(), gflops[v]);
+    t.measured += item;
+  }
+  t.measured += " GFLOP/s";
+  char took[64];
+  std::snprintf(took, sizeof took, "calibrated now (%.2f s)", omp_get_wtime() - t0);
+  t.source = took;
+  return t;
+}
+
+GemmTuning resolve_gemm() {
+  const std::string mode = env::choice("TANDEM_TUNING", {"auto", "table", "calibrate"}, "auto");
+  if (mode == "table") return gemm_from_table();
+  GemmTuning t;
+  const fs::path file = cache_file("gemm", gemm_cache_key());
+  if (mode == "calibrate" || file.empty() || !read_gemm_cache(file, t)) {
+    t = calibrate_gemm();
+    if (!t.measured.empty()) {
+      t.source += "; " + (file.empty() ? std::string("not cached: no HOME")
+                                       : write_entry(file, "gemm blocking", gemm_cache_key(),
+                                                     {{"mc", std::to_string(t.blocking.mc)},
+                                                      {"kc", std::to_string(t.blocking.kc)},
+                                                      {"nc", std::to_string(t.blocking.nc)},
+                                                      {"measured", t.measured}}));
+    }
+  }
+  return t;
+}
+
 }  // namespace
+
+const GemmTuning& gemm_tuning() {
+  static const GemmTuning tuning = resolve_gemm();
+  return tuning;
+}
 
 StoreTuning choose_store_tuning(const std::vector<StoreVariant>& measured) {
   StoreTuning t;
