@@ -42,14 +42,13 @@ std::optional<Blocking> forced_blocking() {
 
 // The blocking of an (m, n, k) product: products of kTunedFrom multiply-adds or more take the
 // f32 tuning, measured on the first of them (where it pays: below, the blocks barely fill the
-// caches, and the first small product should not wait for a calibration); inside a parallel
-// region, where a calibration would time one thread, the table's.
+// caches, and the first small product should not wait for a calibration).
 constexpr std::int64_t kTunedFrom = std::int64_t(1) << 27;  // 512^3
 template <class T>
 Blocking blocking(const MicroKernel<T>& uk, std::int64_t m, std::int64_t n, std::int64_t k) {
   if (const auto forced = forced_blocking()) return *forced;
   if constexpr (std::is_same_v<T, float>) {
-    if (m * n * k >= kTunedFrom && !omp_in_parallel()) return gemm_tuning().blocking;
+    if (m * n * k >= kTunedFrom) return gemm_tuning().blocking;
   }
   return table_blocking(uk.isa, std::is_same_v<T, float>);
 }

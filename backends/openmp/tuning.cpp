@@ -30,6 +30,10 @@ namespace {
 
 namespace fs = std::filesystem;
 
+// First needed inside a parallel region, where the calibration's own loops would run on one
+// thread: the table, for the rest of the process, and nothing cached.
+constexpr const char* kNestedNote = "; not measured: first needed inside a parallel region";
+
 std::string describe(const std::vector<StoreVariant>& measured) {
   std::string text;
   char item[64];
@@ -212,6 +216,9 @@ StoreTuning resolve() {
     t.source = "the environment (TANDEM_OPENMP_STORES, TANDEM_OPENMP_STORE_RUNS)";
   } else if (mode == "table") {
     t = from_table();
+  } else if (omp_get_level() > 0) {
+    t = from_table();
+    t.source += kNestedNote;
   } else {
     const fs::path file = cache_file("stores", cache_key());
     if (mode == "calibrate" || file.empty() || !read_cache(file, t)) {
@@ -304,6 +311,11 @@ GemmTuning calibrate_gemm() {
 GemmTuning resolve_gemm() {
   const std::string mode = env::choice("TANDEM_TUNING", {"auto", "table", "calibrate"}, "auto");
   if (mode == "table") return gemm_from_table();
+  if (omp_get_level() > 0) {
+    GemmTuning t = gemm_from_table();
+    t.source += kNestedNote;
+    return t;
+  }
   GemmTuning t;
   const fs::path file = cache_file("gemm", gemm_cache_key());
   if (mode == "calibrate" || file.empty() || !read_gemm_cache(file, t)) {
