@@ -1,9 +1,10 @@
 // The openmp backend's store tuning and the scan's prefetch (openmp_backend.hpp: StoreTuning,
-// scan_isa.hpp: ScanPrefetch): from the environment, a
-// cache file of an earlier calibration, a calibration now, or a table by CPU vendor, in that
-// order. The cache is a few "key value" lines in TANDEM_CACHE_DIR (else $XDG_CACHE_HOME/tandem,
-// else ~/.cache/tandem), keyed by CPU model, thread count and tandem version; deleting it, or
-// TANDEM_TUNING=calibrate, measures again.
+// scan_isa.hpp: ScanPrefetch), and the register_blocked tier's f32 cache blocking (GemmTuning):
+// from the environment, a cache file of an earlier calibration, a calibration now, or a table
+// (by CPU vendor; by micro-kernel for the blocking), in that order. The cache is a few
+// "key value" lines per file in TANDEM_CACHE_DIR (else $XDG_CACHE_HOME/tandem, else
+// ~/.cache/tandem), keyed by CPU model, thread count and tandem version (and micro-kernel);
+// deleting it, or TANDEM_TUNING=calibrate, measures again.
 #include <omp.h>
 #include <unistd.h>
 
