@@ -302,6 +302,8 @@ std::string blocking_text(const Blocking& b) {
 }
 }  // namespace
 
+bool gemm_blocking_forced() { return forced_blocking().has_value(); }
+
 std::string gemm_blocking_text() {
   if (const auto forced = forced_blocking()) return blocking_text(*forced) + " (TANDEM_OPENMP_GEMM_BLOCKING)";
   const Blocking table = table_blocking(pick<float>().isa, true);
@@ -318,24 +320,30 @@ std::vector<Blocking> gemm_blocking_candidates() {
   const Blocking table = table_blocking(uk.isa, true);
   std::vector<Blocking> out = {table};
   // Deeper k blocks: fewer passes over C (each of its tiles is loaded and stored once per k
-  // block), with the A block cut to stay within half of L2 and the B block within half of L3.
+  // block), with the A block cut to stay within half of L2 and the B block within half of L3
+  // (the table's where sysfs does not say). nc follows from that rule; the timing below does not
+  // test it (its n is one nc block).
   const CpuTopology& cpu = cpu_topology();
-  const auto l2 = static_cast<std::int64_t>(cpu.l2_bytes != 0 ? cpu.l2_bytes : std::size_t(512) << 10);
-  const auto l3 = static_cast<std::int64_t>(cpu.l3_bytes != 0 ? cpu.l3_bytes : std::size_t(8) << 20);
+  const auto l2 = static_cast<std::int64_t>(cpu.l2_bytes), l3 = static_cast<std::int64_t>(cpu.l3_bytes);
   for (const std::int64_t kc : {512, 768, 1024}) {
     if (kc <= table.kc) continue;
-    const std::int64_t mc = std::clamp<std::int64_t>(l2 / 2 / (kc * 4) / uk.mr * uk.mr, uk.mr, table.mc);
-    const std::int64_t nc = std::clamp<std::int64_t>(l3 / 2 / (kc * 4) / uk.nr * uk.nr, uk.nr, table.nc);
+    const std::int64_t mc =
+        l2 == 0 ? table.mc : std::clamp<std::int64_t>(l2 / 2 / (kc * 4) / uk.mr * uk.mr, uk.mr, table.mc);
+    const std::int64_t nc =
+        l3 == 0 ? table.nc : std::clamp<std::int64_t>(l3 / 2 / (kc * 4) / uk.nr * uk.nr, uk.nr, table.nc);
     out.push_back({mc, kc, nc});
   }
   return out;
 }
 
-std::vector<double> measure_gemm_blockings(const std::vector<Blocking>& candidates, int rounds) {
-  // An (m, 1024) x (1024, 1024) product, m growing with the threads so that each has rows for a
-  // few A blocks: some 10 ms per product on two Zen 4 cores.
+std::vector<double> measure_gemm_blockings(const std::vector<Blocking>& candidates) {
+  // An (m, 1024) x (1024, 1024) product, the power-of-two k of typical products (a kc that does
+  // not divide it pays for its tail here, as there), m growing with the threads so that each has
+  // rows for two of the table's A blocks (up to 32768 rows, 128 MiB each for A and C; past 85
+  // threads of an AVX-512 CPU fewer): some 10 ms per product on two Zen 4 cores.
   const std::int64_t threads = omp_get_max_threads();
-  const std::int64_t m = std::clamp<std::int64_t>(256 * threads, 1024, 8192), n = 1024, k = 1024;
+  const std::int64_t mc = table_blocking(pick<float>().isa, true).mc;
+  const std::int64_t m = std::clamp<std::int64_t>(2 * mc * threads, 1024, 32768), n = 1024, k = 1024;
   std::unique_ptr<float[]> a(new (std::nothrow) float[m * k]), b(new (std::nothrow) float[k * n]),
       c(new (std::nothrow) float[m * n]);
   if (!a || !b || !c) return {};
@@ -356,11 +364,13 @@ std::vector<double> measure_gemm_blockings(const std::vector<Blocking>& candidat
   const MicroKernel<float>& uk = pick<float>();
   const std::size_t count = candidates.size();
   std::vector<double> best(count, 0.0);
-  // One untimed product of each, then rounds taking the candidates in turn, each round starting
-  // one further on (a machine speeding up or slowing down during the calibration favours none).
-  for (int round = -1; round < rounds; ++round) {
+  // One untimed product of each, then as many rounds as candidates, taking them in turn, each
+  // round starting one further on: each candidate runs once in every place of a round, so a
+  // machine that speeds up or slows down steadily during a round favours none of them.
+  const auto rounds = static_cast<std::int64_t>(count);
+  for (std::int64_t round = -1; round < rounds; ++round) {
     for (std::size_t i = 0; i < count; ++i) {
-      const std::size_t v = (i + static_cast<std::size_t>(std::max(round, 0))) % count;
+      const std::size_t v = (i + static_cast<std::size_t>(std::max<std::int64_t>(round, 0))) % count;
       const double t0 = omp_get_wtime();
       gemm_packed<float, float>(g, uk, candidates[v]);
       const double s = omp_get_wtime() - t0;

@@ -69,7 +69,7 @@ DeviceProperties OpenMPBackend::properties() const {
   p.tuning.push_back({"kernels", std::string(cpu_kernels().isa) + " (elementwise, reductions, scans, softmax)"});
   p.tuning.push_back({"micro-kernel", best_microkernel_f32().isa});
   p.tuning.push_back({"gemm blocking f32", gemm_blocking_text()});
-  if (!env::text("TANDEM_OPENMP_GEMM_BLOCKING") && !gemm_tuning().measured.empty()) {
+  if (!gemm_blocking_forced() && !gemm_tuning().measured.empty()) {
     p.tuning.push_back({"gemm blocking measured", gemm_tuning().measured});
   }
   return p;

@@ -117,21 +117,26 @@ std::string scan_prefetch_key(ScanPrefetch pf);
 // The fastest variant of each kind: the tuning a measurement gives.
 StoreTuning choose_store_tuning(const std::vector<StoreVariant>& measured);
 
-// The register_blocked tier's f32 cache blocking for large products, chosen per CPU like the
-// stores (tuning.cpp): a calibration on the first product of 512^3 multiply-adds or more times the
-// micro-kernel's table blocking against deeper k blocks (gemm_blocking_candidates) and keeps the
-// table's unless another is 3% faster; cached beside the store tuning. TANDEM_TUNING=table skips
-// it, TANDEM_OPENMP_GEMM_BLOCKING forces a blocking for every product. f64 keeps its table.
+// The register_blocked tier's cache blocking for large products with f32 compute (f32, f16 and
+// bf16 inputs), chosen per CPU like the stores (tuning.cpp): a calibration, on the first such
+// product of 512^3 multiply-adds or more or on the first properties() call (tandem info), times
+// the micro-kernel's table blocking against deeper k blocks (gemm_blocking_candidates) and keeps
+// the table's unless another is 3% faster; cached beside the store tuning (a cached blocking that
+// is not one of this build's candidates is measured again). TANDEM_TUNING=table skips it,
+// TANDEM_OPENMP_GEMM_BLOCKING forces a blocking for every product. f64 keeps its table.
 struct GemmTuning {
   Blocking blocking{};
   std::string source;    // "calibrated now (...)", "cached in FILE", "table: avx512"
   std::string measured;  // each candidate's GFLOP/s when calibrated, else ""
 };
 const GemmTuning& gemm_tuning();
-// The candidates (the first is the table's) and each one's GFLOP/s, the best of `rounds` products
-// of each taken in turn (empty: the calibration's matrices could not be allocated).
+// The candidates (the first is the table's) and each one's GFLOP/s, the best of as many products
+// of each as there are candidates, taken in turn (empty: the calibration's matrices could not be
+// allocated).
 std::vector<Blocking> gemm_blocking_candidates();
-std::vector<double> measure_gemm_blockings(const std::vector<Blocking>& candidates, int rounds);
+std::vector<double> measure_gemm_blockings(const std::vector<Blocking>& candidates);
+// Whether TANDEM_OPENMP_GEMM_BLOCKING forces the blocking (read once, as the products read it).
+bool gemm_blocking_forced();
 // The table's blocking for a micro-kernel ("avx512", "avx2", "generic"), f32 or f64.
 Blocking table_blocking(std::string_view isa, bool f32);
 // The f32 blocking and where it comes from, for tandem info.

@@ -31,8 +31,9 @@ namespace {
 
 namespace fs = std::filesystem;
 
-// First needed inside a parallel region, where the calibration's own loops would run on one
-// thread: the table, for the rest of the process, and nothing cached.
+// First needed inside an active parallel region, where the calibration's own loops would run on
+// one thread (or beside the caller's threads): the table, for the rest of the process, and
+// nothing cached.
 constexpr const char* kNestedNote = "; not measured: first needed inside a parallel region";
 
 std::string describe(const std::vector<StoreVariant>& measured) {
@@ -217,7 +218,7 @@ StoreTuning resolve() {
     t.source = "the environment (TANDEM_OPENMP_STORES, TANDEM_OPENMP_STORE_RUNS)";
   } else if (mode == "table") {
     t = from_table();
-  } else if (omp_get_level() > 0) {
+  } else if (omp_get_active_level() > 0) {
     t = from_table();
     t.source += kNestedNote;
   } else {
@@ -275,6 +276,12 @@ bool read_gemm_cache(const fs::path& file, GemmTuning& t) {
   auto values = *entry;
   const auto mc = block_size(values["mc"]), kc = block_size(values["kc"]), nc = block_size(values["nc"]);
   if (!mc || !kc || !nc) return false;
+  // Only a blocking this build would have chosen: an edited or stale file is measured again.
+  const std::vector<Blocking> candidates = gemm_blocking_candidates();
+  if (std::none_of(candidates.begin(), candidates.end(),
+                   [&](const Blocking& b) { return b.mc == *mc && b.kc == *kc && b.nc == *nc; })) {
+    return false;
+  }
   t.blocking = {*mc, *kc, *nc};
   t.measured = values["measured"];
   t.source = "cached in " + file.string();
@@ -284,7 +291,7 @@ bool read_gemm_cache(const fs::path& file, GemmTuning& t) {
 GemmTuning calibrate_gemm() {
   const double t0 = omp_get_wtime();
   const std::vector<Blocking> candidates = gemm_blocking_candidates();
-  const std::vector<double> gflops = measure_gemm_blockings(candidates, 3);
+  const std::vector<double> gflops = measure_gemm_blockings(candidates);
   GemmTuning t = gemm_from_table();
   if (gflops.empty()) {
     t.source += "; the calibration could not allocate its matrices";
@@ -312,7 +319,7 @@ GemmTuning calibrate_gemm() {
 GemmTuning resolve_gemm() {
   const std::string mode = env::choice("TANDEM_TUNING", {"auto", "table", "calibrate"}, "auto");
   if (mode == "table") return gemm_from_table();
-  if (omp_get_level() > 0) {
+  if (omp_get_active_level() > 0) {
     GemmTuning t = gemm_from_table();
     t.source += kNestedNote;
     return t;
