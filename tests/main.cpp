@@ -29,6 +29,9 @@ std::uint64_t seed() {
 }  // namespace tandem::test
 
 int main(int argc, char** argv) {
+  // The CPU tunings these tests measure (under a loaded ctest -j) go to the build tree, not to the
+  // user's cache, where later programs would read them; a caller's TANDEM_CACHE_DIR wins.
+  ::setenv("TANDEM_CACHE_DIR", TANDEM_TEST_CACHE_DIR, 0);
   std::vector<char*> args;
   const char* prefix = "--tandem-backend=";
   for (int i = 0; i < argc; ++i) {

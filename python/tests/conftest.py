@@ -1,10 +1,18 @@
 """Shared by the tandem pytest suite: the backends to run on, and NumPy references."""
 import math
+import os
+import tempfile
 
 import numpy as np
 import pytest
 
-import tandem
+# The CPU tunings the suite measures (while it loads the machine) go to a directory of their own,
+# not to the user's cache, where later programs would read them; a caller's TANDEM_CACHE_DIR wins.
+os.environ.setdefault(
+    "TANDEM_CACHE_DIR", os.path.join(tempfile.gettempdir(), f"tandem-pytest-tuning-cache-{os.getuid()}")
+)
+
+import tandem  # noqa: E402  (after the environment it reads)
 
 # Every backend tandem knows; one that cannot run here is reported SKIPPED with its reason.
 ALL_BACKENDS = [b["name"] for b in tandem.backends()]
