@@ -47,7 +47,7 @@ cmake -S . -B build/kokkos4 -G Ninja -DCMAKE_BUILD_TYPE=Release -DTANDEM_WERROR=
 cmake --build build/kokkos4 -j "$jobs" --target tandem_cli tandem_kokkos tandem_matrix_tests tandem_ml_tests \
   tandem_kokkos_user_program
 echo "kokkos4.sh: tandem built against Kokkos 4.6.01 in $(( $(date +%s) - start )) s"
-build/kokkos4/tandem info | grep -i kokkos
+TANDEM_CACHE_DIR=build/kokkos4/tuning-cache build/kokkos4/tandem info | grep -i kokkos
 OMP_NUM_THREADS=${OMP_NUM_THREADS:-2} TANDEM_CACHE_DIR=build/kokkos4/tuning-cache \
   ctest --test-dir build/kokkos4 -L kokkos -j "$jobs" --output-on-failure
 TANDEM_CACHE_DIR=build/kokkos4/tuning-cache build/kokkos4/tandem check --backend kokkos
