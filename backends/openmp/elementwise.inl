@@ -137,7 +137,8 @@ std::vector<StoreVariant> measure_store_variants(std::size_t bytes, int reps) {
       out.push_back({true, false, runs, 0});
       out.push_back({false, true, runs, 0});
     }
-    auto run = [&](const StoreVariant& v) {
+    auto run = [&](std::size_t k) {
+      const StoreVariant& v = out[k];
       if (v.in_place) {
         map_lines<false>(
             n, a, [=](std::int64_t i) { return a[i] + s * c[i]; }, v.runs);
@@ -149,19 +150,7 @@ std::vector<StoreVariant> measure_store_variants(std::size_t bytes, int reps) {
             n, a, [=](std::int64_t i) { return b[i] + s * c[i]; }, v.runs);
       }
     };
-    // One untimed pass of each, then rounds that take the variants in turn, each round starting
-    // one further on: measured one after another, the later variants gained up to a third over the
-    // first ones on the EPYC VM (its memory speeding up), which chose 4 runs where 1 was best.
-    for (const StoreVariant& v : out) run(v);
-    std::vector<double> best(out.size(), 1e30);
-    for (int r = 0; r < reps; ++r) {
-      for (std::size_t k = 0; k < out.size(); ++k) {
-        const std::size_t v = (k + static_cast<std::size_t>(r)) % out.size();
-        const double t0 = omp_get_wtime();
-        run(out[v]);
-        best[v] = std::min(best[v], omp_get_wtime() - t0);
-      }
-    }
+    const std::vector<double> best = fastest_in_rotating_rounds(out.size(), reps, run);
     for (std::size_t v = 0; v < out.size(); ++v) out[v].gbs = 3.0 * double(size) / best[v] / 1e9;
   }
   std::free(a);

@@ -362,22 +362,13 @@ std::vector<double> measure_gemm_blockings(const std::vector<Blocking>& candidat
   g.ldc = n;
   g.alpha = 1.0;
   const MicroKernel<float>& uk = pick<float>();
-  const std::size_t count = candidates.size();
-  std::vector<double> best(count, 0.0);
-  // One untimed product of each, then as many rounds as candidates, taking them in turn, each
-  // round starting one further on: each candidate runs once in every place of a round, so a
-  // machine that speeds up or slows down steadily during a round favours none of them.
-  const auto rounds = static_cast<std::int64_t>(count);
-  for (std::int64_t round = -1; round < rounds; ++round) {
-    for (std::size_t i = 0; i < count; ++i) {
-      const std::size_t v = (i + static_cast<std::size_t>(std::max<std::int64_t>(round, 0))) % count;
-      const double t0 = omp_get_wtime();
-      gemm_packed<float, float>(g, uk, candidates[v]);
-      const double s = omp_get_wtime() - t0;
-      if (round >= 0 && s > 0) best[v] = std::max(best[v], 2.0 * double(m) * double(n) * double(k) / s / 1e9);
-    }
-  }
-  return best;
+  // As many rounds as candidates: each runs once in every place of a round.
+  const std::vector<double> seconds =
+      fastest_in_rotating_rounds(candidates.size(), static_cast<int>(candidates.size()),
+                                 [&](std::size_t v) { gemm_packed<float, float>(g, uk, candidates[v]); });
+  std::vector<double> gflops;
+  for (const double s : seconds) gflops.push_back(s > 0 ? 2.0 * double(m) * double(n) * double(k) / s / 1e9 : 0.0);
+  return gflops;
 }
 
 const MicroKernel<float>& best_microkernel_f32() { return pick<float>(); }

@@ -3,6 +3,9 @@
 // matmul comes in tiers (see matmul.cpp).
 #pragma once
 
+#include <omp.h>
+
+#include <algorithm>
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -96,6 +99,26 @@ struct StoreTuning {
   std::string measured;        // each variant's GB/s when calibrated, else ""
 };
 const StoreTuning& store_tuning();
+
+// The calibrations' timing (the stores here, the gemm blocking): the fastest of `rounds` runs of
+// each of `count` variants (run(v) runs variant v), in seconds. One untimed run of each, then
+// rounds that take the variants in turn, each round starting one further on: timed one after
+// another, the later variants gained up to a third over the first ones on the EPYC VM (its memory
+// speeding up during the calibration), which chose 4 store runs where 1 was best.
+template <class Run>
+std::vector<double> fastest_in_rotating_rounds(std::size_t count, int rounds, Run run) {
+  for (std::size_t v = 0; v < count; ++v) run(v);
+  std::vector<double> best(count, 1e30);
+  for (int r = 0; r < rounds; ++r) {
+    for (std::size_t k = 0; k < count; ++k) {
+      const std::size_t v = (k + static_cast<std::size_t>(r)) % count;
+      const double t0 = omp_get_wtime();
+      run(v);
+      best[v] = std::min(best[v], omp_get_wtime() - t0);
+    }
+  }
+  return best;
+}
 
 // The calibration: triad-like loops (out = b + s c, and in place y = y + s c) over arrays of
 // `bytes` each, in every store variant the kernels have, the best of `reps` runs of each.

@@ -89,6 +89,16 @@ fs::path cache_file(const char* kind, const std::map<std::string, std::string>& 
   return dir / name;
 }
 
+// The index of the largest of `speeds`, where the first (the table's choice) keeps its place
+// unless another beats it by 3%: within the noise, keep what was measured on more CPUs.
+std::size_t fastest_beating_the_first(const std::vector<double>& speeds) {
+  std::size_t best = 0;
+  for (std::size_t v = 1; v < speeds.size(); ++v) {
+    if (speeds[v] > (best == 0 ? 1.03 : 1.0) * speeds[best]) best = v;
+  }
+  return best;
+}
+
 // The scan's prefetch as TANDEM_OPENMP_SCAN_PREFETCH and the cache file write it.
 ScanPrefetch scan_prefetch_of(const env::CacheDistance& d) { return {d.bytes, d.level == 2}; }
 
@@ -188,11 +198,7 @@ StoreTuning calibrate() {
     t.scan_measured += item;
   }
   if (!scan.empty()) {
-    std::size_t best = 0;
-    for (std::size_t v = 1; v < scan.size(); ++v) {
-      if (scan[v] > (best == 0 ? 1.03 : 1.0) * scan[best]) best = v;
-    }
-    t.scan_prefetch = variants[best];
+    t.scan_prefetch = variants[fastest_beating_the_first(scan)];
     t.scan_measured += " GB/s";
   }
   char took[96];
@@ -297,13 +303,7 @@ GemmTuning calibrate_gemm() {
     t.source += "; the calibration could not allocate its matrices";
     return t;
   }
-  // Another blocking than the table's must win by 3%: within the noise, keep the one measured on
-  // more CPUs.
-  std::size_t best = 0;
-  for (std::size_t v = 1; v < gflops.size(); ++v) {
-    if (gflops[v] > (best == 0 ? 1.03 : 1.0) * gflops[best]) best = v;
-  }
-  t.blocking = candidates[best];
+  t.blocking = candidates[fastest_beating_the_first(gflops)];
   for (std::size_t v = 0; v < gflops.size(); ++v) {
     char item[80];
     std::snprintf(item, sizeof item, "%s%s %.1f", v == 0 ? "" : ", ", blocking_key(candidates[v]).c_str(), gflops[v]);
