@@ -40,6 +40,7 @@ std::vector<Problem> problems(bool quick) {
       {0, 5, 3},
       {5, 0, 3},
       {4, 5, 0, Transpose::no, Transpose::no, 0, 1, 0.5},  // k = 0: C = beta C
+      {4, 5, 0},                                           // k = 0, beta = 0: C = 0, its NaNs gone
       {1, 1, 1},
       {2, 2, 2},
       {31, 33, 32},

@@ -1,4 +1,4 @@
-// The register-blocked micro-kernel: C (MR, NR) tile += alpha * sum_p Ap[p][0..MR) x Bp[p][0..NR),
+// The register-blocked micro-kernel: C (MR, NR) tile (+)= alpha * sum_p Ap[p][0..MR) x Bp[p][0..NR),
 // with Ap and Bp packed panels (zero-padded). One source (microkernel.inl) is compiled three
 // times with different ISA flags; the fastest one this CPU runs is picked at run time.
 #pragma once
@@ -11,8 +11,9 @@ template <class T>
 struct MicroKernel {
   const char* isa;  // "avx512", "avx2", "generic"
   int mr, nr;
-  // c points at the tile's first element; ldc is C's leading dimension.
-  void (*run)(std::int64_t kc, const T* ap, const T* bp, T alpha, T* c, std::int64_t ldc);
+  // c points at the tile's first element; ldc is C's leading dimension. overwrite: C = alpha Ap Bp
+  // without reading C (the first k block of a product with beta = 0), else C += alpha Ap Bp.
+  void (*run)(std::int64_t kc, const T* ap, const T* bp, T alpha, T* c, std::int64_t ldc, bool overwrite);
 };
 
 // Cache blocking of the register_blocked tier: an (mc, kc) block of A stays in L2, a (kc, nc)

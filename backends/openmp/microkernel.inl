@@ -14,8 +14,8 @@ namespace TANDEM_ISA {
 namespace {
 
 template <class T, int MR, int NV>
-void kernel(std::int64_t kc, const T* __restrict ap, const T* __restrict bp, T alpha, T* __restrict c,
-            std::int64_t ldc) {
+void kernel(std::int64_t kc, const T* __restrict ap, const T* __restrict bp, T alpha, T* __restrict c, std::int64_t ldc,
+            bool overwrite) {
   typedef T vec __attribute__((vector_size(TANDEM_VECTOR_BYTES)));
   constexpr int lanes = TANDEM_VECTOR_BYTES / sizeof(T);
   vec acc[MR][NV];
@@ -42,6 +42,17 @@ void kernel(std::int64_t kc, const T* __restrict ap, const T* __restrict bp, T a
       for (int j = 0; j < NV; ++j) acc[i][j] += a * b[j];
     }
   }
+  if (overwrite) {  // C = alpha A B: C is not read (beta = 0 must not keep a NaN that was there)
+#pragma GCC unroll 16
+    for (int i = 0; i < MR; ++i) {
+#pragma GCC unroll 4
+      for (int j = 0; j < NV; ++j) {
+        const vec cv = alpha * acc[i][j];
+        __builtin_memcpy(c + i * ldc + j * lanes, &cv, sizeof(vec));
+      }
+    }
+    return;
+  }
 #pragma GCC unroll 16
   for (int i = 0; i < MR; ++i) {
 #pragma GCC unroll 4
@@ -54,11 +65,13 @@ void kernel(std::int64_t kc, const T* __restrict ap, const T* __restrict bp, T a
   }
 }
 
-void run_f32(std::int64_t kc, const float* ap, const float* bp, float alpha, float* c, std::int64_t ldc) {
-  kernel<float, TANDEM_MR_F32, TANDEM_NV>(kc, ap, bp, alpha, c, ldc);
+void run_f32(std::int64_t kc, const float* ap, const float* bp, float alpha, float* c, std::int64_t ldc,
+             bool overwrite) {
+  kernel<float, TANDEM_MR_F32, TANDEM_NV>(kc, ap, bp, alpha, c, ldc, overwrite);
 }
-void run_f64(std::int64_t kc, const double* ap, const double* bp, double alpha, double* c, std::int64_t ldc) {
-  kernel<double, TANDEM_MR_F64, TANDEM_NV>(kc, ap, bp, alpha, c, ldc);
+void run_f64(std::int64_t kc, const double* ap, const double* bp, double alpha, double* c, std::int64_t ldc,
+             bool overwrite) {
+  kernel<double, TANDEM_MR_F64, TANDEM_NV>(kc, ap, bp, alpha, c, ldc, overwrite);
 }
 
 }  // namespace
