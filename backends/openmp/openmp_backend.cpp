@@ -99,7 +99,7 @@ const std::vector<ScanPrefetch>& scan_prefetch_variants() {
 std::vector<double> measure_scan_prefetch(std::size_t bytes, int reps, bool stream) {
   const std::size_t n = bytes / sizeof(float);
   const std::vector<ScanPrefetch>& variants = scan_prefetch_variants();
-  std::vector<double> best(variants.size(), 1e30);
+  std::vector<double> best;
   float* x = static_cast<float*>(std::aligned_alloc(64, n * sizeof(float)));
   float* out = static_cast<float*>(std::aligned_alloc(64, n * sizeof(float)));
   if (x != nullptr && out != nullptr && n >= kParallelThreshold) {
@@ -108,17 +108,12 @@ std::vector<double> measure_scan_prefetch(std::size_t bytes, int reps, bool stre
       x[i] = float(i & 7);
       out[i] = 0.0f;
     }
-    // Rounds alternate the variants, so that a change in the machine's memory speed (seen on
-    // shared VMs) falls on all of them alike.
-    for (int r = 0; r < reps; ++r) {
-      for (std::size_t v = 0; v < variants.size(); ++v) {
-        const double t0 = omp_get_wtime();
-        cpu_kernels().scan(ScanKind::inclusive, DType::f32, n, x, out, stream ? 0 : SIZE_MAX, variants[v]);
-        best[v] = std::min(best[v], omp_get_wtime() - t0);
-      }
-    }
-  } else {
-    best.clear();
+    // An untimed pass of each, then rounds that take the variants in turn, each starting one
+    // further on (as the store and gemm calibrations), so that a change in the machine's memory
+    // speed (seen on shared VMs) falls on all of them alike and no variant is always first.
+    best = fastest_in_rotating_rounds(variants.size(), reps, [&](std::size_t v) {
+      cpu_kernels().scan(ScanKind::inclusive, DType::f32, n, x, out, stream ? 0 : SIZE_MAX, variants[v]);
+    });
   }
   std::free(x);
   std::free(out);
