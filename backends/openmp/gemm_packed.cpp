@@ -229,10 +229,15 @@ inline void tile(const MicroKernel<T>& uk, std::int64_t kb, const T* ap, const T
   }
 }
 
-// Each thread owns a contiguous range of C's rows (whole MR panels, as even as they come: an
-// uneven split by mc blocks left one of two threads a third idle at 1024^3) and packs its own A
-// blocks, so the only barrier per k block is the one after B is packed; B's packed block is
-// double-buffered, so packing the next one cannot overwrite the one a slower thread still reads.
+// The threads take C's row blocks (whole MR panels, at most mc rows) from a shared queue, each
+// packing the A block it takes, and B's packed block in chunks of panels the same way; the only
+// barrier per k block is the one after B is packed. Taken dynamically, a thread that runs slower
+// (a core shared with another program or VM, a smaller core) does less of the work instead of
+// holding the others at every barrier: with a busy loop on one of two Zen 3 vCPUs, rows split
+// evenly made 2 threads as slow as 1 (74 GFLOP/s at 2048^3). The row blocks are as even as they
+// come and their count a multiple of the threads, so that equal threads finish together (an
+// uneven split by mc blocks had left one of two threads a third idle at 1024^3). B's packed block
+// is double-buffered, so packing the next one cannot overwrite the one a slower thread still reads.
 template <class TA, class T>
 void gemm_by_rows(const GemmArgs& g, const MicroKernel<T>& uk, const Blocking& blk, bool parallel, bool overwrite) {
   const int mr = uk.mr, nr = uk.nr;
@@ -248,24 +253,30 @@ void gemm_by_rows(const GemmArgs& g, const MicroKernel<T>& uk, const Blocking& b
 #pragma omp parallel if (parallel)
   {
     alignas(64) T edge[16 * 64];  // one (mr, nr) tile; mr * nr <= 16 * 64 for every kernel
-    const std::int64_t threads = omp_get_num_threads(), me = omp_get_thread_num();
-    const std::int64_t row0 = m_panels * me / threads * mr;
-    const std::int64_t row1 = std::min(g.m, m_panels * (me + 1) / threads * mr);
+    const std::int64_t threads = omp_get_num_threads();
+    const std::int64_t by_mc = (m_panels + mc / mr - 1) / (mc / mr);
+    const std::int64_t m_blocks = (by_mc + threads - 1) / threads * threads;
     PackBuffer<T> apack(0, static_cast<std::size_t>(mc * kc));
     std::int64_t step = 0;
     for (std::int64_t jc = 0; jc < g.n; jc += nc) {
       const std::int64_t nb = std::min(nc, g.n - jc);
       const std::int64_t n_panels = (nb + nr - 1) / nr;
+      const std::int64_t b_chunk = std::max<std::int64_t>(1, n_panels / (4 * threads));
       for (std::int64_t pc = 0; pc < g.k; pc += kc, ++step) {
         const std::int64_t kb = std::min(kc, g.k - pc);
         T* bp = bpack.data + (step % 2) * b_size;
-        const auto [first, last] = my_share(n_panels);
-        pack_b_panels(g, b, pc, kb, jc, nb, nr, first, last, bp);
+#pragma omp for schedule(dynamic, 1) nowait
+        for (std::int64_t first = 0; first < n_panels; first += b_chunk) {
+          pack_b_panels(g, b, pc, kb, jc, nb, nr, first, std::min(n_panels, first + b_chunk), bp);
+        }
 #pragma omp barrier
         // B is packed, and every thread is past the step before the last, whose buffer the next
         // step packs into.
-        for (std::int64_t i0 = row0; i0 < row1; i0 += mc) {
-          const std::int64_t mb = std::min(mc, row1 - i0);
+#pragma omp for schedule(dynamic, 1) nowait
+        for (std::int64_t block = 0; block < m_blocks; ++block) {
+          const std::int64_t i0 = m_panels * block / m_blocks * mr;
+          const std::int64_t mb = std::min(g.m, m_panels * (block + 1) / m_blocks * mr) - i0;
+          if (mb <= 0) continue;
           pack_a(g, a, i0, mb, pc, kb, mr, apack.data);
           for (std::int64_t jp = 0; jp < n_panels; ++jp) {
             const std::int64_t col = jc + jp * nr, cols = std::min<std::int64_t>(nr, nb - jp * nr);
