@@ -132,11 +132,17 @@ void pack_a_panel(const GemmArgs& g, const TA* a, std::int64_t row0, std::int64_
     return;
   }
   if (g.trans_a == Transpose::no) {
-    const TA* src[MR > 0 ? MR : 16];
-    for (int i = 0; i < mr; ++i) src[i] = a + (row0 + i) * g.lda + p0;
-    for (std::int64_t p = 0; p < kb; ++p) {
+    if constexpr (MR > 0) {
+      const TA* src[MR];
+      for (int i = 0; i < MR; ++i) src[i] = a + (row0 + i) * g.lda + p0;
+      for (std::int64_t p = 0; p < kb; ++p) {
 #pragma GCC unroll 16
-      for (int i = 0; i < mr; ++i) out[p * mr + i] = to<T>(src[i][p]);
+        for (int i = 0; i < MR; ++i) out[p * MR + i] = to<T>(src[i][p]);
+      }
+    } else {
+      for (std::int64_t p = 0; p < kb; ++p) {
+        for (int i = 0; i < mr; ++i) out[p * mr + i] = to<T>(a[(row0 + i) * g.lda + p0 + p]);
+      }
     }
   } else {
     for (std::int64_t p = 0; p < kb; ++p) {
