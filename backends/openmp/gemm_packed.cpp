@@ -115,8 +115,9 @@ const MicroKernel<T>& pick() {
 // One MR-high panel of A, (kb, mr) with row i of the panel at [p * mr + i], zero below `rows`.
 // Both layouts are walked with p outermost, so the panel is written in order: op(A) = A reads mr
 // rows side by side, op(A) = A^T reads mr neighbours of one row. (Row by row, with the writes mr
-// elements apart, the packing took 7.5% of a one-thread 1024^3 product on a Zen 3 EPYC against
-// OpenBLAS's 2.7%.) MR as a constant where it is one of the kernels' (the inner loop unrolled).
+// elements apart, packing A took 3.9% of the samples of a one-thread 1024^3 product on a Zen 3
+// EPYC, A and B together 7.5% against OpenBLAS's 2.7%.) MR as a constant where it is one of the kernels' (the inner
+// loop unrolled).
 template <int MR, class TA, class T>
 void pack_a_panel(const GemmArgs& g, const TA* a, std::int64_t row0, std::int64_t rows, std::int64_t p0,
                   std::int64_t kb, int mr_runtime, T* out) {
@@ -240,7 +241,7 @@ inline void tile(const MicroKernel<T>& uk, std::int64_t kb, const T* ap, const T
 // barrier per k block is the one after B is packed. Taken dynamically, a thread that runs slower
 // (a core shared with another program or VM, a smaller core) does less of the work instead of
 // holding the others at every barrier: with a busy loop on one of two Zen 3 vCPUs, rows split
-// evenly made 2 threads as slow as 1 (74 GFLOP/s at 2048^3). The row blocks are as even as they
+// evenly made 2 threads as slow as 1 (70-78 GFLOP/s at 2048^3 against 73-76). The row blocks are as even as they
 // come and their count a multiple of the threads, so that equal threads finish together (an
 // uneven split by mc blocks had left one of two threads a third idle at 1024^3). B's packed block
 // is double-buffered, so packing the next one cannot overwrite the one a slower thread still reads.
@@ -457,8 +458,9 @@ const MicroKernel<double>& best_microkernel_f64() { return pick<double>(); }
 
 void matmul_register_blocked(const GemmArgs& g) {
   // With beta = 0 the first k block writes C without reading it (BLAS: C's old values, NaN
-  // included, do not count), which saves zeroing C and reading it back: on two Zen 3 cores the
-  // zeroing alone took 0.5-0.7% of a 1024^3 product. With k = 0 there is no k block: C = 0.
+  // included, do not count), which saves zeroing C and reading it back: in one-thread 1024^3
+  // products on a Zen 3 the zeroing alone took 0.5-0.7% of the samples. With k = 0 there is no k
+  // block (the ops layer handles that case before the backend; C = beta C here too).
   const bool overwrite = g.beta == 0 && g.k > 0;
   if (!overwrite) prescale_c(g);
   dispatch_any(g.ab_type, [&]<class TA>() {
