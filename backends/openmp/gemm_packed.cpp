@@ -116,8 +116,8 @@ const MicroKernel<T>& pick() {
 // Both layouts are walked with p outermost, so the panel is written in order: op(A) = A reads mr
 // rows side by side, op(A) = A^T reads mr neighbours of one row. (Row by row, with the writes mr
 // elements apart, packing A took 3.9% of the samples of a one-thread 1024^3 product on a Zen 3
-// EPYC, A and B together 7.5% against OpenBLAS's 2.7%.) MR as a constant where it is one of the kernels' (the inner
-// loop unrolled).
+// EPYC, A and B together 7.5% against OpenBLAS's 2.7%.) MR as a constant where it is one of the
+// kernels' (the inner loop unrolled).
 template <int MR, class TA, class T>
 void pack_a_panel(const GemmArgs& g, const TA* a, std::int64_t row0, std::int64_t rows, std::int64_t p0,
                   std::int64_t kb, int mr_runtime, T* out) {
