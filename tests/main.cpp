@@ -20,8 +20,10 @@ const std::string& backend_under_test() { return g_backend; }
 std::uint64_t seed() {
   static const std::uint64_t value = [] {
     const std::uint64_t s = verify::seed_from_environment();
-    std::printf("tandem tests: seed %llu (replay with TANDEM_TEST_SEED=%llu)\n", static_cast<unsigned long long>(s),
-                static_cast<unsigned long long>(s));
+    // On standard error: doctest_discover_tests reads test names from standard output, and took
+    // this line for a test (one that ran no test case, and was named anew by every seed).
+    std::fprintf(stderr, "tandem tests: seed %llu (replay with TANDEM_TEST_SEED=%llu)\n",
+                 static_cast<unsigned long long>(s), static_cast<unsigned long long>(s));
     return s;
   }();
   return value;
