@@ -69,7 +69,7 @@ done
 
 stage "AddressSanitizer + UndefinedBehaviorSanitizer"
 # The asan preset compiles at -O1 (the level ASan's authors advise): on the 2-vCPU Zen 3 VM its
-# build took 818 CPU-s against 1411 at -O2, and its tests some 5-15% more. (TSan stays at -O2: at
+# build took 818 CPU-s against 1411 at -O2, and six of its slowest tests 4% more CPU time. (TSan stays at -O2: at
 # -O1 its tests took 73 s against 50, more than the build saved.)
 # The asan test preset leaves out the simulators' non_finite runs (every family again with NaN and
 # Inf planted: the same memory accesses as the finite runs it also has, 160 s of ASan time on 2

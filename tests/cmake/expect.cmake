@@ -1,5 +1,6 @@
 # Runs COMMAND (a ;-list) with optional ENV (NAME=VALUE;...) and checks its exit code and output:
 #   cmake -DCOMMAND=... -DEXPECT_RC=N -DEXPECT_REGEX=... [-DEXPECT_NOT_REGEX=...] [-DENV=...] -P expect.cmake
+# EXPECT_STDOUT_NOT_REGEX: what standard output alone must not hold.
 foreach(var ${ENV})
   string(REGEX MATCH "^([^=]+)=(.*)$" _ "${var}")
   set(ENV{${CMAKE_MATCH_1}} "${CMAKE_MATCH_2}")
@@ -14,5 +15,8 @@ if(NOT all MATCHES "${EXPECT_REGEX}")
 endif()
 if(DEFINED EXPECT_NOT_REGEX AND all MATCHES "${EXPECT_NOT_REGEX}")
   message(FATAL_ERROR "output matches '${EXPECT_NOT_REGEX}', which it must not:\n${all}")
+endif()
+if(DEFINED EXPECT_STDOUT_NOT_REGEX AND out MATCHES "${EXPECT_STDOUT_NOT_REGEX}")
+  message(FATAL_ERROR "standard output matches '${EXPECT_STDOUT_NOT_REGEX}', which it must not:\n${out}")
 endif()
 message(STATUS "ok: exit ${rc}, output matches '${EXPECT_REGEX}'")
