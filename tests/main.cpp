@@ -28,6 +28,14 @@ std::uint64_t seed() {
   }();
   return value;
 }
+std::string widest_isa() {
+#if defined(__x86_64__) || defined(__i386__)
+  if (__builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512vl")) return "avx512";
+  if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma")) return "avx2";
+#endif
+  return "generic";
+}
+int isa_rank(const std::string& isa) { return isa == "avx512" ? 2 : isa == "avx2" ? 1 : 0; }
 }  // namespace tandem::test
 
 int main(int argc, char** argv) {

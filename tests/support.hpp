@@ -10,5 +10,9 @@ namespace tandem::test {
 const std::string& backend_under_test();
 // The seed of this process's run: TANDEM_TEST_SEED or fresh, printed once.
 std::uint64_t seed();
+// The widest kernels of this CPU, which openmp runs without a TANDEM_CPU_ISA cap: "avx512" (AVX-512
+// F and VL), "avx2" (with FMA) or "generic"; and an ISA's place in that order (generic 0).
+std::string widest_isa();
+int isa_rank(const std::string& isa);
 
 }  // namespace tandem::test

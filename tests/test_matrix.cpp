@@ -19,8 +19,14 @@ namespace {
 
 using namespace tandem;
 
-// The backend under test, or nullptr after printing SKIPPED with the reason.
+// The backend under test, or nullptr after printing SKIPPED with the reason. The runs that cap
+// openmp's kernels at an ISA (TANDEM_CPU_ISA) name it in TANDEM_TEST_SKIP_IF_WIDEST too: on a CPU
+// whose widest kernels are that ISA, the plain openmp matrix has run them already.
 Backend* backend_or_skip() {
+  if (const char* isa = std::getenv("TANDEM_TEST_SKIP_IF_WIDEST"); isa != nullptr && test::widest_isa() == isa) {
+    std::printf("SKIPPED: %s is this CPU's widest ISA: the plain openmp matrix ran these kernels\n", isa);
+    return nullptr;
+  }
   try {
     return &get_backend(test::backend_under_test());
   } catch (const BackendUnavailable& e) {

@@ -178,17 +178,11 @@ TEST_CASE("openmp's kernels are the widest ISA the CPU has, or the TANDEM_CPU_IS
   std::printf("SKIPPED: this build has no openmp backend\n");
   return;
 #endif
-#if defined(__x86_64__) || defined(__i386__)
-  const bool has_avx2 = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
-  const bool has_avx512 = __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512vl");
-#else
-  const bool has_avx2 = false, has_avx512 = false;
-#endif
   const char* cap = std::getenv("TANDEM_CPU_ISA");
-  std::string want = has_avx512 ? "avx512" : has_avx2 ? "avx2" : "generic";
+  std::string want = test::widest_isa();
   if (cap != nullptr) {
     want = cap;
-    if ((want == "avx2" && !has_avx2) || (want == "avx512" && !has_avx512)) {
+    if (test::isa_rank(want) > test::isa_rank(test::widest_isa())) {
       std::printf("SKIPPED: TANDEM_CPU_ISA=%s, but this CPU has no %s\n", cap, cap);
       return;
     }
