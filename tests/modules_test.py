@@ -6,8 +6,10 @@
       DT_NEEDED entries), and with copies of the modules whose runtime libraries cannot be found
       (each such DT_NEEDED name altered in the copy, as if the library were not installed) first
       on TANDEM_BACKEND_PATH, `tandem info` names each module's missing library,
-      `tandem check` passes on the CPU backends, and so do the test matrix on openmp and
-      reference and the regression and MLP tests on openmp.
+      `tandem check` passes on the CPU backends, and so do the test matrix's elementwise and
+      reduce families on openmp and reference and an MLP step on openmp (the whole matrix and ML
+      tests run on those backends in their own CTest entries: loading no GPU module changes no
+      kernel, and under ASan the whole of them here took 73 s).
   modules_test.py path --tandem T MODULE
       A module copied to a folder named by TANDEM_BACKEND_PATH is the one loaded (tandem info
       shows its path), and its backend passes `tandem check --quick` where it has a device.
@@ -72,11 +74,15 @@ def hidden(args):
         if rc != 0:
             fail(f"tandem check on the CPU backends exited {rc}:\n{out}")
         print("ok: tandem check --quick passes on openmp and reference")
-        for program, backend in [(args.matrix, "openmp"), (args.matrix, "reference"), (args.ml, "openmp")]:
-            rc, out = run([program, f"--tandem-backend={backend}"], env)
+        for program, backend, cases in [(args.matrix, "openmp", "elementwise,reduce"),
+                                         (args.matrix, "reference", "elementwise,reduce"),
+                                         (args.ml, "openmp", "*one step equals*")]:
+            rc, out = run([program, f"--tandem-backend={backend}", f"--test-case={cases}"], env)
             if rc != 0:
                 fail(f"{os.path.basename(program)} on {backend} exited {rc}:\n{out}")
-            print(f"ok: {os.path.basename(program)} passes on {backend}")
+            if not re.search(r"test cases: +[1-9][0-9]* \| +[1-9][0-9]* passed \| 0 failed", out):
+                fail(f"{os.path.basename(program)} --test-case={cases} ran no test on {backend}:\n{out}")
+            print(f"ok: {os.path.basename(program)} {cases} passes on {backend}")
 
 
 def path(args):
