@@ -35,6 +35,14 @@ venv=build/venv
 "$venv/bin/pip" install -q --disable-pip-version-check nanobind scikit-build-core numpy pytest
 
 stage "release build, warnings as errors"
+# A compiler cache for this run only (build/ccache, empty in a clean checkout): the pip stage
+# compiles libtandem's sources with the release build's flags but -Werror (MPI's flags reach only
+# the two sources that call it), and ccache hands it those objects, identical to what the compiler
+# would give, instead of compiling them again; so does ci/kokkos4.sh for all that does not see
+# Kokkos. Off again for the sanitizer builds, whose flags match none of these.
+export CCACHE_DIR="$PWD/build/ccache" CCACHE_BASEDIR="$PWD" CCACHE_NOHASHDIR=1 CCACHE_DEPEND=1 \
+       CCACHE_IGNOREOPTIONS=-Werror CCACHE_MAXSIZE=4G CMAKE_CXX_COMPILER_LAUNCHER=ccache
+ccache --zero-stats >/dev/null
 # Every backend whose toolchain is here must build: the simulator, HIP, Kokkos and MPI always
 # (install-deps installs them), CUDA when nvcc is present. ON makes a missing toolchain a configure error
 # instead of a silent skip.
@@ -51,11 +59,16 @@ ctest --preset ci -j "$jobs"
 stage "the Python package as users install it: pip install . into a fresh environment, then its tests"
 rm -rf build/venv-install
 /usr/bin/python3 -m venv build/venv-install
-build/venv-install/bin/pip install -q --disable-pip-version-check . pytest
+# CXX=c++: the compiler CMake found for the release build; scikit-build-core would pass Python's own
+# name for it (x86_64-linux-gnu-g++, the same g++), which ccache hashes, and find no object to reuse.
+CXX=c++ build/venv-install/bin/pip install -q --disable-pip-version-check . pytest
 (cd python/tests && env -u PYTHONPATH -u TANDEM_CLI ../../build/venv-install/bin/python -m pytest -q -p no:cacheprovider)
 
 stage "Kokkos 4.6.01 (OpenMP), beside Debian's 3.4 above: the kokkos tests and tandem check (ci/kokkos4.sh)"
 bash ci/kokkos4.sh
+echo "test.sh: the compiler cache over the release build, its tests' builds, pip's and Kokkos 4's:"
+ccache --show-stats | grep -E 'Hits|Misses' || true
+unset CMAKE_CXX_COMPILER_LAUNCHER
 
 stage "openmp sources without SSE2 (the fallbacks non-x86 CPUs compile), syntax only"
 for f in backends/openmp/kernels_generic.cpp backends/openmp/copies.cpp; do
