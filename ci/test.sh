@@ -54,6 +54,8 @@ else
 fi
 cmake --preset ci "${gpu_flags[@]}" -DTANDEM_BUILD_PYTHON=ON -DPython_EXECUTABLE="$PWD/$venv/bin/python" >/dev/null
 cmake --build --preset ci -j "$jobs"
+# The test presets set OMP_WAIT_POLICY=passive: ctest -j runs several OpenMP programs at once, and
+# threads spinning at barriers took the cores from each other (openmp label here: 44 s, 21 s passive).
 ctest --preset ci -j "$jobs"
 
 stage "the Python package as users install it: pip install . into a fresh environment, then its tests"
