@@ -33,9 +33,10 @@ struct CpuKernels {
                       const void* x, std::int64_t ldx, void* out, std::int64_t ldo);
   void (*convert)(DType from, DType to, std::size_t n, const void* x, void* out);
   void (*adam_step)(DType t, std::size_t n, const AdamParams& p, void* w, const void* g, void* m, void* v);
-  void (*reduce)(ReduceOp op, DType t, std::size_t n, const void* x, void* result);
-  void (*dot)(DType t, std::size_t n, const void* x, const void* y, void* result);
-  void (*mse)(DType t, std::size_t n, const void* a, const void* b, void* result);
+  // The sums read ahead as `prefetch` says (prefetch.hpp); min, max and argmax do not prefetch.
+  void (*reduce)(ReduceOp op, DType t, std::size_t n, const void* x, void* result, ReadPrefetch prefetch);
+  void (*dot)(DType t, std::size_t n, const void* x, const void* y, void* result, ReadPrefetch prefetch);
+  void (*mse)(DType t, std::size_t n, const void* a, const void* b, void* result, ReadPrefetch prefetch);
   void (*reduce_rows)(ReduceOp op, DType t, std::int64_t rows, std::int64_t cols, const void* x, std::int64_t ldx,
                       void* out);
   void (*reduce_cols)(ReduceOp op, DType t, std::int64_t rows, std::int64_t cols, const void* x, std::int64_t ldx,
@@ -44,7 +45,7 @@ struct CpuKernels {
                                 std::int64_t ld_logits, const std::int32_t* labels, void* probs, std::int64_t ld_probs,
                                 void* losses);
   void (*scan)(ScanKind kind, DType t, std::size_t n, const void* x, void* out, std::size_t stream_from,
-               ScanPrefetch prefetch);
+               ReadPrefetch prefetch);
   // The store calibration's loops (tuning.cpp), in this ISA's code.
   std::vector<StoreVariant> (*measure_store_variants)(std::size_t bytes, int reps);
 };

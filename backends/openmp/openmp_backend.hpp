@@ -79,6 +79,11 @@ class OpenMPBackend : public host::HostBackend {
   std::size_t stream_from_bytes() const { return stream_from_bytes_; }
 
  private:
+  // The sums' prefetch for inputs of `bytes` each: the calibrated one (store_tuning) past
+  // stream_from_bytes(), where the reads come from memory; the table's below, without waiting for
+  // a calibration.
+  ReadPrefetch reduce_prefetch(std::size_t bytes) const;
+
   int threads_;
   std::size_t stream_from_bytes_;
 };
@@ -90,34 +95,56 @@ class OpenMPBackend : public host::HostBackend {
 // TANDEM_OPENMP_STORES (streaming, plain) and TANDEM_OPENMP_STORE_RUNS (1, 2, 4) force the choices,
 // TANDEM_OPENMP_STREAM_FROM the output size from which they apply.
 struct StoreTuning {
-  bool stream = true;          // outputs that overlap no input: streaming (non-temporal) stores
-  int runs = 4;                // interleaved runs per thread for those outputs (1, 2 or 4)
-  int update_runs = 4;         // and for outputs that are also an input (axpy's y), stored in place
-  ScanPrefetch scan_prefetch;  // the scan's prefetch (scan_isa.hpp)
-  std::string scan_measured;   // each scan prefetch variant's GB/s when calibrated, else ""
-  std::string source;          // "calibrated now", "cached in FILE", "table (AuthenticAMD)", an environment variable
-  std::string measured;        // each variant's GB/s when calibrated, else ""
+  bool stream = true;   // outputs that overlap no input: streaming (non-temporal) stores
+  int runs = 4;         // interleaved runs per thread for those outputs (1, 2 or 4)
+  int update_runs = 4;  // and for outputs that are also an input (axpy's y), stored in place
+  ReadPrefetch scan_prefetch = kScanPrefetchTable;      // the scan's prefetch (prefetch.hpp)
+  std::string scan_measured;                            // each scan prefetch variant's GB/s when calibrated
+  ReadPrefetch reduce_prefetch = kReducePrefetchTable;  // the sums' (sum, norm2, dot, mse)
+  std::string reduce_measured;                          // each reduction prefetch variant's GB/s when calibrated
+  std::string source;    // "calibrated now", "cached in FILE", "table (AuthenticAMD)", an environment variable
+  std::string measured;  // each variant's GB/s when calibrated, else ""
 };
 const StoreTuning& store_tuning();
 
-// The calibrations' timing (the stores here, the gemm blocking): the fastest of `rounds` runs of
-// each of `count` variants (run(v) runs variant v), in seconds. One untimed run of each, then
-// rounds that take the variants in turn, each round starting one further on: timed one after
-// another, the later variants gained up to a third over the first ones on the EPYC VM (its memory
-// speeding up during the calibration), which chose 4 store runs where 1 was best.
+// The calibrations' timing (the stores here, the gemm blocking): every time of `rounds` runs of
+// each of `count` variants (run(v) runs variant v), in seconds, per variant. One untimed run of
+// each, then rounds that take the variants in turn, each round starting one further on: timed one
+// after another, the later variants gained up to a third over the first ones on the EPYC VM (its
+// memory speeding up during the calibration), which chose 4 store runs where 1 was best.
 template <class Run>
-std::vector<double> fastest_in_rotating_rounds(std::size_t count, int rounds, Run run) {
+std::vector<std::vector<double>> times_in_rotating_rounds(std::size_t count, int rounds, Run run) {
   for (std::size_t v = 0; v < count; ++v) run(v);
-  std::vector<double> best(count, 1e30);
+  std::vector<std::vector<double>> times(count);
   for (int r = 0; r < rounds; ++r) {
     for (std::size_t k = 0; k < count; ++k) {
       const std::size_t v = (k + static_cast<std::size_t>(r)) % count;
       const double t0 = omp_get_wtime();
       run(v);
-      best[v] = std::min(best[v], omp_get_wtime() - t0);
+      times[v].push_back(omp_get_wtime() - t0);
     }
   }
+  return times;
+}
+
+// The fastest of each variant's times above.
+template <class Run>
+std::vector<double> fastest_in_rotating_rounds(std::size_t count, int rounds, Run run) {
+  std::vector<double> best;
+  for (const auto& t : times_in_rotating_rounds(count, rounds, run))
+    best.push_back(*std::min_element(t.begin(), t.end()));
   return best;
+}
+
+// The median of each variant's times above (the upper one of an even count).
+template <class Run>
+std::vector<double> median_in_rotating_rounds(std::size_t count, int rounds, Run run) {
+  std::vector<double> median;
+  for (auto t : times_in_rotating_rounds(count, rounds, run)) {
+    std::nth_element(t.begin(), t.begin() + t.size() / 2, t.end());
+    median.push_back(t[t.size() / 2]);
+  }
+  return median;
 }
 
 // The calibration: triad-like loops (out = b + s c, and in place y = y + s c) over arrays of
@@ -131,12 +158,15 @@ struct StoreVariant {
 std::vector<StoreVariant> measure_store_variants(std::size_t bytes, int reps);
 // The scan's prefetch variants (the first is the table's), each timed as the best of `reps` scans
 // of `bytes` of f32 with this tuning's stores; returns the GB/s (read + write) of each.
-const std::vector<ScanPrefetch>& scan_prefetch_variants();
+const std::vector<ReadPrefetch>& scan_prefetch_variants();
 std::vector<double> measure_scan_prefetch(std::size_t bytes, int reps, bool stream);
+// The same for the sums' prefetch: f32 dots of two halves of `bytes`; returns the GB/s (read) of each.
+const std::vector<ReadPrefetch>& reduce_prefetch_variants();
+std::vector<double> measure_reduce_prefetch(std::size_t bytes, int reps);
 // "4096 bytes ahead into L2", and the same as written in the cache file and
 // TANDEM_OPENMP_SCAN_PREFETCH ("l2:4096", or "off": env::parse_cache_distance).
-std::string scan_prefetch_text(ScanPrefetch pf);
-std::string scan_prefetch_key(ScanPrefetch pf);
+std::string prefetch_text(ReadPrefetch pf);
+std::string prefetch_key(ReadPrefetch pf);
 // The fastest variant of each kind: the tuning a measurement gives.
 StoreTuning choose_store_tuning(const std::vector<StoreVariant>& measured);
 

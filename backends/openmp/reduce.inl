@@ -3,9 +3,9 @@
 // into several vector registers, so additions do not wait on each other); the threads' partials
 // are combined in order. Several streams per thread matter once the data comes from RAM: one
 // sequential stream per core leaves the memory system idle between the prefetcher's requests
-// (on the 2-vCPU Xeon VM, 4 streams per thread take sum from ~20 to ~28 GB/s at 256 MB), and each
-// stream also asks for its lines 2 KiB ahead (software prefetch into L2: sum from ~91% to ~95% of
-// the copy bandwidth there, in paired runs).
+// (on the 2-vCPU Xeon VM, 4 streams per thread take sum from ~20 to ~28 GB/s at 256 MB). Each
+// stream may also ask for its lines ahead (ReadPrefetch, prefetch.hpp: calibrated per CPU, as
+// it helped the Xeon and cost the Zen 3 EPYC).
 // min/max/argmax compare without branches and track NaN on the side, so they vectorise too.
 
 constexpr int kLanes = 8;    // lanes per stream of the min/max loops
@@ -13,20 +13,43 @@ constexpr int kStreams = 4;  // concurrent sub-chunks per thread in a sum
 constexpr int kWidth = 16;   // lanes per stream
 // Below this many elements per thread one stream is as fast (the data is in cache).
 constexpr std::int64_t kStreamsFrom = std::int64_t(1) << 16;
-constexpr std::uintptr_t kPrefetchAhead = 2048;  // bytes ahead of each stream
 
-// The inputs a sum reads (at most two; null: none), whose lines are prefetched ahead.
+// The inputs a sum reads (at most two; null: none), whose lines are prefetched ahead as `pf` says.
 struct Reads {
   const void* a = nullptr;
   const void* b = nullptr;
   std::size_t elem = 0;  // bytes per element
+  ReadPrefetch pf{0, false};
 };
 
-// Asks for the lines of [at, at + kWidth) elements kPrefetchAhead bytes ahead (integers, not
-// pointers: the address may be past the end, where prefetching is a no-op on x86).
-inline void prefetch_ahead(const void* p, std::int64_t at, std::size_t elem, std::size_t bytes) {
-  const std::uintptr_t from = reinterpret_cast<std::uintptr_t>(p) + std::uintptr_t(at) * elem + kPrefetchAhead;
-  for (std::uintptr_t o = 0; o < bytes; o += 64) __builtin_prefetch(reinterpret_cast<const void*>(from + o), 0, 2);
+// Asks for the lines of [at, at + kWidth) elements `ahead` bytes further on into the cache of
+// `Locality` (3: L1, 2: L2), as integers, not pointers: the address may be past the end, where
+// prefetching is a no-op on x86.
+template <int Locality>
+inline void prefetch_ahead(const void* p, std::int64_t at, std::size_t elem, std::size_t bytes, std::uintptr_t ahead) {
+  const std::uintptr_t from = reinterpret_cast<std::uintptr_t>(p) + std::uintptr_t(at) * elem + ahead;
+  for (std::uintptr_t o = 0; o < bytes; o += 64)
+    __builtin_prefetch(reinterpret_cast<const void*>(from + o), 0, Locality);
+}
+
+// The streams of lane_sum: kStreams runs of `part` elements from `begin`, at once, prefetching
+// into the cache of Locality (0: no prefetch instructions; a constant, as they take it).
+template <int Locality, class Acc, class F>
+void stream_sums(Acc (&lanes)[kStreams][kWidth], std::int64_t begin, std::int64_t part, F f, const Reads& reads) {
+  const std::size_t step = kWidth * reads.elem;
+  const auto ahead = static_cast<std::uintptr_t>(reads.pf.bytes);
+  for (std::int64_t j = 0; j < part; j += kWidth) {
+#pragma GCC unroll 4
+    for (int s = 0; s < kStreams; ++s) {
+      const std::int64_t at = begin + s * part + j;
+      if constexpr (Locality != 0) {
+        if (reads.a != nullptr) prefetch_ahead<Locality>(reads.a, at, reads.elem, step, ahead);
+        if (reads.b != nullptr) prefetch_ahead<Locality>(reads.b, at, reads.elem, step, ahead);
+      }
+#pragma omp simd
+      for (int l = 0; l < kWidth; ++l) lanes[s][l] += f(at + l);
+    }
+  }
 }
 
 // Sum of f(i) over [begin, end) in kWidth lanes per stream, kStreams streams at once.
@@ -34,16 +57,12 @@ template <class Acc, class F>
 Acc lane_sum(std::int64_t begin, std::int64_t end, F f, Reads reads = {}) {
   Acc lanes[kStreams][kWidth] = {};
   const std::int64_t part = end - begin >= kStreamsFrom ? (end - begin) / kStreams / kWidth * kWidth : 0;
-  const std::size_t step = kWidth * reads.elem;
-  for (std::int64_t j = 0; j < part; j += kWidth) {
-#pragma GCC unroll 4
-    for (int s = 0; s < kStreams; ++s) {
-      const std::int64_t at = begin + s * part + j;
-      if (reads.a != nullptr) prefetch_ahead(reads.a, at, reads.elem, step);
-      if (reads.b != nullptr) prefetch_ahead(reads.b, at, reads.elem, step);
-#pragma omp simd
-      for (int l = 0; l < kWidth; ++l) lanes[s][l] += f(at + l);
-    }
+  if (reads.pf.bytes == 0) {
+    stream_sums<0>(lanes, begin, part, f, reads);
+  } else if (reads.pf.l2) {
+    stream_sums<2>(lanes, begin, part, f, reads);
+  } else {
+    stream_sums<3>(lanes, begin, part, f, reads);
   }
   // The rest (all of a small chunk, in cache) as one stream, still into every stream's lanes:
   // kStreams * kWidth independent sums keep the adds from waiting on each other (one set of
@@ -90,10 +109,10 @@ std::vector<R> per_thread(std::size_t n, Chunk chunk) {
 }
 
 template <class T>
-T sum_of(std::size_t n, const T* x) {
+T sum_of(std::size_t n, const T* x, ReadPrefetch pf) {
   using Acc = typename SumAcc<T>::type;
   const auto parts = per_thread<Acc>(n, [=](std::int64_t b, std::int64_t e) {
-    return lane_sum<Acc>(b, e, [=](std::int64_t i) { return Acc(x[i]); }, {x, nullptr, sizeof(T)});
+    return lane_sum<Acc>(b, e, [=](std::int64_t i) { return Acc(x[i]); }, {x, nullptr, sizeof(T), pf});
   });
   Acc total = 0;
   for (Acc p : parts) total += p;
@@ -106,10 +125,10 @@ T sum_of(std::size_t n, const T* x) {
 // most 2^40 of them) change it by less than 2^-46 relative. Otherwise (values above ~1e19, all
 // values tiny, or NaN) the squares are summed again in double.
 template <class T>
-T norm2_of(std::size_t n, const T* x) {
+T norm2_of(std::size_t n, const T* x, ReadPrefetch pf) {
   auto squares = [&]<class Acc>() {
     const auto parts = per_thread<Acc>(n, [=](std::int64_t b, std::int64_t e) {
-      return lane_sum<Acc>(b, e, [=](std::int64_t i) { return Acc(x[i]) * Acc(x[i]); }, {x, nullptr, sizeof(T)});
+      return lane_sum<Acc>(b, e, [=](std::int64_t i) { return Acc(x[i]) * Acc(x[i]); }, {x, nullptr, sizeof(T), pf});
     });
     Acc total = 0;
     for (Acc p : parts) total += p;
@@ -192,12 +211,12 @@ std::int64_t argmax_chunk(const T* x, std::int64_t begin, std::int64_t end) {
   return begin;
 }
 
-void reduce(ReduceOp op, DType t, std::size_t n, const void* x, void* result) {
+void reduce(ReduceOp op, DType t, std::size_t n, const void* x, void* result, ReadPrefetch pf) {
   dispatch_numeric(t, [&]<class T>() {
     const T* v = static_cast<const T*>(x);
     switch (op) {
       case ReduceOp::sum:
-        *static_cast<T*>(result) = sum_of(n, v);
+        *static_cast<T*>(result) = sum_of(n, v, pf);
         break;
       case ReduceOp::max:
         *static_cast<T*>(result) = extreme_of<T, true>(n, v);
@@ -206,7 +225,7 @@ void reduce(ReduceOp op, DType t, std::size_t n, const void* x, void* result) {
         *static_cast<T*>(result) = extreme_of<T, false>(n, v);
         break;
       case ReduceOp::norm2:
-        if constexpr (!std::is_same_v<T, std::int32_t>) *static_cast<T*>(result) = norm2_of(n, v);
+        if constexpr (!std::is_same_v<T, std::int32_t>) *static_cast<T*>(result) = norm2_of(n, v, pf);
         break;
       case ReduceOp::argmax: {
         const auto parts =
@@ -222,12 +241,12 @@ void reduce(ReduceOp op, DType t, std::size_t n, const void* x, void* result) {
   });
 }
 
-void dot(DType t, std::size_t n, const void* x, const void* y, void* result) {
+void dot(DType t, std::size_t n, const void* x, const void* y, void* result, ReadPrefetch pf) {
   dispatch_float(t, [&]<class T>() {
     const T* a = static_cast<const T*>(x);
     const T* b = static_cast<const T*>(y);
     const auto parts = per_thread<T>(n, [=](std::int64_t lo, std::int64_t hi) {
-      return lane_sum<T>(lo, hi, [=](std::int64_t i) { return a[i] * b[i]; }, {a, b, sizeof(T)});
+      return lane_sum<T>(lo, hi, [=](std::int64_t i) { return a[i] * b[i]; }, {a, b, sizeof(T), pf});
     });
     T total = 0;
     for (T p : parts) total += p;
@@ -235,7 +254,7 @@ void dot(DType t, std::size_t n, const void* x, const void* y, void* result) {
   });
 }
 
-void mse(DType t, std::size_t n, const void* a, const void* b, void* result) {
+void mse(DType t, std::size_t n, const void* a, const void* b, void* result, ReadPrefetch pf) {
   dispatch_float(t, [&]<class T>() {
     const T* u = static_cast<const T*>(a);
     const T* v = static_cast<const T*>(b);
@@ -245,7 +264,7 @@ void mse(DType t, std::size_t n, const void* a, const void* b, void* result) {
                            const T d = u[i] - v[i];
                            return d * d;
                          },
-                         {u, v, sizeof(T)});
+                         {u, v, sizeof(T), pf});
     });
     T total = 0;
     for (T p : parts) total += p;
@@ -253,8 +272,8 @@ void mse(DType t, std::size_t n, const void* a, const void* b, void* result) {
   });
 }
 
-void reduce_rows(ReduceOp op, DType t, std::int64_t rows, std::int64_t cols, const void* x,
-                                std::int64_t ldx, void* out) {
+void reduce_rows(ReduceOp op, DType t, std::int64_t rows, std::int64_t cols, const void* x, std::int64_t ldx,
+                 void* out) {
   dispatch_numeric(t, [&]<class T>() {
     const T* v = static_cast<const T*>(x);
     T* o = static_cast<T*>(out);
@@ -272,8 +291,8 @@ void reduce_rows(ReduceOp op, DType t, std::int64_t rows, std::int64_t cols, con
   });
 }
 
-void reduce_cols(ReduceOp op, DType t, std::int64_t rows, std::int64_t cols, const void* x,
-                                std::int64_t ldx, void* out) {
+void reduce_cols(ReduceOp op, DType t, std::int64_t rows, std::int64_t cols, const void* x, std::int64_t ldx,
+                 void* out) {
   // Walk rows in order, each thread owning a band of columns: contiguous, vectorised reads.
   constexpr std::int64_t kBand = 256;
   dispatch_numeric(t, [&]<class T>() {
@@ -309,9 +328,8 @@ void reduce_cols(ReduceOp op, DType t, std::int64_t rows, std::int64_t cols, con
   });
 }
 
-void softmax_cross_entropy(DType t, std::int64_t rows, std::int64_t cols, const void* logits,
-                                          std::int64_t ld_logits, const std::int32_t* labels, void* probs,
-                                          std::int64_t ld_probs, void* losses) {
+void softmax_cross_entropy(DType t, std::int64_t rows, std::int64_t cols, const void* logits, std::int64_t ld_logits,
+                           const std::int32_t* labels, void* probs, std::int64_t ld_probs, void* losses) {
   const SoftmaxKernel softmax = TANDEM_ISA_SOFTMAX();
   dispatch_float(t, [&]<class T>() {
 #pragma omp parallel for schedule(static) if (static_cast <std::size_t>(rows * cols) >= kParallelThreshold)

@@ -11,7 +11,7 @@
 //     a tree, and only one addition per four vectors waits on the running total; large outputs
 //     that are not the input are written with streaming stores (no read of the lines first, as in
 //     a copy). The next piece is prefetched ahead of its reads, as far and into the cache the
-//     tuning says (ScanPrefetch: calibrated per CPU).
+//     tuning says (ReadPrefetch: calibrated per CPU).
 //   chained scan (elsewhere): kChains interleaved sub-chunks keep several additions in flight
 //     (a single running sum is latency-bound at one element per add latency).
 
@@ -121,7 +121,7 @@ struct Vec<std::uint32_t> {  // i32 data, wrapping arithmetic
 // which it reads along the way. `streamed` writes with streaming stores, which need out aligned
 // to the vector: the elements before that go through the scalar loop.
 template <bool inclusive, class Acc, class T>
-Acc piece_scan(const T* x, T* out, std::int64_t n, Acc offset, bool streamed, int vector_bytes, ScanPrefetch pf = {},
+Acc piece_scan(const T* x, T* out, std::int64_t n, Acc offset, bool streamed, int vector_bytes, ReadPrefetch pf = {},
                const T* ahead = nullptr, std::int64_t ahead_n = 0) {
   std::int64_t head = 0;
   if (streamed) {
@@ -149,7 +149,7 @@ Acc piece_scan(const T* x, T* out, std::int64_t n, Acc offset, bool streamed, in
 constexpr int kChains = 8;
 
 template <bool inclusive, class Acc, class T>
-Acc piece_scan(const T* x, T* out, std::int64_t n, Acc offset, bool, int, ScanPrefetch = {}, const T* ahead = nullptr,
+Acc piece_scan(const T* x, T* out, std::int64_t n, Acc offset, bool, int, ReadPrefetch = {}, const T* ahead = nullptr,
                std::int64_t ahead_n = 0) {
   // Chains start len elements apart. A len whose byte stride is a multiple of 4 KiB would put
   // all 16 streams (8 read, 8 written) in the same L1 sets; shortening it by one cache line
@@ -201,7 +201,7 @@ struct alignas(64) PhaseCounter {
 };
 
 template <bool inclusive, class T>
-void scan_impl(const T* x, T* out, std::int64_t n, std::size_t stream_from, ScanPrefetch pf) {
+void scan_impl(const T* x, T* out, std::int64_t n, std::size_t stream_from, ReadPrefetch pf) {
   using Acc = typename SumAcc<T>::type;
   // An output that is not the input, and too large to stay cached, goes around the caches.
   const bool streamed = (out + n <= x || x + n <= out) && static_cast<std::size_t>(n) * sizeof(T) >= stream_from;
@@ -252,7 +252,7 @@ void scan_impl(const T* x, T* out, std::int64_t n, std::size_t stream_from, Scan
   }
 }
 
-void scan(ScanKind kind, DType t, std::size_t n, const void* x, void* out, std::size_t stream_from, ScanPrefetch pf) {
+void scan(ScanKind kind, DType t, std::size_t n, const void* x, void* out, std::size_t stream_from, ReadPrefetch pf) {
   host::dispatch_numeric(t, [&]<class T>() {
     const auto* in = static_cast<const T*>(x);
     auto* o = static_cast<T*>(out);

@@ -97,16 +97,16 @@ struct Vec256<std::uint32_t> {  // i32 data, wrapping arithmetic
 }  // namespace
 
 std::int64_t scan_blocks_avx2(bool inclusive, const float* x, float* out, std::int64_t n, float& running, bool streamed,
-                              ScanPrefetch pf, const float*& ahead, std::int64_t& ahead_n, float& ahead_sum) {
+                              ReadPrefetch pf, const float*& ahead, std::int64_t& ahead_n, float& ahead_sum) {
   return scan_blocks<Vec256<float>>(inclusive, x, out, n, running, streamed, pf, ahead, ahead_n, ahead_sum);
 }
 std::int64_t scan_blocks_avx2(bool inclusive, const double* x, double* out, std::int64_t n, double& running,
-                              bool streamed, ScanPrefetch pf, const double*& ahead, std::int64_t& ahead_n,
+                              bool streamed, ReadPrefetch pf, const double*& ahead, std::int64_t& ahead_n,
                               double& ahead_sum) {
   return scan_blocks<Vec256<double>>(inclusive, x, out, n, running, streamed, pf, ahead, ahead_n, ahead_sum);
 }
 std::int64_t scan_blocks_avx2(bool inclusive, const std::int32_t* x, std::int32_t* out, std::int64_t n,
-                              std::uint32_t& running, bool streamed, ScanPrefetch pf, const std::int32_t*& ahead,
+                              std::uint32_t& running, bool streamed, ReadPrefetch pf, const std::int32_t*& ahead,
                               std::int64_t& ahead_n, std::uint32_t& ahead_sum) {
   return scan_blocks<Vec256<std::uint32_t>>(inclusive, x, out, n, running, streamed, pf, ahead, ahead_n, ahead_sum);
 }

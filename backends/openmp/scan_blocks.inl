@@ -1,7 +1,7 @@
 // The scan's in-cache block loop, written once over a vector-traits struct W (width, load, store,
 // stream, add, splat, first, shift<k>, last, scan) and included inside an anonymous namespace by
 // scan.inl (SSE2 traits), scan_avx2.cpp and scan_avx512.cpp, so each file's copy is its own.
-// The next piece's lines are asked for pf.bytes ahead into L1 or L2, or not at all (ScanPrefetch,
+// The next piece's lines are asked for pf.bytes ahead into L1 or L2, or not at all (ReadPrefetch,
 // calibrated per CPU: 2 KiB into L1 gave about +5% over none on a Zen 2/3 EPYC; 4 KiB into L2
 // +10% over that on a Zen 4, where none lost 15%).
 
@@ -83,7 +83,7 @@ std::int64_t scan_blocks_to(bool inclusive, const T* x, T* out, std::int64_t n, 
 // 0: none).
 template <class W, class Acc, class T>
 std::int64_t scan_blocks(bool inclusive, const T* x, T* out, std::int64_t n, Acc& running, bool streamed,
-                         ScanPrefetch pf, const T*& ahead, std::int64_t& ahead_n, Acc& ahead_sum) {
+                         ReadPrefetch pf, const T*& ahead, std::int64_t& ahead_n, Acc& ahead_sum) {
   if (pf.bytes == 0) {
     return scan_blocks_to<W, 0>(inclusive, x, out, n, running, streamed, 0, ahead, ahead_n, ahead_sum);
   }

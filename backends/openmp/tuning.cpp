@@ -1,5 +1,5 @@
-// The openmp backend's store tuning and the scan's prefetch (openmp_backend.hpp: StoreTuning,
-// scan_isa.hpp: ScanPrefetch), and the register_blocked tier's f32 cache blocking (GemmTuning):
+// The openmp backend's store tuning and the scan's and sums' prefetch (openmp_backend.hpp:
+// StoreTuning, prefetch.hpp: ReadPrefetch), and the register_blocked tier's f32 cache blocking (GemmTuning):
 // from the environment, a cache file of an earlier calibration, a calibration now, or a table
 // (by CPU vendor; by micro-kernel for the blocking), in that order. The cache is a few
 // "key value" lines per file in TANDEM_CACHE_DIR (else $XDG_CACHE_HOME/tandem, else
@@ -100,8 +100,19 @@ std::size_t fastest_beating_the_first(const std::vector<double>& speeds) {
   return best;
 }
 
-// The scan's prefetch as TANDEM_OPENMP_SCAN_PREFETCH and the cache file write it.
-ScanPrefetch scan_prefetch_of(const env::CacheDistance& d) { return {d.bytes, d.level == 2}; }
+// "l2:2048 24.3, off 26.6 GB/s": each prefetch variant's speed, or "" when none was measured.
+std::string describe_prefetch(const std::vector<ReadPrefetch>& variants, const std::vector<double>& gbs) {
+  std::string text;
+  for (std::size_t v = 0; v < gbs.size() && v < variants.size(); ++v) {
+    char item[64];
+    std::snprintf(item, sizeof item, "%s%s %.1f", v == 0 ? "" : ", ", prefetch_key(variants[v]).c_str(), gbs[v]);
+    text += item;
+  }
+  return text.empty() ? text : text + " GB/s";
+}
+
+// A prefetch as TANDEM_OPENMP_SCAN_PREFETCH, TANDEM_OPENMP_REDUCE_PREFETCH and the cache file write it.
+ReadPrefetch prefetch_of(const env::CacheDistance& d) { return {d.bytes, d.level == 2}; }
 
 bool whole_runs(const std::string& text, int& runs) {
   if (text != "1" && text != "2" && text != "4") return false;
@@ -157,9 +168,12 @@ bool read_cache(const fs::path& file, StoreTuning& t) {
   if (values["stream"] != "0" && values["stream"] != "1") return false;
   if (!whole_runs(values["runs"], t.runs) || !whole_runs(values["update_runs"], t.update_runs)) return false;
   const auto prefetch = env::parse_cache_distance(values["scan_prefetch"]);
-  if (!prefetch) return false;
-  t.scan_prefetch = scan_prefetch_of(*prefetch);
+  const auto reduce_prefetch = env::parse_cache_distance(values["reduce_prefetch"]);
+  if (!prefetch || !reduce_prefetch) return false;  // a file from before the sums were calibrated
+  t.scan_prefetch = prefetch_of(*prefetch);
   t.scan_measured = values["scan_measured"];
+  t.reduce_prefetch = prefetch_of(*reduce_prefetch);
+  t.reduce_measured = values["reduce_measured"];
   t.stream = values["stream"] == "1";
   t.measured = values["measured"];
   t.source = "cached in " + file.string();
@@ -172,8 +186,10 @@ std::string write_cache(const fs::path& file, const StoreTuning& t) {
                       {"runs", std::to_string(t.runs)},
                       {"update_runs", std::to_string(t.update_runs)},
                       {"measured", t.measured},
-                      {"scan_prefetch", scan_prefetch_key(t.scan_prefetch)},
-                      {"scan_measured", t.scan_measured}});
+                      {"scan_prefetch", prefetch_key(t.scan_prefetch)},
+                      {"scan_measured", t.scan_measured},
+                      {"reduce_prefetch", prefetch_key(t.reduce_prefetch)},
+                      {"reduce_measured", t.reduce_measured}});
 }
 
 StoreTuning calibrate() {
@@ -189,19 +205,14 @@ StoreTuning calibrate() {
     return t;
   }
   StoreTuning t = choose_store_tuning(measured);
-  // The scan's prefetch, with the stores just chosen; another variant than the table's must win
-  // by 3% (within the noise, keep what was measured on more CPUs).
+  // The scan's prefetch, with the stores just chosen, and the sums': for each, another variant
+  // than the table's must win by 3% (within the noise, keep what was measured on more CPUs).
   const std::vector<double> scan = measure_scan_prefetch(bytes, 3, t.stream);
-  const std::vector<ScanPrefetch>& variants = scan_prefetch_variants();
-  for (std::size_t v = 0; v < scan.size(); ++v) {
-    char item[64];
-    std::snprintf(item, sizeof item, "%s%s %.1f", v == 0 ? "" : ", ", scan_prefetch_key(variants[v]).c_str(), scan[v]);
-    t.scan_measured += item;
-  }
-  if (!scan.empty()) {
-    t.scan_prefetch = variants[fastest_beating_the_first(scan)];
-    t.scan_measured += " GB/s";
-  }
+  if (!scan.empty()) t.scan_prefetch = scan_prefetch_variants()[fastest_beating_the_first(scan)];
+  t.scan_measured = describe_prefetch(scan_prefetch_variants(), scan);
+  const std::vector<double> sums = measure_reduce_prefetch(bytes, 5);
+  if (!sums.empty()) t.reduce_prefetch = reduce_prefetch_variants()[fastest_beating_the_first(sums)];
+  t.reduce_measured = describe_prefetch(reduce_prefetch_variants(), sums);
   char took[96];
   std::snprintf(took, sizeof took, "calibrated now (%.2f s, 3 x %zu MiB)", omp_get_wtime() - t0, bytes >> 20);
   t.source = took;
@@ -213,6 +224,7 @@ StoreTuning resolve() {
   const auto forced_runs = env::text("TANDEM_OPENMP_STORE_RUNS");
   const auto forced_stores = env::text("TANDEM_OPENMP_STORES");
   const auto forced_prefetch = env::cache_distance("TANDEM_OPENMP_SCAN_PREFETCH");
+  const auto forced_reduce_prefetch = env::cache_distance("TANDEM_OPENMP_REDUCE_PREFETCH");
   int runs = 0;
   if (forced_runs && !whole_runs(*forced_runs, runs)) {
     throw InvalidArgument("TANDEM_OPENMP_STORE_RUNS='" + *forced_runs + "': give 1, 2 or 4 (runs per thread)");
@@ -244,8 +256,12 @@ StoreTuning resolve() {
     if (!forced_runs) t.source += "; stores from TANDEM_OPENMP_STORES";
   }
   if (forced_prefetch) {
-    t.scan_prefetch = scan_prefetch_of(*forced_prefetch);
+    t.scan_prefetch = prefetch_of(*forced_prefetch);
     t.source += "; scan prefetch from TANDEM_OPENMP_SCAN_PREFETCH";
+  }
+  if (forced_reduce_prefetch) {
+    t.reduce_prefetch = prefetch_of(*forced_reduce_prefetch);
+    t.source += "; reduction prefetch from TANDEM_OPENMP_REDUCE_PREFETCH";
   }
   return t;
 }
@@ -368,11 +384,11 @@ StoreTuning choose_store_tuning(const std::vector<StoreVariant>& measured) {
   return t;
 }
 
-std::string scan_prefetch_key(ScanPrefetch pf) {
+std::string prefetch_key(ReadPrefetch pf) {
   return pf.bytes == 0 ? std::string("off") : (pf.l2 ? "l2:" : "l1:") + std::to_string(pf.bytes);
 }
 
-std::string scan_prefetch_text(ScanPrefetch pf) {
+std::string prefetch_text(ReadPrefetch pf) {
   if (pf.bytes == 0) return "off (the hardware prefetchers alone)";
   return std::to_string(pf.bytes) + " bytes ahead into " + (pf.l2 ? "L2" : "L1");
 }

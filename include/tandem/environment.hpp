@@ -39,7 +39,7 @@ std::optional<std::vector<std::uint64_t>> whole_list(const char* name, std::size
                                                      std::uint64_t max);
 // A cache level and a distance, written "l1:BYTES" or "l2:BYTES" (BYTES a multiple of 64 up to
 // 65536), or "off" (level and bytes 0): how far ahead, and into which cache, a loop prefetches
-// (TANDEM_OPENMP_SCAN_PREFETCH).
+// (TANDEM_OPENMP_SCAN_PREFETCH, TANDEM_OPENMP_REDUCE_PREFETCH).
 struct CacheDistance {
   int level = 1;
   int bytes = 0;
