@@ -413,6 +413,12 @@ std::vector<Blocking> gemm_blocking_candidates() {
         l2 == 0 ? table.mc : std::clamp<std::int64_t>(l2 / 2 / (kc * 4) / uk.mr * uk.mr, uk.mr, table.mc);
     const std::int64_t nc =
         l3 == 0 ? table.nc : std::clamp<std::int64_t>(l3 / 2 / (kc * 4) / uk.nr * uk.nr, uk.nr, table.nc);
+    // Not at the cost of an A block under 2/3 of the table's: B's panel streams from L3 once per
+    // A block, so a smaller one multiplies that traffic, which the (m, 1024) x (1024, 1024) timing
+    // below does not see and larger products pay for. On the Zen 3 VM (512 KiB L2: mc 60 at kc
+    // 1024) the calibration chose mc 60 in 9 of 21 runs, and sgemm 2048^3 and 4096^3 ran 5-8%
+    // slower against OpenBLAS in those (every miss of 90% at those sizes was one of them).
+    if (3 * mc < 2 * table.mc) continue;
     out.push_back({mc, kc, nc});
   }
   return out;
