@@ -82,11 +82,12 @@ const std::vector<Checked>& table() {
          env::choice("TANDEM_OPENMP_STORE_RUNS", {"1", "2", "4"}, "4");
        }},
       {"TANDEM_OPENMP_SCAN_PREFETCH", [] { return std::string("l1:BYTES, l2:BYTES or off"); },
-       "how far ahead, and into which cache, the openmp scan prefetches its input (default: measured)",
+       "how far ahead, and into which cache, the openmp scan prefetches inputs past the last-level cache "
+       "(default: measured)",
        [] { env::cache_distance("TANDEM_OPENMP_SCAN_PREFETCH"); }},
       {"TANDEM_OPENMP_REDUCE_PREFETCH", [] { return std::string("l1:BYTES, l2:BYTES or off"); },
-       "how far ahead, and into which cache, the openmp sums (sum, norm2, dot, mse) prefetch their inputs "
-       "(default: measured)",
+       "how far ahead, and into which cache, the openmp sums (sum, norm2, dot, mse) prefetch inputs past the "
+       "last-level cache (default: measured)",
        [] { env::cache_distance("TANDEM_OPENMP_REDUCE_PREFETCH"); }},
       {"TANDEM_OPENMP_GEMM_BLOCKING", [] { return std::string("mc,kc,nc"); },
        "the openmp register_blocked tier's cache blocking for every product (default: measured for f32 "

@@ -413,13 +413,16 @@ std::vector<Blocking> gemm_blocking_candidates() {
         l2 == 0 ? table.mc : std::clamp<std::int64_t>(l2 / 2 / (kc * 4) / uk.mr * uk.mr, uk.mr, table.mc);
     const std::int64_t nc =
         l3 == 0 ? table.nc : std::clamp<std::int64_t>(l3 / 2 / (kc * 4) / uk.nr * uk.nr, uk.nr, table.nc);
-    // Not at the cost of an A block under 2/3 of the table's: B's panel streams from L3 once per
-    // A block, so a smaller one multiplies that traffic, which the (m, 1024) x (1024, 1024) timing
+    // Not at the cost of an A block under kMinDeepMc rows: B's panel streams from L3 once per A
+    // block, so a smaller one multiplies that traffic, which the (m, 1024) x (1024, 1024) timing
     // below does not see and larger products pay for. On the Zen 3 VM (512 KiB L2: mc 60 at kc
-    // 1024) the calibration chose mc 60 in 9 of 21 runs, and sgemm 2048^3 and 4096^3 ran 5-8%
-    // slower against OpenBLAS in those (every miss of 90% at those sizes was one of them; in the
-    // next ten runs it was chosen three times, and 4096^3 ran at 81-89% of OpenBLAS in each).
-    if (3 * mc < 2 * table.mc) continue;
+    // 1024) the calibration chose mc 60 in 7 of 21 runs; against OpenBLAS sgemm 2048^3 averaged
+    // 95.5% in those and 102% in the others, 4096^3 94% and 99% (medians), every miss of 90% at
+    // those sizes among them; in the next ten runs it was chosen three times, and 4096^3 ran at
+    // 81-89% of OpenBLAS in each. mc 84 there, and 120 at kc 1024 on Zen 4 (1 MiB L2, chosen over
+    // the AVX-512 table's 192 x 384), did not lose.
+    constexpr std::int64_t kMinDeepMc = 80;
+    if (mc < kMinDeepMc) continue;
     out.push_back({mc, kc, nc});
   }
   return out;

@@ -93,14 +93,14 @@ std::vector<StoreVariant> measure_store_variants(std::size_t bytes, int reps) {
 }
 
 const std::vector<ReadPrefetch>& scan_prefetch_variants() {
-  static const std::vector<ReadPrefetch> variants = {{2048, false}, {4096, false}, {2048, true},
-                                                     {4096, true},  {8192, true},  {0, false}};
+  static const std::vector<ReadPrefetch> variants = {kScanPrefetchTable, {4096, false}, {2048, true},
+                                                     {4096, true},       {8192, true},  {0, false}};
   return variants;
 }
 
 // The table's first; then none, for CPUs whose hardware prefetchers do better alone (the Zen 3
 // EPYC VM: dot at 97-99% of a copy's bytes without, 72-82% with 2 KiB into L2, five alternations);
-// then into L1 (4 KiB into L2 and 1 KiB were never faster there).
+// then into L1 (4 KiB and 1 KiB into L2 were never the fastest there).
 const std::vector<ReadPrefetch>& reduce_prefetch_variants() {
   static const std::vector<ReadPrefetch> variants = {kReducePrefetchTable, {0, false}, {2048, false}};
   return variants;
@@ -159,11 +159,11 @@ std::vector<double> measure_scan_prefetch(std::size_t bytes, int reps, bool stre
   return gbs;
 }
 
-// The kernels of this CPU's ISA (kernels.hpp); the arguments were checked by the algorithms layer.
 ReadPrefetch OpenMPBackend::reduce_prefetch(std::size_t bytes) const {
   return bytes < stream_from_bytes_ ? kReducePrefetchTable : store_tuning().reduce_prefetch;
 }
 
+// The kernels of this CPU's ISA (kernels.hpp); the arguments were checked by the algorithms layer.
 void OpenMPBackend::binary(Queue q, BinaryOp op, DType t, std::size_t n, const void* x, const void* y, void* out) {
   check_queue(q);
   cpu_kernels().binary(op, t, n, x, y, out, stream_from_bytes_);
@@ -235,7 +235,9 @@ void OpenMPBackend::adam_step(Queue q, DType t, std::size_t n, const AdamParams&
 void OpenMPBackend::reduce(Queue q, ReduceOp op, DType t, std::size_t n, const void* x, void* result,
                            std::string_view) {
   check_queue(q);
-  cpu_kernels().reduce(op, t, n, x, result, reduce_prefetch(n * size_of(t)));
+  // min, max and argmax do not prefetch: they neither need the calibration nor wait for it.
+  const bool sums = op == ReduceOp::sum || op == ReduceOp::norm2;
+  cpu_kernels().reduce(op, t, n, x, result, sums ? reduce_prefetch(n * size_of(t)) : kReducePrefetchTable);
 }
 
 void OpenMPBackend::dot(Queue q, DType t, std::size_t n, const void* x, const void* y, void* result) {

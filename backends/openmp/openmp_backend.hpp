@@ -90,10 +90,12 @@ class OpenMPBackend : public host::HostBackend {
 
 // How outputs past the last-level cache are written, chosen per CPU (tuning.cpp): on an Intel
 // Xeon four interleaved streaming-store runs per thread were fastest, on an AMD EPYC they moved a
-// third of what one run did. Measured by a calibration on first use (well under a second) and
-// cached per CPU model, thread count and tandem version; TANDEM_TUNING=table skips it,
-// TANDEM_OPENMP_STORES (streaming, plain) and TANDEM_OPENMP_STORE_RUNS (1, 2, 4) force the choices,
-// TANDEM_OPENMP_STREAM_FROM the output size from which they apply.
+// third of what one run did. Measured by a calibration on first use (with the scan's and the
+// sums' prefetch, 0.8-1.1 s on the 2-vCPU Zen 3 VM) and cached per CPU model, thread count and
+// tandem version; TANDEM_TUNING=table skips it, TANDEM_OPENMP_STORES (streaming, plain) and
+// TANDEM_OPENMP_STORE_RUNS (1, 2, 4) force the choices (both forced: nothing is measured or read
+// from the cache, and the prefetches are the tables'), TANDEM_OPENMP_STREAM_FROM the output size
+// from which they apply (and the input size from which the prefetches do).
 struct StoreTuning {
   bool stream = true;   // outputs that overlap no input: streaming (non-temporal) stores
   int runs = 4;         // interleaved runs per thread for those outputs (1, 2 or 4)
@@ -160,11 +162,13 @@ std::vector<StoreVariant> measure_store_variants(std::size_t bytes, int reps);
 // of `bytes` of f32 with this tuning's stores; returns the GB/s (read + write) of each.
 const std::vector<ReadPrefetch>& scan_prefetch_variants();
 std::vector<double> measure_scan_prefetch(std::size_t bytes, int reps, bool stream);
-// The same for the sums' prefetch: f32 dots of two halves of `bytes`; returns the GB/s (read) of each.
+// The same for the sums' prefetch, but the median of `reps` rounds of an f32 dot over two halves of
+// `bytes`; returns the GB/s (read) of each.
 const std::vector<ReadPrefetch>& reduce_prefetch_variants();
 std::vector<double> measure_reduce_prefetch(std::size_t bytes, int reps);
 // "4096 bytes ahead into L2", and the same as written in the cache file and
-// TANDEM_OPENMP_SCAN_PREFETCH ("l2:4096", or "off": env::parse_cache_distance).
+// TANDEM_OPENMP_SCAN_PREFETCH / TANDEM_OPENMP_REDUCE_PREFETCH ("l2:4096", or "off":
+// env::parse_cache_distance).
 std::string prefetch_text(ReadPrefetch pf);
 std::string prefetch_key(ReadPrefetch pf);
 // The fastest variant of each kind: the tuning a measurement gives.

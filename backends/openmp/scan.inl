@@ -121,8 +121,8 @@ struct Vec<std::uint32_t> {  // i32 data, wrapping arithmetic
 // which it reads along the way. `streamed` writes with streaming stores, which need out aligned
 // to the vector: the elements before that go through the scalar loop.
 template <bool inclusive, class Acc, class T>
-Acc piece_scan(const T* x, T* out, std::int64_t n, Acc offset, bool streamed, int vector_bytes, ReadPrefetch pf = {},
-               const T* ahead = nullptr, std::int64_t ahead_n = 0) {
+Acc piece_scan(const T* x, T* out, std::int64_t n, Acc offset, bool streamed, int vector_bytes,
+               ReadPrefetch pf = kScanPrefetchTable, const T* ahead = nullptr, std::int64_t ahead_n = 0) {
   std::int64_t head = 0;
   if (streamed) {
     const auto align = static_cast<std::int64_t>(vector_bytes);
@@ -149,8 +149,8 @@ Acc piece_scan(const T* x, T* out, std::int64_t n, Acc offset, bool streamed, in
 constexpr int kChains = 8;
 
 template <bool inclusive, class Acc, class T>
-Acc piece_scan(const T* x, T* out, std::int64_t n, Acc offset, bool, int, ReadPrefetch = {}, const T* ahead = nullptr,
-               std::int64_t ahead_n = 0) {
+Acc piece_scan(const T* x, T* out, std::int64_t n, Acc offset, bool, int, ReadPrefetch = kScanPrefetchTable,
+               const T* ahead = nullptr, std::int64_t ahead_n = 0) {
   // Chains start len elements apart. A len whose byte stride is a multiple of 4 KiB would put
   // all 16 streams (8 read, 8 written) in the same L1 sets; shortening it by one cache line
   // spreads them out (the remainder goes to the sequential tail).

@@ -234,7 +234,7 @@ StoreTuning resolve() {
   }
   StoreTuning t;
   if (forced_runs && forced_stores) {
-    t.source = "the environment (TANDEM_OPENMP_STORES, TANDEM_OPENMP_STORE_RUNS)";
+    t.source = "the environment (TANDEM_OPENMP_STORES, TANDEM_OPENMP_STORE_RUNS); the prefetches the tables'";
   } else if (mode == "table") {
     t = from_table();
   } else if (omp_get_active_level() > 0) {

@@ -1,0 +1,32 @@
+# The sums' prefetch comes from the store tuning's cache file, and a file without it (written
+# before the sums were calibrated) is measured again: sets reduce_prefetch in DIR's
+# openmp-stores-*.txt to l1:4096 and expects `TANDEM` info to read it from the cache; then drops
+# the line and expects a fresh calibration.
+#   cmake -DTANDEM=path/to/tandem -DDIR=cache-dir -P stores_cache_edited.cmake
+file(GLOB entries "${DIR}/openmp-stores-*.txt")
+if(NOT entries)
+  message(FATAL_ERROR "no store tuning cache entry in ${DIR} (the tuning steps before this one write it)")
+endif()
+set(ENV{TANDEM_CACHE_DIR} "${DIR}")
+foreach(step edit drop)
+  foreach(entry ${entries})
+    file(READ "${entry}" text)
+    if(step STREQUAL "edit")
+      # (Entries of older builds' keys may have no such line; this build's has, or the test fails below.)
+      string(REGEX REPLACE "\nreduce_prefetch [^\n]*\n" "\nreduce_prefetch l1:4096\n" text "${text}")
+    else()
+      string(REGEX REPLACE "\nreduce_prefetch [^\n]*\n" "\n" text "${text}")
+    endif()
+    file(WRITE "${entry}" "${text}")
+  endforeach()
+  execute_process(COMMAND "${TANDEM}" info RESULT_VARIABLE rc OUTPUT_VARIABLE out ERROR_VARIABLE err)
+  if(step STREQUAL "edit")
+    set(expected "stores chosen by: cached in .*reduction prefetch: 4096 bytes ahead into L1")
+  else()
+    set(expected "stores chosen by: calibrated now .*reduction prefetch measured: l2:2048 [0-9.]+, off")
+  endif()
+  if(NOT rc EQUAL 0 OR NOT out MATCHES "${expected}")
+    message(FATAL_ERROR "exit ${rc}; after the ${step} expected '${expected}':\n${out}${err}")
+  endif()
+endforeach()
+message(STATUS "ok: the cached reduction prefetch was used, and a file without it measured again")

@@ -1,0 +1,162 @@
+# Included by tests/CMakeLists.txt: the openmp backend's tests beyond the cross-backend matrix.
+# Every kernel variant this CPU can run (ISA caps), the large-output store variants and the
+# prefetches forced through the environment, and its CPU tuning: calibrated, cached, read back,
+# forced and refused.
+
+# Every variant of the openmp kernels this CPU can run, not only the best one: the whole matrix
+# (elementwise, matrix, matmul's micro-kernel, reductions, scans, softmax) with TANDEM_CPU_ISA
+# capping the choice (an AVX-512 CPU runs avx512 in the plain matrix; a CPU without AVX2 reports
+# the avx2 run SKIPPED, and so does one whose widest kernels are avx2: the plain matrix ran them).
+foreach(isa generic avx2)
+  add_test(NAME "openmp: the matrix with the ${isa} kernels" COMMAND tandem_matrix_tests --tandem-backend=openmp)
+  set_tests_properties("openmp: the matrix with the ${isa} kernels" PROPERTIES LABELS openmp SKIP_REGULAR_EXPRESSION "SKIPPED:"
+                       ENVIRONMENT "TANDEM_CPU_ISA=${isa};TANDEM_TEST_SKIP_IF_WIDEST=${isa}")
+  add_test(NAME "openmp: TANDEM_CPU_ISA=${isa} selects the ${isa} kernels"
+           COMMAND tandem_unit_tests "--test-case=openmp's kernels are the widest*")
+  # TANDEM_TUNING=table: the kernels chosen do not depend on the tuning, and the capped matrix
+  # above calibrates (under ASan this one's calibration took 25 s).
+  set_tests_properties("openmp: TANDEM_CPU_ISA=${isa} selects the ${isa} kernels" PROPERTIES LABELS openmp
+                       ENVIRONMENT "TANDEM_CPU_ISA=${isa};TANDEM_TUNING=table" SKIP_REGULAR_EXPRESSION "SKIPPED:")
+endforeach()
+
+# No code of those ISA variants can leak into code that runs on every CPU (see the script).
+if(CMAKE_SYSTEM_PROCESSOR MATCHES "x86_64|AMD64|amd64")
+  add_test(NAME "openmp: the ISA objects share no AVX code" COMMAND bash ${CMAKE_CURRENT_SOURCE_DIR}/isa_objects.sh
+                                                                       ${PROJECT_BINARY_DIR})
+  set_tests_properties("openmp: the ISA objects share no AVX code" PROPERTIES LABELS openmp
+                       SKIP_REGULAR_EXPRESSION "SKIPPED:" FAIL_REGULAR_EXPRESSION "FAIL:")
+endif()
+
+# The register_blocked tier with a cache blocking that is no multiple of any tile (every block
+# edge is a partial tile, k and n take several blocks) on an odd thread count (uneven row splits).
+add_test(NAME "openmp: matmul with an odd cache blocking on 3 threads" COMMAND tandem_matrix_tests --tandem-backend=openmp --test-case=matmul)
+set_tests_properties("openmp: matmul with an odd cache blocking on 3 threads" PROPERTIES LABELS openmp
+                     ENVIRONMENT "TANDEM_OPENMP_GEMM_BLOCKING=7,13,40;OMP_NUM_THREADS=3" SKIP_REGULAR_EXPRESSION "SKIPPED:")
+
+# The product of the unit test that takes the calibrated f32 blocking (whichever this CPU's
+# calibration picks), forced here to the deepest candidate (k blocks of 1024), which a CPU with a
+# large L2 may not pick.
+add_test(NAME "openmp: a large f32 matmul in k blocks of 1024"
+         COMMAND tandem_unit_tests "--test-case=f32 matmul large enough for the calibrated*")
+set_tests_properties("openmp: a large f32 matmul in k blocks of 1024" PROPERTIES LABELS openmp
+                     ENVIRONMENT "TANDEM_OPENMP_GEMM_BLOCKING=120,1024,3072" SKIP_REGULAR_EXPRESSION "SKIPPED:")
+
+# The openmp scan's threads wait only for the sums they need, with no barrier (PhaseCounter in
+# scan.inl): on 5 threads, more than a CI machine may have cores, they drift a phase apart and
+# wait by yielding; a sum read before it is written, or overwritten before it is read, shows as a
+# wrong prefix. Dozens of super-blocks (about 50 with a 32 MiB L3), streamed, into aligned and
+# unaligned outputs.
+add_test(NAME "openmp: scans past the last-level cache on 5 threads"
+         COMMAND tandem_unit_tests "--test-case=scans larger than the last-level cache*")
+set_tests_properties("openmp: scans past the last-level cache on 5 threads" PROPERTIES LABELS openmp
+                     ENVIRONMENT "OMP_NUM_THREADS=5;TANDEM_TUNING=table" SKIP_REGULAR_EXPRESSION "SKIPPED:")
+
+# Large copies through openmp's streaming-store copy, at every alignment.
+add_test(NAME "openmp: large copies with streaming stores" COMMAND tandem_unit_tests "--test-case=large copies*")
+set_tests_properties("openmp: large copies with streaming stores" PROPERTIES LABELS openmp
+                     ENVIRONMENT "TANDEM_OPENMP_STREAM_FROM=0;TANDEM_OPENMP_STORES=streaming;TANDEM_OPENMP_STORE_RUNS=4")
+
+# The large-output paths of the openmp backend (outputs past the last-level cache) at the
+# matrix's sizes, in every store variant its tuning may choose on some CPU: with
+# TANDEM_OPENMP_STREAM_FROM=0 every large-enough output takes them.
+add_test(NAME "openmp: the matrix with streaming stores for every output" COMMAND tandem_matrix_tests --tandem-backend=openmp)
+set_tests_properties("openmp: the matrix with streaming stores for every output" PROPERTIES LABELS openmp
+                     ENVIRONMENT "TANDEM_OPENMP_STREAM_FROM=0;TANDEM_OPENMP_STORES=streaming;TANDEM_OPENMP_STORE_RUNS=4"
+                     SKIP_REGULAR_EXPRESSION "SKIPPED:")
+foreach(stores streaming plain)
+  foreach(runs 1 2 4)
+    set(name "openmp: elementwise and slices with ${stores} stores in ${runs} run(s) per thread")
+    add_test(NAME "${name}" COMMAND tandem_matrix_tests --tandem-backend=openmp
+             "--test-case=elementwise,matrix,slices at every alignment,scan")
+    set_tests_properties("${name}" PROPERTIES LABELS openmp SKIP_REGULAR_EXPRESSION "SKIPPED:"
+                         ENVIRONMENT "TANDEM_OPENMP_STREAM_FROM=0;TANDEM_OPENMP_STORES=${stores};TANDEM_OPENMP_STORE_RUNS=${runs}")
+  endforeach()
+endforeach()
+
+# The scan's prefetch into each cache the calibration may choose, at its nearest and farthest,
+# and none, in this CPU's widest pass (a prefetch changes no result: this runs both instantiations).
+foreach(prefetch l1:64 l2:65536 off)
+  add_test(NAME "openmp: scans prefetching ${prefetch}"
+           COMMAND tandem_matrix_tests --tandem-backend=openmp "--test-case=scan,slices at every alignment")
+  set_tests_properties("openmp: scans prefetching ${prefetch}" PROPERTIES LABELS openmp
+                       ENVIRONMENT "TANDEM_OPENMP_SCAN_PREFETCH=${prefetch};TANDEM_OPENMP_STREAM_FROM=0;TANDEM_TUNING=table;OMP_NUM_THREADS=2"
+                       SKIP_REGULAR_EXPRESSION "SKIPPED:")
+endforeach()
+
+# The same for the sums (sum, dot, norm2 of 300007 elements in "slices at every alignment" take
+# the streams that prefetch, on 2 threads: 65536 elements or more per thread; mse shares their
+# loop): into each cache at its nearest and farthest, and none (the table's 2 KiB into L2 runs in
+# every test with TANDEM_TUNING=table). A prefetch changes no result: these run each
+# instantiation; that the setting reaches the kernels is what `tandem info` shows below.
+foreach(prefetch l1:64 l2:65536 off)
+  add_test(NAME "openmp: sums prefetching ${prefetch}"
+           COMMAND tandem_matrix_tests --tandem-backend=openmp "--test-case=reduce,slices at every alignment")
+  set_tests_properties("openmp: sums prefetching ${prefetch}" PROPERTIES LABELS openmp
+                       ENVIRONMENT "TANDEM_OPENMP_REDUCE_PREFETCH=${prefetch};TANDEM_OPENMP_STREAM_FROM=0;TANDEM_TUNING=table;OMP_NUM_THREADS=2"
+                       SKIP_REGULAR_EXPRESSION "SKIPPED:")
+endforeach()
+
+# The scan's SSE2 pass (AVX-512 CPUs take the AVX-512 one), streamed and not.
+foreach(stream_from off 0)
+  add_test(NAME "openmp: scans with the SSE2 pass, streaming from ${stream_from}"
+           COMMAND tandem_matrix_tests --tandem-backend=openmp "--test-case=scan,slices at every alignment")
+  set_tests_properties("openmp: scans with the SSE2 pass, streaming from ${stream_from}" PROPERTIES LABELS openmp
+                       ENVIRONMENT "TANDEM_CPU_ISA=generic;TANDEM_OPENMP_STREAM_FROM=${stream_from}"
+                       SKIP_REGULAR_EXPRESSION "SKIPPED:")
+endforeach()
+
+# The openmp tuning first needed inside the caller's parallel region: the table's, nothing cached.
+if(TANDEM_ENABLE_OPENMP_ON)
+  add_executable(tandem_nested_tuning_program nested_tuning_program.cpp)
+  target_link_libraries(tandem_nested_tuning_program PRIVATE tandem OpenMP::OpenMP_CXX tandem_warnings)
+  add_test(NAME "openmp: tuning first needed inside a parallel region is the table's"
+           COMMAND tandem_nested_tuning_program ${CMAKE_CURRENT_BINARY_DIR}/nested-tuning-cache)
+  set_tests_properties("openmp: tuning first needed inside a parallel region is the table's" PROPERTIES LABELS openmp
+    ENVIRONMENT "TANDEM_OPENMP_STREAM_FROM=0"
+    PASS_REGULAR_EXPRESSION "stores chosen by: table \\([^)]*\\); not measured: first needed inside a parallel region.*gemm blocking f32: mc [0-9]+, kc [0-9]+, nc [0-9]+ \\(table: [a-z0-9]+; not measured: first needed inside a parallel region\\).*cache files: 0\nresults: right")
+endif()
+
+# The openmp store tuning: measured and cached on first use, read back after, a table on request,
+# and bad settings refused (a cache directory of the test's own, so runs do not share it).
+if(TANDEM_ENABLE_OPENMP_ON)
+  set(tuning_cache "${CMAKE_CURRENT_BINARY_DIR}/tuning-cache-test")
+  set(tuning_steps
+      "calibrated, then cached|TANDEM_TUNING=calibrate|0|stores chosen by: calibrated now \\([0-9.]+ s, 3 x [0-9]+ MiB\\). cached in ${tuning_cache}/openmp-stores-.*gemm blocking f32: mc [0-9]+, kc [0-9]+, nc [0-9]+ \\(calibrated now \\([0-9.]+ s\\). cached in ${tuning_cache}/openmp-gemm-"
+      "read back from the cache|TANDEM_TUNING=auto|0|stores chosen by: cached in ${tuning_cache}/openmp-stores-.*scan prefetch: [0-9a-z ]+ .*scan prefetch measured: l1:2048 [0-9.]+, .*off [0-9.]+ GB/s.*reduction prefetch: [0-9a-zA-Z ()]+.*reduction prefetch measured: l2:2048 [0-9.]+, off [0-9.]+, .*GB/s.*gemm blocking f32: mc [0-9]+, kc [0-9]+, nc [0-9]+ \\(cached in ${tuning_cache}/openmp-gemm-.*gemm blocking measured: [0-9]+,[0-9]+,[0-9]+ [0-9.]+[, 0-9.]* GFLOP/s"
+      "from the table on request|TANDEM_TUNING=table|0|stores chosen by: table \\(.*gemm blocking f32: mc [0-9]+, kc [0-9]+, nc [0-9]+ \\(table: [a-z0-9]+\\)"
+      "gemm blocking forced|TANDEM_OPENMP_GEMM_BLOCKING=96,512,2048|0|gemm blocking f32: mc 96, kc 512, nc 2048 \\(TANDEM_OPENMP_GEMM_BLOCKING\\)"
+      "forced through the environment|TANDEM_OPENMP_STORES=plain|0|stores: plain, .*chosen by: cached in .*. stores from TANDEM_OPENMP_STORES"
+      "refused: 3 runs|TANDEM_OPENMP_STORE_RUNS=3|2|TANDEM_OPENMP_STORE_RUNS='3'.*1, 2 or 4"
+      "scan prefetch forced|TANDEM_OPENMP_SCAN_PREFETCH=l2:8192|0|scan prefetch: 8192 bytes ahead into L2"
+      "scan prefetch off|TANDEM_OPENMP_SCAN_PREFETCH=off|0|scan prefetch: off \\(the hardware prefetchers alone\\)"
+      "refused: scan prefetch into L3|TANDEM_OPENMP_SCAN_PREFETCH=l3:100|2|TANDEM_OPENMP_SCAN_PREFETCH='l3:100'.*l1:BYTES or l2:BYTES"
+      "reduction prefetch forced|TANDEM_OPENMP_REDUCE_PREFETCH=l1:4096|0|stores chosen by: .*reduction prefetch from TANDEM_OPENMP_REDUCE_PREFETCH.*reduction prefetch: 4096 bytes ahead into L1"
+      "refused: reduction prefetch of 100 bytes|TANDEM_OPENMP_REDUCE_PREFETCH=l2:100|2|TANDEM_OPENMP_REDUCE_PREFETCH='l2:100'.*a multiple of 64")
+  set(previous "")
+  foreach(step IN LISTS tuning_steps)
+    string(REPLACE "|" ";" fields "${step}")
+    list(GET fields 0 what)
+    list(GET fields 1 env)
+    list(GET fields 2 rc)
+    list(GET fields 3 regex)
+    add_test(NAME "cli: openmp tuning ${what}"
+             COMMAND ${CMAKE_COMMAND} "-DCOMMAND=$<TARGET_FILE:tandem_cli>;info" -DEXPECT_RC=${rc}
+             "-DENV=TANDEM_CACHE_DIR=${tuning_cache};${env}" "-DEXPECT_REGEX=${regex}"
+             -P ${CMAKE_CURRENT_SOURCE_DIR}/cmake/expect.cmake)
+    set_tests_properties("cli: openmp tuning ${what}" PROPERTIES LABELS cli RESOURCE_LOCK tuning_cache)
+    if(previous)
+      set_tests_properties("cli: openmp tuning ${what}" PROPERTIES DEPENDS "${previous}")
+    endif()
+    set(previous "cli: openmp tuning ${what}")
+  endforeach()
+  add_test(NAME "cli: openmp tuning the reduction prefetch is read from the cache, and a file without it measured again"
+           COMMAND ${CMAKE_COMMAND} -DTANDEM=$<TARGET_FILE:tandem_cli> -DDIR=${tuning_cache}
+                   -P ${CMAKE_CURRENT_SOURCE_DIR}/cmake/stores_cache_edited.cmake)
+  set_tests_properties("cli: openmp tuning the reduction prefetch is read from the cache, and a file without it measured again"
+                       PROPERTIES LABELS cli RESOURCE_LOCK tuning_cache DEPENDS "${previous}")
+  add_test(NAME "cli: openmp tuning an edited gemm cache entry is measured again"
+           COMMAND ${CMAKE_COMMAND} -DTANDEM=$<TARGET_FILE:tandem_cli> -DDIR=${tuning_cache}
+                   -P ${CMAKE_CURRENT_SOURCE_DIR}/cmake/gemm_cache_edited.cmake)
+  set_tests_properties("cli: openmp tuning an edited gemm cache entry is measured again" PROPERTIES LABELS cli
+                       RESOURCE_LOCK tuning_cache DEPENDS "${previous}")
+endif()
