@@ -73,27 +73,24 @@ foreach(stores streaming plain)
   endforeach()
 endforeach()
 
-# The scan's prefetch into each cache the calibration may choose, at its nearest and farthest,
-# and none, in this CPU's widest pass (a prefetch changes no result: this runs both instantiations).
-foreach(prefetch l1:64 l2:65536 off)
-  add_test(NAME "openmp: scans prefetching ${prefetch}"
-           COMMAND tandem_matrix_tests --tandem-backend=openmp "--test-case=scan,slices at every alignment")
-  set_tests_properties("openmp: scans prefetching ${prefetch}" PROPERTIES LABELS openmp
-                       ENVIRONMENT "TANDEM_OPENMP_SCAN_PREFETCH=${prefetch};TANDEM_OPENMP_STREAM_FROM=0;TANDEM_TUNING=table;OMP_NUM_THREADS=2"
-                       SKIP_REGULAR_EXPRESSION "SKIPPED:")
-endforeach()
-
-# The same for the sums (sum, dot, norm2 of 300007 elements in "slices at every alignment" take
-# the streams that prefetch, on 2 threads: 65536 elements or more per thread; mse shares their
-# loop): into each cache at its nearest and farthest, and none (the table's 2 KiB into L2 runs in
-# every test with TANDEM_TUNING=table). A prefetch changes no result: these run each
-# instantiation; that the setting reaches the kernels is what `tandem info` shows below.
-foreach(prefetch l1:64 l2:65536 off)
-  add_test(NAME "openmp: sums prefetching ${prefetch}"
-           COMMAND tandem_matrix_tests --tandem-backend=openmp "--test-case=reduce,slices at every alignment")
-  set_tests_properties("openmp: sums prefetching ${prefetch}" PROPERTIES LABELS openmp
-                       ENVIRONMENT "TANDEM_OPENMP_REDUCE_PREFETCH=${prefetch};TANDEM_OPENMP_STREAM_FROM=0;TANDEM_TUNING=table;OMP_NUM_THREADS=2"
-                       SKIP_REGULAR_EXPRESSION "SKIPPED:")
+# The scan's and the sums' prefetch into each cache the calibration may choose, at its nearest and
+# farthest, and none, in this CPU's widest pass. A prefetch changes no result: these run each
+# instantiation (that a setting reaches the kernels is what `tandem info` shows, below). The sums
+# (sum, dot, norm2 of 300007 elements in "slices at every alignment"; mse shares their loop)
+# prefetch in their streams, which take 65536 elements or more per thread: 2 threads here; the
+# table's 2 KiB into L2 runs in every test with TANDEM_TUNING=table.
+foreach(kind "scans|SCAN|scan" "sums|REDUCE|reduce")
+  string(REPLACE "|" ";" fields "${kind}")
+  list(GET fields 0 what)
+  list(GET fields 1 variable)
+  list(GET fields 2 test_case)
+  foreach(prefetch l1:64 l2:65536 off)
+    add_test(NAME "openmp: ${what} prefetching ${prefetch}"
+             COMMAND tandem_matrix_tests --tandem-backend=openmp "--test-case=${test_case},slices at every alignment")
+    set_tests_properties("openmp: ${what} prefetching ${prefetch}" PROPERTIES LABELS openmp
+      ENVIRONMENT "TANDEM_OPENMP_${variable}_PREFETCH=${prefetch};TANDEM_OPENMP_STREAM_FROM=0;TANDEM_TUNING=table;OMP_NUM_THREADS=2"
+      SKIP_REGULAR_EXPRESSION "SKIPPED:")
+  endforeach()
 endforeach()
 
 # The scan's SSE2 pass (AVX-512 CPUs take the AVX-512 one), streamed and not.

@@ -106,57 +106,71 @@ const std::vector<ReadPrefetch>& reduce_prefetch_variants() {
   return variants;
 }
 
+namespace {
+
+// Two arrays of n floats for the prefetch calibrations, written first by the threads that will
+// read each part (first touch), freed on scope exit; null when either could not be allocated.
+struct ProbeArrays {
+  float* x = nullptr;
+  float* y = nullptr;
+  ProbeArrays(std::size_t n, float y_value)
+      : x(static_cast<float*>(std::aligned_alloc(64, n * sizeof(float)))),
+        y(static_cast<float*>(std::aligned_alloc(64, n * sizeof(float)))) {
+    if (x == nullptr || y == nullptr) return;
+#pragma omp parallel for schedule(static)
+    for (std::size_t i = 0; i < n; ++i) {
+      x[i] = float(i & 7);
+      y[i] = y_value;
+    }
+  }
+  ProbeArrays(const ProbeArrays&) = delete;
+  ProbeArrays& operator=(const ProbeArrays&) = delete;
+  ~ProbeArrays() {
+    std::free(x);
+    std::free(y);
+  }
+  bool ok() const { return x != nullptr && y != nullptr; }
+};
+
+// GB/s of `bytes_per_run` per run for each variant's time.
+std::vector<double> gigabytes_per_second(double bytes_per_run, const std::vector<double>& seconds) {
+  std::vector<double> gbs;
+  for (const double t : seconds) gbs.push_back(bytes_per_run / t / 1e9);
+  return gbs;
+}
+
+}  // namespace
+
 std::vector<double> measure_reduce_prefetch(std::size_t bytes, int reps) {
   // A dot of two halves: two inputs prefetched per stream, where a prefetch that does not pay
   // costs most (on the Zen 3 VM sum lost about 10% to it, dot about 20%).
   const std::size_t n = bytes / 2 / sizeof(float);
+  if (n < kParallelThreshold) return {};
+  const ProbeArrays arrays(n, 1.0f);
+  if (!arrays.ok()) return {};
   const std::vector<ReadPrefetch>& variants = reduce_prefetch_variants();
-  std::vector<double> best;
-  float* x = static_cast<float*>(std::aligned_alloc(64, n * sizeof(float)));
-  float* y = static_cast<float*>(std::aligned_alloc(64, n * sizeof(float)));
-  if (x != nullptr && y != nullptr && n >= kParallelThreshold) {
-#pragma omp parallel for schedule(static)  // first touch by the threads that will read each part
-    for (std::size_t i = 0; i < n; ++i) {
-      x[i] = float(i & 7);
-      y[i] = 1.0f;
-    }
-    float result = 0;
-    // The median, not the fastest: on the Zen 3 VM a prefetch that costs 15-20% in most runs
-    // matched none in its fastest.
-    best = median_in_rotating_rounds(
-        variants.size(), reps, [&](std::size_t v) { cpu_kernels().dot(DType::f32, n, x, y, &result, variants[v]); });
-  }
-  std::free(x);
-  std::free(y);
-  std::vector<double> gbs;
-  for (const double t : best) gbs.push_back(2.0 * double(n * sizeof(float)) / t / 1e9);
-  return gbs;
+  float result = 0;
+  // The median, not the fastest: on the Zen 3 VM a prefetch that costs 15-20% in most runs
+  // matched none in its fastest.
+  return gigabytes_per_second(2.0 * double(n * sizeof(float)),
+                              median_in_rotating_rounds(variants.size(), reps, [&](std::size_t v) {
+                                cpu_kernels().dot(DType::f32, n, arrays.x, arrays.y, &result, variants[v]);
+                              }));
 }
 
 std::vector<double> measure_scan_prefetch(std::size_t bytes, int reps, bool stream) {
   const std::size_t n = bytes / sizeof(float);
+  if (n < kParallelThreshold) return {};
+  const ProbeArrays arrays(n, 0.0f);  // y: the output
+  if (!arrays.ok()) return {};
   const std::vector<ReadPrefetch>& variants = scan_prefetch_variants();
-  std::vector<double> best;
-  float* x = static_cast<float*>(std::aligned_alloc(64, n * sizeof(float)));
-  float* out = static_cast<float*>(std::aligned_alloc(64, n * sizeof(float)));
-  if (x != nullptr && out != nullptr && n >= kParallelThreshold) {
-#pragma omp parallel for schedule(static)  // first touch by the threads that will read each part
-    for (std::size_t i = 0; i < n; ++i) {
-      x[i] = float(i & 7);
-      out[i] = 0.0f;
-    }
-    // An untimed pass of each, then rounds that take the variants in turn, each starting one
-    // further on (as the store and gemm calibrations), so that a change in the machine's memory
-    // speed (seen on shared VMs) falls on all of them alike and no variant is always first.
-    best = fastest_in_rotating_rounds(variants.size(), reps, [&](std::size_t v) {
-      cpu_kernels().scan(ScanKind::inclusive, DType::f32, n, x, out, stream ? 0 : SIZE_MAX, variants[v]);
-    });
-  }
-  std::free(x);
-  std::free(out);
-  std::vector<double> gbs;
-  for (const double t : best) gbs.push_back(2.0 * double(n * sizeof(float)) / t / 1e9);
-  return gbs;
+  // An untimed pass of each, then rounds that take the variants in turn, each starting one
+  // further on (as the store and gemm calibrations), so that a change in the machine's memory
+  // speed (seen on shared VMs) falls on all of them alike and no variant is always first.
+  return gigabytes_per_second(
+      2.0 * double(n * sizeof(float)), fastest_in_rotating_rounds(variants.size(), reps, [&](std::size_t v) {
+        cpu_kernels().scan(ScanKind::inclusive, DType::f32, n, arrays.x, arrays.y, stream ? 0 : SIZE_MAX, variants[v]);
+      }));
 }
 
 ReadPrefetch OpenMPBackend::reduce_prefetch(std::size_t bytes) const {
