@@ -112,52 +112,38 @@ void unary_loop(std::size_t n, const T* x, T* out, std::size_t stream_from, Op o
   map_into(n, out, !overlaps<T>(out, x, n), stream_from, [=](std::int64_t i) { return op(x[i]); });
 }
 
-std::vector<StoreVariant> measure_store_variants(std::size_t bytes, int reps) {
+// On the calibration's arrays (CalibrationArrays: n a multiple of 64, first touched).
+std::vector<StoreVariant> measure_store_variants(float* a, const float* b, const float* c, std::size_t n, int reps) {
   std::vector<StoreVariant> out;
 #if defined(__SSE2__)
-  const std::size_t n = bytes / sizeof(float) / 64 * 64;
-  if (n < kParallelThreshold) return out;
-  const std::size_t size = n * sizeof(float);
-  float* a = static_cast<float*>(std::aligned_alloc(64, size));
-  float* b = static_cast<float*>(std::aligned_alloc(64, size));
-  float* c = static_cast<float*>(std::aligned_alloc(64, size));
-  if (a != nullptr && b != nullptr && c != nullptr) {
-    // First touch by the threads that will use each part, as the kernels' own buffers are.
-    map_lines<false>(
-        n, a, [](std::int64_t) { return 0.0f; }, 1);
-    map_lines<false>(
-        n, b, [](std::int64_t i) { return float(i & 255); }, 1);
-    map_lines<false>(
-        n, c, [](std::int64_t i) { return float(i & 127); }, 1);
-    const float s = 0.5f;
-    // Every variant: plain and streaming stores into a fresh output, and in place, in 1, 2 and 4
-    // runs per thread.
-    for (const int runs : {1, 2, 4}) {
-      out.push_back({false, false, runs, 0});
-      out.push_back({true, false, runs, 0});
-      out.push_back({false, true, runs, 0});
-    }
-    auto run = [&](std::size_t k) {
-      const StoreVariant& v = out[k];
-      if (v.in_place) {
-        map_lines<false>(
-            n, a, [=](std::int64_t i) { return a[i] + s * c[i]; }, v.runs);
-      } else if (v.stream) {
-        map_lines<true>(
-            n, a, [=](std::int64_t i) { return b[i] + s * c[i]; }, v.runs);
-      } else {
-        map_lines<false>(
-            n, a, [=](std::int64_t i) { return b[i] + s * c[i]; }, v.runs);
-      }
-    };
-    const std::vector<double> best = fastest_in_rotating_rounds(out.size(), reps, run);
-    for (std::size_t v = 0; v < out.size(); ++v) out[v].gbs = 3.0 * double(size) / best[v] / 1e9;
+  const float s = 0.5f;
+  // Every variant: plain and streaming stores into a fresh output, and in place, in 1, 2 and 4
+  // runs per thread.
+  for (const int runs : {1, 2, 4}) {
+    out.push_back({false, false, runs, 0});
+    out.push_back({true, false, runs, 0});
+    out.push_back({false, true, runs, 0});
   }
-  std::free(a);
-  std::free(b);
-  std::free(c);
+  auto run = [&](std::size_t k) {
+    const StoreVariant& v = out[k];
+    if (v.in_place) {
+      map_lines<false>(
+          n, a, [=](std::int64_t i) { return a[i] + s * c[i]; }, v.runs);
+    } else if (v.stream) {
+      map_lines<true>(
+          n, a, [=](std::int64_t i) { return b[i] + s * c[i]; }, v.runs);
+    } else {
+      map_lines<false>(
+          n, a, [=](std::int64_t i) { return b[i] + s * c[i]; }, v.runs);
+    }
+  };
+  const std::vector<double> best = fastest_in_rotating_rounds(out.size(), reps, run);
+  for (std::size_t v = 0; v < out.size(); ++v) out[v].gbs = 3.0 * double(n * sizeof(float)) / best[v] / 1e9;
 #else
-  (void)bytes;
+  (void)a;
+  (void)b;
+  (void)c;
+  (void)n;
   (void)reps;
 #endif
   return out;

@@ -88,8 +88,29 @@ const CpuKernels& cpu_kernels() {
   return chosen;
 }
 
-std::vector<StoreVariant> measure_store_variants(std::size_t bytes, int reps) {
-  return cpu_kernels().measure_store_variants(bytes, reps);
+CalibrationArrays::CalibrationArrays(std::size_t bytes) : n(bytes / sizeof(float) / 64 * 64) {
+  if (n < kParallelThreshold) return;
+  a = static_cast<float*>(std::aligned_alloc(64, n * sizeof(float)));
+  b = static_cast<float*>(std::aligned_alloc(64, n * sizeof(float)));
+  c = static_cast<float*>(std::aligned_alloc(64, n * sizeof(float)));
+  if (!ok()) return;
+#pragma omp parallel for schedule(static)
+  for (std::size_t i = 0; i < n; ++i) {
+    a[i] = 0.0f;
+    b[i] = float(i & 255);
+    c[i] = float(i & 127);
+  }
+}
+
+CalibrationArrays::~CalibrationArrays() {
+  std::free(a);
+  std::free(b);
+  std::free(c);
+}
+
+std::vector<StoreVariant> measure_store_variants(const CalibrationArrays& arrays, int reps) {
+  if (!arrays.ok()) return {};
+  return cpu_kernels().measure_store_variants(arrays.a, arrays.b, arrays.c, arrays.n, reps);
 }
 
 const std::vector<ReadPrefetch>& scan_prefetch_variants() {
@@ -108,30 +129,6 @@ const std::vector<ReadPrefetch>& reduce_prefetch_variants() {
 
 namespace {
 
-// Two arrays of n floats for the prefetch calibrations, written first by the threads that will
-// read each part (first touch), freed on scope exit; null when either could not be allocated.
-struct ProbeArrays {
-  float* x = nullptr;
-  float* y = nullptr;
-  ProbeArrays(std::size_t n, float y_value)
-      : x(static_cast<float*>(std::aligned_alloc(64, n * sizeof(float)))),
-        y(static_cast<float*>(std::aligned_alloc(64, n * sizeof(float)))) {
-    if (x == nullptr || y == nullptr) return;
-#pragma omp parallel for schedule(static)
-    for (std::size_t i = 0; i < n; ++i) {
-      x[i] = float(i & 7);
-      y[i] = y_value;
-    }
-  }
-  ProbeArrays(const ProbeArrays&) = delete;
-  ProbeArrays& operator=(const ProbeArrays&) = delete;
-  ~ProbeArrays() {
-    std::free(x);
-    std::free(y);
-  }
-  bool ok() const { return x != nullptr && y != nullptr; }
-};
-
 // GB/s of `bytes_per_run` per run for each variant's time.
 std::vector<double> gigabytes_per_second(double bytes_per_run, const std::vector<double>& seconds) {
   std::vector<double> gbs;
@@ -141,36 +138,32 @@ std::vector<double> gigabytes_per_second(double bytes_per_run, const std::vector
 
 }  // namespace
 
-std::vector<double> measure_reduce_prefetch(std::size_t bytes, int reps) {
+std::vector<double> measure_reduce_prefetch(const CalibrationArrays& arrays, int reps) {
   // A dot of two halves: two inputs prefetched per stream, where a prefetch that does not pay
   // costs most (on the Zen 3 VM sum lost about 10% to it, dot about 20%).
-  const std::size_t n = bytes / 2 / sizeof(float);
-  if (n < kParallelThreshold) return {};
-  const ProbeArrays arrays(n, 1.0f);
   if (!arrays.ok()) return {};
+  const std::size_t n = arrays.n / 2;
   const std::vector<ReadPrefetch>& variants = reduce_prefetch_variants();
   float result = 0;
   // The median, not the fastest: on the Zen 3 VM a prefetch that costs 15-20% in most runs
   // matched none in its fastest.
   return gigabytes_per_second(2.0 * double(n * sizeof(float)),
                               median_in_rotating_rounds(variants.size(), reps, [&](std::size_t v) {
-                                cpu_kernels().dot(DType::f32, n, arrays.x, arrays.y, &result, variants[v]);
+                                cpu_kernels().dot(DType::f32, n, arrays.b, arrays.c, &result, variants[v]);
                               }));
 }
 
-std::vector<double> measure_scan_prefetch(std::size_t bytes, int reps, bool stream) {
-  const std::size_t n = bytes / sizeof(float);
-  if (n < kParallelThreshold) return {};
-  const ProbeArrays arrays(n, 0.0f);  // y: the output
+std::vector<double> measure_scan_prefetch(const CalibrationArrays& arrays, int reps, bool stream) {
   if (!arrays.ok()) return {};
   const std::vector<ReadPrefetch>& variants = scan_prefetch_variants();
   // An untimed pass of each, then rounds that take the variants in turn, each starting one
   // further on (as the store and gemm calibrations), so that a change in the machine's memory
   // speed (seen on shared VMs) falls on all of them alike and no variant is always first.
-  return gigabytes_per_second(
-      2.0 * double(n * sizeof(float)), fastest_in_rotating_rounds(variants.size(), reps, [&](std::size_t v) {
-        cpu_kernels().scan(ScanKind::inclusive, DType::f32, n, arrays.x, arrays.y, stream ? 0 : SIZE_MAX, variants[v]);
-      }));
+  return gigabytes_per_second(2.0 * double(arrays.n * sizeof(float)),
+                              fastest_in_rotating_rounds(variants.size(), reps, [&](std::size_t v) {
+                                cpu_kernels().scan(ScanKind::inclusive, DType::f32, arrays.n, arrays.b, arrays.a,
+                                                   stream ? 0 : SIZE_MAX, variants[v]);
+                              }));
 }
 
 ReadPrefetch OpenMPBackend::reduce_prefetch(std::size_t bytes) const {

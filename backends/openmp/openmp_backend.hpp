@@ -91,7 +91,7 @@ class OpenMPBackend : public host::HostBackend {
 // How outputs past the last-level cache are written, chosen per CPU (tuning.cpp): on an Intel
 // Xeon four interleaved streaming-store runs per thread were fastest, on an AMD EPYC they moved a
 // third of what one run did. Measured by a calibration on first use (with the scan's and the
-// sums' prefetch, 0.8-1.1 s on the 2-vCPU Zen 3 VM) and cached per CPU model, thread count and
+// sums' prefetch, 0.75-0.82 s on the 2-vCPU Zen 3 VM) and cached per CPU model, thread count and
 // tandem version; TANDEM_TUNING=table skips it, TANDEM_OPENMP_STORES (streaming, plain) and
 // TANDEM_OPENMP_STORE_RUNS (1, 2, 4) force the choices (both forced: nothing is measured or read
 // from the cache, and the prefetches are the tables'), TANDEM_OPENMP_STREAM_FROM the output size
@@ -116,6 +116,7 @@ const StoreTuning& store_tuning();
 // memory speeding up during the calibration), which chose 4 store runs where 1 was best.
 template <class Run>
 std::vector<std::vector<double>> times_in_rotating_rounds(std::size_t count, int rounds, Run run) {
+  rounds = std::max(rounds, 1);  // every variant has a time
   for (std::size_t v = 0; v < count; ++v) run(v);
   std::vector<std::vector<double>> times(count);
   for (int r = 0; r < rounds; ++r) {
@@ -149,23 +150,41 @@ std::vector<double> median_in_rotating_rounds(std::size_t count, int rounds, Run
   return median;
 }
 
-// The calibration: triad-like loops (out = b + s c, and in place y = y + s c) over arrays of
-// `bytes` each, in every store variant the kernels have, the best of `reps` runs of each.
+// The calibration's three arrays of n floats (n a multiple of 64), written first by the threads
+// that use each part, as the kernels' own buffers are: a 0, b i & 255, c i & 127. One set for the
+// store, scan and sum calibrations: each allocating its own spent about a quarter of the
+// calibration in first touches (45 ms per 64 MiB on the Zen 3 VM, against 13 for a pass over them).
+class CalibrationArrays {
+ public:
+  explicit CalibrationArrays(std::size_t bytes);
+  CalibrationArrays(const CalibrationArrays&) = delete;
+  CalibrationArrays& operator=(const CalibrationArrays&) = delete;
+  ~CalibrationArrays();
+  bool ok() const { return a != nullptr && b != nullptr && c != nullptr; }  // allocated, n >= kParallelThreshold
+
+  std::size_t n = 0;
+  float* a = nullptr;
+  float* b = nullptr;
+  float* c = nullptr;
+};
+
+// The calibration: triad-like loops (a = b + s c, and in place a = a + s c) over the arrays, in
+// every store variant the kernels have, the best of `reps` runs of each.
 struct StoreVariant {
   bool stream = false;
   bool in_place = false;
   int runs = 1;
   double gbs = 0;
 };
-std::vector<StoreVariant> measure_store_variants(std::size_t bytes, int reps);
+std::vector<StoreVariant> measure_store_variants(const CalibrationArrays& arrays, int reps);
 // The scan's prefetch variants (the first is the table's), each timed as the best of `reps` scans
-// of `bytes` of f32 with this tuning's stores; returns the GB/s (read + write) of each.
+// of b into a with this tuning's stores; returns the GB/s (read + write) of each.
 const std::vector<ReadPrefetch>& scan_prefetch_variants();
-std::vector<double> measure_scan_prefetch(std::size_t bytes, int reps, bool stream);
-// The same for the sums' prefetch, but the median of `reps` rounds of an f32 dot over two halves of
-// `bytes`; returns the GB/s (read) of each.
+std::vector<double> measure_scan_prefetch(const CalibrationArrays& arrays, int reps, bool stream);
+// The same for the sums' prefetch, but the median of `reps` rounds of an f32 dot of the first
+// halves of b and c; returns the GB/s (read) of each.
 const std::vector<ReadPrefetch>& reduce_prefetch_variants();
-std::vector<double> measure_reduce_prefetch(std::size_t bytes, int reps);
+std::vector<double> measure_reduce_prefetch(const CalibrationArrays& arrays, int reps);
 // "4096 bytes ahead into L2", and the same as written in the cache file and
 // TANDEM_OPENMP_SCAN_PREFETCH / TANDEM_OPENMP_REDUCE_PREFETCH ("l2:4096", or "off":
 // env::parse_cache_distance).

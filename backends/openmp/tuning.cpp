@@ -198,7 +198,8 @@ StoreTuning calibrate() {
   const std::size_t last_level = cpu.l3_bytes ? cpu.l3_bytes : cpu.l2_bytes;
   const std::size_t bytes = std::clamp<std::size_t>(2 * last_level, std::size_t(32) << 20, std::size_t(256) << 20);
   const double t0 = omp_get_wtime();
-  const std::vector<StoreVariant> measured = measure_store_variants(bytes, 4);
+  const CalibrationArrays arrays(bytes);
+  const std::vector<StoreVariant> measured = measure_store_variants(arrays, 4);
   if (measured.empty()) {
     StoreTuning t = from_table();
     t.source += "; the calibration could not allocate its " + std::to_string(3 * (bytes >> 20)) + " MiB";
@@ -207,10 +208,10 @@ StoreTuning calibrate() {
   StoreTuning t = choose_store_tuning(measured);
   // The scan's prefetch, with the stores just chosen, and the sums': for each, another variant
   // than the table's must win by 3% (within the noise, keep what was measured on more CPUs).
-  const std::vector<double> scan = measure_scan_prefetch(bytes, 3, t.stream);
+  const std::vector<double> scan = measure_scan_prefetch(arrays, 3, t.stream);
   if (!scan.empty()) t.scan_prefetch = scan_prefetch_variants()[fastest_beating_the_first(scan)];
   t.scan_measured = describe_prefetch(scan_prefetch_variants(), scan);
-  const std::vector<double> sums = measure_reduce_prefetch(bytes, 5);
+  const std::vector<double> sums = measure_reduce_prefetch(arrays, 5);
   if (!sums.empty()) t.reduce_prefetch = reduce_prefetch_variants()[fastest_beating_the_first(sums)];
   t.reduce_measured = describe_prefetch(reduce_prefetch_variants(), sums);
   char took[96];
