@@ -96,7 +96,6 @@ CalibrationArrays::CalibrationArrays(std::size_t bytes) : n(bytes / sizeof(float
   if (!ok()) return;
 #pragma omp parallel for schedule(static)
   for (std::size_t i = 0; i < n; ++i) {
-    a[i] = 0.0f;
     b[i] = float(i & 255);
     c[i] = float(i & 127);
   }
@@ -156,9 +155,9 @@ std::vector<double> measure_reduce_prefetch(const CalibrationArrays& arrays, int
 std::vector<double> measure_scan_prefetch(const CalibrationArrays& arrays, int reps, bool stream) {
   if (!arrays.ok()) return {};
   const std::vector<ReadPrefetch>& variants = scan_prefetch_variants();
-  // An untimed pass of each, then rounds that take the variants in turn, each starting one
-  // further on (as the store and gemm calibrations), so that a change in the machine's memory
-  // speed (seen on shared VMs) falls on all of them alike and no variant is always first.
+  // An untimed pass, then rounds that take the variants in turn, each starting one further on (as
+  // the store and gemm calibrations), so that a change in the machine's memory speed (seen on
+  // shared VMs) falls on all of them alike and no variant is always first.
   return gigabytes_per_second(2.0 * double(arrays.n * sizeof(float)),
                               fastest_in_rotating_rounds(variants.size(), reps, [&](std::size_t v) {
                                 cpu_kernels().scan(ScanKind::inclusive, DType::f32, arrays.n, arrays.b, arrays.a,
