@@ -1,42 +1,101 @@
 #!/usr/bin/env bash
-# ci/gpu.sh DIR: the GPU run, on a machine with an NVIDIA GPU that has only the CUDA toolkit, CMake,
-# ninja and a C++ compiler (no Debian packages, no network: header-only needs such as doctest
-# come from a folder given to CMake). It builds tandem with CUDA (the simulator, HIP and OpenBLAS
-# off), runs the whole test matrix on `cuda`, runs compute-sanitizer memcheck over the cuda tests
-# and racecheck over the shared-memory kernels, then the benchmarks (tandem_bench_gpu: the GPU
-# targets against CUB, cuBLAS and the device copy; the sweeps; the ML benchmark), and writes
-# every log, JSON and plot into DIR, summary.txt last.
+# ci/gpu.sh DIR [STAGE...]: the GPU run, on a machine with an NVIDIA GPU that has only the CUDA
+# toolkit, CMake, ninja and a C++ compiler (no Debian packages, no network: header-only needs such
+# as doctest come from a folder given to CMake). Every log, JSON and plot goes into DIR,
+# DIR/summary.txt line by line as each step ends.
+#
+# Stages, in this order when none is named (name some to run a GPU session's few calls one by one):
+#   build       configure and build with CUDA (simulator, HIP, OpenBLAS, MPI, zlib, Kokkos off)
+#   tests       tandem info, tandem check --backend cuda, the whole CTest matrix with label cuda (a
+#               Skipped test there is a failure: this machine has the GPU they wait for)
+#   sanitizers  compute-sanitizer memcheck (matrix, ML), racecheck and synccheck (shared memory)
+#   bench       tandem_bench_gpu (the GPU targets against CUB, cuBLAS and the device copy), tandem
+#               bench, tandem compare --crossover, bench bandwidth, bench memory
+#   ml          tandem_bench_ml on cuda and openmp (with and without graphs) beside PyTorch's MLP
+#               and ops (bench/pytorch_mlp.py, bench/pytorch_ops.py) where PyTorch is installed
+#   plots       bench/plot.py over the JSON above (needs matplotlib)
+# A stage after build needs the build: in the same call, or an earlier call's build/gpu kept on the
+# machine. Each step runs under a deadline (TANDEM_GPU_DEADLINE seconds from the start, default
+# 540), so that a call of the device tool (10 minutes at most) ends with its summary written:
+# steps the deadline stops or never reaches say so.
+#
+# TANDEM_GPU_ARCHIVE=FILE: DIR packed into FILE (a .tar.gz) after every step, for a runner that
+# brings back only a few files; the summary is in it. Where the runner empties its output folder
+# before each command, keep DIR outside it, so that later calls add to the same DIR.
 #
 # doctest, CLI11 and nlohmann/json come from Debian's packages where present, else from the copy
 # of their headers and CMake packages that ci/gpu-deps.sh writes into .deps/ (carry it along).
+# To spend a GPU machine's time on the GPU only, build on a machine without one first:
+# `bash ci/gpu-deps.sh; bash ci/gpu.sh /tmp/prep build` builds build/gpu (about 4 minutes on two
+# cores; it then stops at "no usable CUDA device") and records the sources' hash in it; copy
+# build/gpu (about 40 MB) and .deps/ along with the checkout, and the build stage there uses it
+# as it is, if the sources are the same and the CUDA libraries it links are found there.
 # Environment: CMAKE_CUDA_ARCHITECTURES (default 90), TANDEM_GPU_BUILD (default build/gpu).
 set -uo pipefail
-out=${1:?usage: ci/gpu.sh DIR}
+out=${1:?usage: ci/gpu.sh DIR [build|tests|sanitizers|bench|ml|plots]...}
+shift
+all_stages=(build tests sanitizers bench ml plots)
+stages=("$@")
+[ ${#stages[@]} -eq 0 ] && stages=("${all_stages[@]}")
+for s in "${stages[@]}"; do
+  case " ${all_stages[*]} " in
+  *" $s "*) ;;
+  *)
+    echo "ci/gpu.sh: unknown stage '$s'; give any of: ${all_stages[*]}" >&2
+    exit 2
+    ;;
+  esac
+done
 root=$(cd "$(dirname "$0")/.." && pwd)
 build=${TANDEM_GPU_BUILD:-$root/build/gpu}
+deadline=${TANDEM_GPU_DEADLINE:-540}
+archive=${TANDEM_GPU_ARCHIVE:-}
+# This script's own settings, not tandem's: the tandem program warns of TANDEM_ names it does not read.
+unset TANDEM_GPU_BUILD TANDEM_GPU_DEADLINE TANDEM_GPU_ARCHIVE
 mkdir -p "$out"
 out=$(cd "$out" && pwd)
 summary="$out/summary.txt"
-: >"$summary"
+touch "$summary"
 failed=0
 start=$(date +%s)
 
 note() { echo "$*" | tee -a "$summary"; }
-# step NAME COMMAND...: runs it with its output in DIR/NAME.log, and records the result.
+pack() { [ -z "$archive" ] || tar -czf "$archive" -C "$(dirname "$out")" "$(basename "$out")"; }
+# step NAME COMMAND...: runs it with its output in DIR/NAME.log, under what is left of the deadline,
+# and records the result.
 step() {
   local name=$1
   shift
-  local t0=$(date +%s)
-  if "$@" >"$out/$name.log" 2>&1; then
-    note "ok      $name ($(($(date +%s) - t0)) s)"
-  else
-    note "FAILED  $name ($(($(date +%s) - t0)) s): see $out/$name.log"
+  local t0 left rc
+  t0=$(date +%s)
+  left=$((deadline - (t0 - start)))
+  if [ "$left" -lt 15 ]; then
+    note "NOT RUN $name: ${left} s left of the ${deadline} s deadline; call again with this stage"
     failed=1
     return 1
   fi
+  timeout --kill-after=10 "$left" "$@" >"$out/$name.log" 2>&1
+  rc=$?
+  if [ "$rc" -eq 0 ]; then
+    note "ok      $name ($(($(date +%s) - t0)) s)"
+  elif [ "$rc" -eq 124 ] || [ "$rc" -eq 137 ]; then
+    note "TIMEOUT $name after $(($(date +%s) - t0)) s (the deadline): see $out/$name.log"
+    failed=1
+  else
+    note "FAILED  $name ($(($(date +%s) - t0)) s, exit $rc): see $out/$name.log"
+    failed=1
+  fi
+  pack
+  return "$rc"
+}
+wants() { case " ${stages[*]} " in *" $1 "*) return 0 ;; esac; return 1; }
+finish() {
+  note "stages ${stages[*]} done in $(($(date +%s) - start)) s: $([ "$failed" -eq 0 ] && echo "all passed" || echo "FAILURES above")"
+  pack
+  exit "$failed"
 }
 
-note "tandem GPU run, $(date -u +%Y-%m-%dT%H:%M:%SZ), commit $(git -C "$root" rev-parse --short HEAD 2>/dev/null || echo unknown)"
+note "tandem GPU run, $(date -u +%Y-%m-%dT%H:%M:%SZ), commit $(git -C "$root" rev-parse --short HEAD 2>/dev/null || echo unknown), stages: ${stages[*]}"
 if command -v nvidia-smi >/dev/null; then
   nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader | sed 's/^/device: /' | tee -a "$summary"
 else
@@ -45,76 +104,152 @@ fi
 
 nvcc_path=$(command -v nvcc || echo /usr/local/cuda/bin/nvcc)
 export PATH="$(dirname "$nvcc_path"):$PATH"
+note "nvcc: $("$nvcc_path" --version 2>/dev/null | tail -1 || echo 'not found')"
 sanitizer=$(command -v compute-sanitizer || echo "$(dirname "$nvcc_path")/compute-sanitizer")
-doctest=()
-[ -d "$root/.deps" ] && doctest=("-DCMAKE_PREFIX_PATH=$root/.deps")
-jobs=$(nproc)
 
-step configure cmake -S "$root" -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Release -DTANDEM_ENABLE_CUDA=ON \
-  -DTANDEM_ENABLE_HIP=OFF -DTANDEM_ENABLE_SIM=OFF -DTANDEM_ENABLE_BLAS=OFF \
-  "-DCMAKE_CUDA_ARCHITECTURES=${CMAKE_CUDA_ARCHITECTURES:-90}" "${doctest[@]}"
-step build cmake --build "$build" -j "$jobs"
-if [ "$failed" -ne 0 ]; then
-  note "the build failed: nothing else runs"
-  exit 1
+# A build made on another machine and copied along (its 75 s CUDA compile is the build's longest
+# step) names its own checkout's path in its CMake and CTest files: that path is made a link to
+# this checkout where it is free, else the build is made afresh.
+configured=$(sed -n 's/^CMAKE_HOME_DIRECTORY:INTERNAL=//p' "$build/CMakeCache.txt" 2>/dev/null)
+if [ -n "$configured" ] && [ "$configured" != "$root" ]; then
+  rel=${build#"$root"/}
+  if [ "$rel" = "$build" ]; then
+    note "FAILED  $build (outside this checkout) was configured for $configured: give another TANDEM_GPU_BUILD"
+    failed=1
+    finish
+  fi
+  [ -e "$configured" ] || { mkdir -p "$(dirname "$configured")" && ln -s "$root" "$configured"; }
+  if [ "$(cd "$configured" 2>/dev/null && pwd -P)" = "$(cd "$root" && pwd -P)" ]; then
+    note "build: $build was configured in $configured, which leads here: used from there"
+    root=$configured
+    build=$configured/$rel
+  else
+    note "build: $build was configured for $configured, another checkout: building afresh"
+    rm -rf "$build"
+  fi
+fi
+
+# What the build reads, as one hash (relative paths: the same in any checkout). A build stage whose
+# build folder was made from these very sources (by this script, here or on the machine that copied
+# it along) is not built again: a copy that did not keep the files' times would rebuild it all.
+sources_hash() {
+  (cd "$root" && find CMakeLists.txt cmake include core algorithms backends cli tests bench examples data \
+    -type f -print0 2>/dev/null | sort -z | xargs -0 sha256sum | sha256sum | cut -d' ' -f1)
+}
+configure_and_build() {
+  local prefix=()
+  [ -d "$root/.deps" ] && prefix=("-DCMAKE_PREFIX_PATH=$root/.deps")
+  step configure cmake -S "$root" -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Release -DTANDEM_ENABLE_CUDA=ON \
+    -DTANDEM_ENABLE_HIP=OFF -DTANDEM_ENABLE_SIM=OFF -DTANDEM_ENABLE_BLAS=OFF -DTANDEM_ENABLE_MPI=OFF \
+    -DTANDEM_ENABLE_ZLIB=OFF -DTANDEM_ENABLE_KOKKOS=OFF -DTANDEM_BUILD_PYTHON=OFF \
+    "-DCMAKE_CUDA_ARCHITECTURES=${CMAKE_CUDA_ARCHITECTURES:-90}" "${prefix[@]}" &&
+    step build cmake --build "$build" -j "$(nproc)"
+}
+if wants build; then
+  if [ -f "$build/sources.sha256" ] && [ "$(cat "$build/sources.sha256")" = "$(sources_hash)" ]; then
+    note "build: $build was built from these very sources (sources.sha256): not built again"
+  else
+    rm -f "$build/sources.sha256"
+    configure_and_build && sources_hash >"$build/sources.sha256"
+  fi
+  # A copied build linked against the CUDA libraries where that machine keeps them (cuBLAS, NCCL).
+  missing=$(ldd "$build/libtandem-cuda.so" 2>/dev/null | grep "not found")
+  if [ "$failed" -eq 0 ] && [ -n "$missing" ]; then
+    note "build: libtandem-cuda.so finds no $(echo "$missing" | awk '{print $1}' | tr '\n' ' ')here: building afresh"
+    rm -rf "$build"
+    configure_and_build && sources_hash >"$build/sources.sha256"
+  fi
+  if [ "$failed" -ne 0 ]; then
+    note "the build failed: nothing else runs"
+    finish
+  fi
+fi
+if [ ! -x "$build/tandem" ]; then
+  note "FAILED  no build in $build: run the build stage first (in this call or an earlier one on this machine)"
+  failed=1
+  finish
 fi
 "$build/tandem" info --json >"$out/info.json" 2>"$out/info.log"
-if ! "$build/tandem" info | grep -Eq "^cuda +available"; then
-  "$build/tandem" info | tee -a "$summary"
+"$build/tandem" info >"$out/info.txt" 2>&1
+if ! grep -Eq "^cuda +available" "$out/info.txt"; then
+  tee -a "$summary" <"$out/info.txt"
   note "no usable CUDA device here: the tests would only report Skipped; stopping"
-  exit 2
+  failed=2
+  finish
 fi
 
-# Plain copies of the shipped data, for a build without zlib (the GPU machine has no zlib1g-dev).
+# Plain copies of the shipped data for the tests (the build reads no gzip: the GPU machine has no
+# zlib1g-dev), given to the test programs alone (the tandem program would warn of the name).
 mkdir -p "$build/plain-data"
 for f in "$root"/data/*.gz; do gunzip -c "$f" >"$build/plain-data/$(basename "${f%.gz}")"; done
-export TANDEM_TEST_DATA_DIR="$build/plain-data"
+data=(env "TANDEM_TEST_DATA_DIR=$build/plain-data")
 
-# The whole matrix (every family, the ML tests) on cuda; Skipped counts as a failure here.
-step tests-cuda ctest --test-dir "$build" -L cuda -j 4 --output-on-failure --output-junit "$out/tests-cuda.xml" \
-  --no-tests=error
-if grep -q "Skipped" "$out/tests-cuda.log"; then
-  note "FAILED  tests-cuda: some cuda tests were skipped on a machine with a GPU"
-  failed=1
+if wants tests; then
+  step check "$build/tandem" check --backend cuda --json "$out/check.json"
+  # The whole matrix (every family, the ML tests, NCCL's one-process test) on cuda.
+  step tests-cuda "${data[@]}" ctest --test-dir "$build" -L cuda -j 4 --output-on-failure --output-junit "$out/tests-cuda.xml" \
+    --no-tests=error
+  if grep -q "Skipped" "$out/tests-cuda.log" 2>/dev/null; then
+    note "FAILED  tests-cuda: some cuda tests were skipped on a machine with a GPU"
+    failed=1
+  fi
 fi
-step tests-cpu ctest --test-dir "$build" -L "unit|openmp|reference|cli" -j 4 --output-on-failure
 
-if [ -x "$sanitizer" ]; then
-  step memcheck "$sanitizer" --tool memcheck --error-exitcode 99 --leak-check full \
-    "$build/tests/tandem_matrix_tests" --tandem-backend=cuda
-  step memcheck-ml "$sanitizer" --tool memcheck --error-exitcode 99 \
-    "$build/tests/tandem_ml_tests" --tandem-backend=cuda --test-case-exclude="*digits*"
-  step racecheck "$sanitizer" --tool racecheck --error-exitcode 99 \
-    "$build/tests/tandem_matrix_tests" --tandem-backend=cuda --test-case=reduce,scan,matmul,matrix
-else
-  note "FAILED  compute-sanitizer not found next to nvcc"
-  failed=1
+if wants sanitizers; then
+  if [ -x "$sanitizer" ]; then
+    step memcheck "${data[@]}" "$sanitizer" --tool memcheck --error-exitcode 99 --leak-check full \
+      "$build/tests/tandem_matrix_tests" --tandem-backend=cuda
+    step memcheck-ml "${data[@]}" "$sanitizer" --tool memcheck --error-exitcode 99 \
+      "$build/tests/tandem_ml_tests" --tandem-backend=cuda --test-case-exclude="*digits*"
+    # The kernels that share memory between a block's threads.
+    step racecheck "$sanitizer" --tool racecheck --error-exitcode 99 \
+      "$build/tests/tandem_matrix_tests" --tandem-backend=cuda --test-case=reduce,scan,matmul,matrix
+    step synccheck "$sanitizer" --tool synccheck --error-exitcode 99 \
+      "$build/tests/tandem_matrix_tests" --tandem-backend=cuda --test-case=reduce,scan,matmul,matrix
+  else
+    note "FAILED  compute-sanitizer not found next to nvcc"
+    failed=1
+  fi
 fi
 
 # The issue's GPU targets, each against its peer in the same run (CUB, cuBLAS, the device copy).
-step bench-gpu "$build/bench/tandem_bench_gpu" --backend cuda --json "$out/bench-gpu.json"
-step bench "$build/tandem" bench --backend cuda --backend openmp --json "$out/bench.json"
-step compare "$build/tandem" compare --full --backend openmp --backend cuda --json "$out/compare.json" \
-  --crossover "$out/crossover.txt"
-step bandwidth "$build/tandem" bench bandwidth --backend cuda --full --json "$out/bandwidth.json"
-step memory "$build/tandem" bench memory --backend cuda --full --json "$out/memory.json"
-step bench-ml "$build/bench/tandem_bench_ml" --backend cuda --backend openmp --json "$out/ml.json"
-peers=()
-if python3 -c "import torch, numpy" 2>/dev/null; then
-  step pytorch-mlp python3 "$root/bench/pytorch_mlp.py" --json "$out/pytorch_mlp.json"
-  step pytorch-ops python3 "$root/bench/pytorch_ops.py" --device cuda --full --json "$out/pytorch_ops.json" &&
-    peers=("$out/pytorch_ops.json")
-else
-  note "skipped pytorch-mlp and pytorch-ops: no PyTorch (and NumPy) here"
-fi
-if python3 -c "import matplotlib" 2>/dev/null; then
-  step plots python3 "$root/bench/plot.py" "$out/compare.json" "$out/plots" "${peers[@]}"
-  step plot-bandwidth python3 "$root/bench/plot.py" "$out/bandwidth.json" "$out/plots"
-  step plot-memory python3 "$root/bench/plot.py" "$out/memory.json" "$out/plots"
-  step plot-targets python3 "$root/bench/plot.py" "$out/bench-gpu.json" "$out/plots"
-else
-  note "skipped plots: no matplotlib here (run bench/plot.py on the JSON elsewhere)"
+if wants bench; then
+  step bench-gpu "$build/bench/tandem_bench_gpu" --backend cuda --json "$out/bench-gpu.json"
+  step bench "$build/tandem" bench --backend cuda --backend openmp --json "$out/bench.json"
+  step compare "$build/tandem" compare --full --backend openmp --backend cuda --json "$out/compare.json" \
+    --crossover "$out/crossover.txt"
+  step bandwidth "$build/tandem" bench bandwidth --backend cuda --full --json "$out/bandwidth.json"
+  step memory "$build/tandem" bench memory --backend cuda --full --json "$out/memory.json"
 fi
 
-note "done in $(($(date +%s) - start)) s: $([ "$failed" -eq 0 ] && echo "all passed" || echo "FAILURES above")"
-exit "$failed"
+if wants ml; then
+  step bench-ml "$build/bench/tandem_bench_ml" --backend cuda --backend openmp --json "$out/ml.json"
+  if python3 -c "import torch, numpy" 2>/dev/null; then
+    step pytorch-mlp python3 "$root/bench/pytorch_mlp.py" --json "$out/pytorch_mlp.json"
+    step pytorch-ops python3 "$root/bench/pytorch_ops.py" --device cuda --full --json "$out/pytorch_ops.json"
+  else
+    note "skipped pytorch-mlp and pytorch-ops: no PyTorch (and NumPy) here"
+  fi
+fi
+
+if wants plots; then
+  if python3 -c "import matplotlib" 2>/dev/null; then
+    peers=()
+    [ -f "$out/pytorch_ops.json" ] && peers=("$out/pytorch_ops.json")
+    for f in compare bandwidth memory bench-gpu; do
+      if [ -f "$out/$f.json" ]; then
+        if [ "$f" = compare ]; then
+          step "plot-$f" python3 "$root/bench/plot.py" "$out/$f.json" "$out/plots" "${peers[@]}"
+        else
+          step "plot-$f" python3 "$root/bench/plot.py" "$out/$f.json" "$out/plots"
+        fi
+      else
+        note "skipped plot-$f: no $f.json in $out (run the bench stage first, into the same DIR)"
+      fi
+    done
+  else
+    note "skipped plots: no matplotlib here (run bench/plot.py on the JSON elsewhere)"
+  fi
+fi
+
+finish
