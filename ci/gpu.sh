@@ -27,7 +27,7 @@
 # of their headers and CMake packages that ci/gpu-deps.sh writes into .deps/ (carry it along).
 # To spend a GPU machine's time on the GPU only, build on a machine without one first:
 # `bash ci/gpu-deps.sh; bash ci/gpu.sh /tmp/prep build` builds build/gpu (about 4 minutes on two
-# cores; it then stops at "no usable CUDA device") and records the sources' hash in it; copy
+# cores) and records the hash of its sources and CUDA architectures in it; copy
 # build/gpu (about 40 MB) and .deps/ along with the checkout, and the build stage there uses it
 # as it is, if the sources are the same and the CUDA libraries it links are found there.
 # Environment: CMAKE_CUDA_ARCHITECTURES (default 90), TANDEM_GPU_BUILD (default build/gpu).
@@ -48,12 +48,23 @@ for s in "${stages[@]}"; do
 done
 root=$(cd "$(dirname "$0")/.." && pwd)
 build=${TANDEM_GPU_BUILD:-$root/build/gpu}
+case $build in /*) ;; *) build=$PWD/$build ;; esac
 deadline=${TANDEM_GPU_DEADLINE:-540}
 archive=${TANDEM_GPU_ARCHIVE:-}
 # This script's own settings, not tandem's: the tandem program warns of TANDEM_ names it does not read.
 unset TANDEM_GPU_BUILD TANDEM_GPU_DEADLINE TANDEM_GPU_ARCHIVE
 mkdir -p "$out"
 out=$(cd "$out" && pwd)
+if [ -n "$archive" ]; then
+  archive_dir=$(mkdir -p "$(dirname "$archive")" && cd "$(dirname "$archive")" && pwd) || exit 2
+  case "$archive_dir/" in
+  "$out"/*)
+    echo "ci/gpu.sh: TANDEM_GPU_ARCHIVE ($archive) must lie outside DIR, which it packs" >&2
+    exit 2
+    ;;
+  esac
+  archive=$archive_dir/$(basename "$archive")
+fi
 summary="$out/summary.txt"
 touch "$summary"
 failed=0
@@ -76,13 +87,14 @@ step() {
   fi
   timeout --kill-after=10 "$left" "$@" >"$out/$name.log" 2>&1
   rc=$?
+  local took=$(($(date +%s) - t0))
   if [ "$rc" -eq 0 ]; then
-    note "ok      $name ($(($(date +%s) - t0)) s)"
-  elif [ "$rc" -eq 124 ] || [ "$rc" -eq 137 ]; then
-    note "TIMEOUT $name after $(($(date +%s) - t0)) s (the deadline): see $out/$name.log"
+    note "ok      $name ($took s)"
+  elif { [ "$rc" -eq 124 ] || [ "$rc" -eq 137 ]; } && [ "$took" -ge $((left - 1)) ]; then
+    note "TIMEOUT $name after $took s (the deadline): see $out/$name.log"
     failed=1
   else
-    note "FAILED  $name ($(($(date +%s) - t0)) s, exit $rc): see $out/$name.log"
+    note "FAILED  $name ($took s, exit $rc): see $out/$name.log"
     failed=1
   fi
   pack
@@ -107,9 +119,23 @@ export PATH="$(dirname "$nvcc_path"):$PATH"
 note "nvcc: $("$nvcc_path" --version 2>/dev/null | tail -1 || echo 'not found')"
 sanitizer=$(command -v compute-sanitizer || echo "$(dirname "$nvcc_path")/compute-sanitizer")
 
+# Deletes the build folder, and nothing that is not one: a CMake build inside this checkout.
+remove_build() {
+  local real top
+  real=$(cd "$build" 2>/dev/null && pwd -P) || return 0
+  top=$(cd "$root" && pwd -P)
+  if [ -f "$build/CMakeCache.txt" ] && [ ! -e "$build/.git" ] && [ "${real#"$top"/}" != "$real" ]; then
+    rm -rf "$build"
+  else
+    note "FAILED  $build is not a build folder inside $top: not deleted; give another TANDEM_GPU_BUILD"
+    failed=1
+    finish
+  fi
+}
+
 # A build made on another machine and copied along (its 75 s CUDA compile is the build's longest
 # step) names its own checkout's path in its CMake and CTest files: that path is made a link to
-# this checkout where it is free, else the build is made afresh.
+# this checkout where it is free; a build for another checkout is made afresh by the build stage.
 configured=$(sed -n 's/^CMAKE_HOME_DIRECTORY:INTERNAL=//p' "$build/CMakeCache.txt" 2>/dev/null)
 if [ -n "$configured" ] && [ "$configured" != "$root" ]; then
   rel=${build#"$root"/}
@@ -118,23 +144,32 @@ if [ -n "$configured" ] && [ "$configured" != "$root" ]; then
     failed=1
     finish
   fi
-  [ -e "$configured" ] || { mkdir -p "$(dirname "$configured")" && ln -s "$root" "$configured"; }
+  [ -e "$configured" ] || { mkdir -p "$(dirname "$configured")" && ln -sfn "$root" "$configured"; }
   if [ "$(cd "$configured" 2>/dev/null && pwd -P)" = "$(cd "$root" && pwd -P)" ]; then
     note "build: $build was configured in $configured, which leads here: used from there"
     root=$configured
     build=$configured/$rel
-  else
+  elif wants build; then
     note "build: $build was configured for $configured, another checkout: building afresh"
-    rm -rf "$build"
+    remove_build
+  else
+    note "FAILED  $build was configured for $configured, another checkout: run the build stage"
+    failed=1
+    finish
   fi
 fi
 
-# What the build reads, as one hash (relative paths: the same in any checkout). A build stage whose
-# build folder was made from these very sources (by this script, here or on the machine that copied
-# it along) is not built again: a copy that did not keep the files' times would rebuild it all.
+# What the build is made of, as one hash (relative paths: the same in any checkout): the sources
+# it reads and the CUDA architectures. A build stage whose build folder was made from the same (by
+# this script, here or on the machine that copied it along) does not build again: a copy that did
+# not keep the files' times would rebuild it all.
 sources_hash() {
-  (cd "$root" && find CMakeLists.txt cmake include core algorithms backends cli tests bench examples data \
-    -type f -print0 2>/dev/null | sort -z | xargs -0 sha256sum | sha256sum | cut -d' ' -f1)
+  {
+    echo "CMAKE_CUDA_ARCHITECTURES=${CMAKE_CUDA_ARCHITECTURES:-90}"
+    (cd "$root" && find CMakeLists.txt cmake include core algorithms backends cli tests bench examples data \
+      \( -name __pycache__ -o -path bench/results \) -prune -o -type f -print0 2>/dev/null | sort -z |
+      xargs -0 sha256sum)
+  } | sha256sum | cut -d' ' -f1
 }
 configure_and_build() {
   local prefix=()
@@ -143,46 +178,51 @@ configure_and_build() {
     -DTANDEM_ENABLE_HIP=OFF -DTANDEM_ENABLE_SIM=OFF -DTANDEM_ENABLE_BLAS=OFF -DTANDEM_ENABLE_MPI=OFF \
     -DTANDEM_ENABLE_ZLIB=OFF -DTANDEM_ENABLE_KOKKOS=OFF -DTANDEM_BUILD_PYTHON=OFF \
     "-DCMAKE_CUDA_ARCHITECTURES=${CMAKE_CUDA_ARCHITECTURES:-90}" "${prefix[@]}" &&
-    step build cmake --build "$build" -j "$(nproc)"
+    step build cmake --build "$build" -j "$(nproc)" &&
+    sources_hash >"$build/sources.sha256"
 }
 if wants build; then
   if [ -f "$build/sources.sha256" ] && [ "$(cat "$build/sources.sha256")" = "$(sources_hash)" ]; then
     note "build: $build was built from these very sources (sources.sha256): not built again"
   else
     rm -f "$build/sources.sha256"
-    configure_and_build && sources_hash >"$build/sources.sha256"
+    configure_and_build
   fi
   # A copied build linked against the CUDA libraries where that machine keeps them (cuBLAS, NCCL).
   missing=$(ldd "$build/libtandem-cuda.so" 2>/dev/null | grep "not found")
   if [ "$failed" -eq 0 ] && [ -n "$missing" ]; then
     note "build: libtandem-cuda.so finds no $(echo "$missing" | awk '{print $1}' | tr '\n' ' ')here: building afresh"
-    rm -rf "$build"
-    configure_and_build && sources_hash >"$build/sources.sha256"
+    remove_build
+    configure_and_build
   fi
   if [ "$failed" -ne 0 ]; then
     note "the build failed: nothing else runs"
     finish
   fi
 fi
-if [ ! -x "$build/tandem" ]; then
-  note "FAILED  no build in $build: run the build stage first (in this call or an earlier one on this machine)"
-  failed=1
-  finish
-fi
-"$build/tandem" info --json >"$out/info.json" 2>"$out/info.log"
-"$build/tandem" info >"$out/info.txt" 2>&1
-if ! grep -Eq "^cuda +available" "$out/info.txt"; then
-  tee -a "$summary" <"$out/info.txt"
-  note "no usable CUDA device here: the tests would only report Skipped; stopping"
-  failed=2
-  finish
-fi
 
-# Plain copies of the shipped data for the tests (the build reads no gzip: the GPU machine has no
-# zlib1g-dev), given to the test programs alone (the tandem program would warn of the name).
-mkdir -p "$build/plain-data"
-for f in "$root"/data/*.gz; do gunzip -c "$f" >"$build/plain-data/$(basename "${f%.gz}")"; done
-data=(env "TANDEM_TEST_DATA_DIR=$build/plain-data")
+# The stages that run on the GPU need the build and a usable CUDA device (plots need neither).
+data=()
+if wants tests || wants sanitizers || wants bench || wants ml; then
+  if [ ! -x "$build/tandem" ]; then
+    note "FAILED  no build in $build: run the build stage first (in this call or an earlier one on this machine)"
+    failed=1
+    finish
+  fi
+  "$build/tandem" info --json >"$out/info.json" 2>"$out/info.log"
+  "$build/tandem" info >"$out/info.txt" 2>&1
+  if ! grep -Eq "^cuda +available" "$out/info.txt"; then
+    tee -a "$summary" <"$out/info.txt"
+    note "no usable CUDA device here: the tests would only report Skipped; stopping"
+    failed=2
+    finish
+  fi
+  # Plain copies of the shipped data for the tests (the build reads no gzip: the GPU machine has no
+  # zlib1g-dev), given to the test programs alone (the tandem program would warn of the name).
+  mkdir -p "$build/plain-data"
+  for f in "$root"/data/*.gz; do gunzip -c "$f" >"$build/plain-data/$(basename "${f%.gz}")"; done
+  data=(env "TANDEM_TEST_DATA_DIR=$build/plain-data")
+fi
 
 if wants tests; then
   step check "$build/tandem" check --backend cuda --json "$out/check.json"

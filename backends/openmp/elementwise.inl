@@ -112,7 +112,9 @@ void unary_loop(std::size_t n, const T* x, T* out, std::size_t stream_from, Op o
   map_into(n, out, !overlaps<T>(out, x, n), stream_from, [=](std::int64_t i) { return op(x[i]); });
 }
 
-// On the calibration's arrays (CalibrationArrays: n a multiple of 64, first touched).
+// On the calibration's arrays (CalibrationArrays: n a multiple of 64; b and c first touched, a
+// first written by the untimed run of the first variant, plain stores into a fresh output, before
+// the in-place variants read it).
 std::vector<StoreVariant> measure_store_variants(float* a, const float* b, const float* c, std::size_t n, int reps) {
   std::vector<StoreVariant> out;
 #if defined(__SSE2__)
