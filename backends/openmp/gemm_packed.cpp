@@ -454,15 +454,6 @@ std::vector<double> measure_gemm_blockings(const std::vector<Blocking>& candidat
   g.ldc = n;
   g.alpha = 1.0;
   const MicroKernel<float>& uk = pick<float>();
-  // The packing memory, kept per thread and grown as needed, grown first by the candidate with the
-  // largest blocks (untimed): else the first timed product of a deeper candidate pays for fresh
-  // pages, and only its other rounds count where the table's has all of them.
-  gemm_packed<float, float>(g, uk,
-                            *std::max_element(candidates.begin(), candidates.end(),
-                                              [](const Blocking& x, const Blocking& y) {
-                                                return x.kc * x.nc + x.mc * x.kc < y.kc * y.nc + y.mc * y.kc;
-                                              }),
-                            true);
   // As many rounds as candidates: each runs once in every place of a round.
   const std::vector<double> seconds =
       fastest_in_rotating_rounds(candidates.size(), static_cast<int>(candidates.size()),

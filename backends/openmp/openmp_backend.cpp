@@ -155,7 +155,7 @@ std::vector<double> measure_reduce_prefetch(const CalibrationArrays& arrays, int
 std::vector<double> measure_scan_prefetch(const CalibrationArrays& arrays, int reps, bool stream) {
   if (!arrays.ok()) return {};
   const std::vector<ReadPrefetch>& variants = scan_prefetch_variants();
-  // An untimed pass, then rounds that take the variants in turn, each starting one further on (as
+  // An untimed pass of each, then rounds that take the variants in turn, each starting one further on (as
   // the store and gemm calibrations), so that a change in the machine's memory speed (seen on
   // shared VMs) falls on all of them alike and no variant is always first.
   return gigabytes_per_second(2.0 * double(arrays.n * sizeof(float)),

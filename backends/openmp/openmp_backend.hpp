@@ -111,16 +111,17 @@ const StoreTuning& store_tuning();
 
 // The calibrations' timing (the stores here, the gemm blocking): every time of `rounds` runs of
 // each of `count` variants (run(v) runs variant v), in seconds, per variant. One untimed run of
-// the first variant (it wakes the threads and first writes the output; an untimed run of each, as
-// before, took a quarter of the store calibration on the Zen 3 VM, 0.73-0.82 s against 0.55-0.60
-// in five alternations, with the same sums' choice in all ten), then rounds that take the
-// variants in turn, each round starting one further on: timed one after another, the later
-// variants gained up to a third over the first ones on the EPYC VM (its memory speeding up during
-// the calibration), which chose 4 store runs where 1 was best.
+// each (the first also writes the output first; one untimed run in all saved a quarter of the store
+// calibration on the Zen 3 VM, but with it GCC 12's LeakSanitizer crashed at the exit of a
+// process that had calibrated the stores alone, reading a dynamic TLS block's bounds as 0xe58
+// and 16 GiB, in every run), then rounds that take the variants in turn, each round starting one
+// further on: timed one after another, the later variants gained up to a third over the first
+// ones on the EPYC VM (its memory speeding up during the calibration), which chose 4 store runs
+// where 1 was best.
 template <class Run>
 std::vector<std::vector<double>> times_in_rotating_rounds(std::size_t count, int rounds, Run run) {
   rounds = std::max(rounds, 1);  // every variant has a time
-  if (count > 0) run(0);
+  for (std::size_t v = 0; v < count; ++v) run(v);
   std::vector<std::vector<double>> times(count);
   for (int r = 0; r < rounds; ++r) {
     for (std::size_t k = 0; k < count; ++k) {
@@ -155,7 +156,7 @@ std::vector<double> median_in_rotating_rounds(std::size_t count, int rounds, Run
 
 // The calibration's three arrays of n floats (n a multiple of 64), written first by the threads
 // that use each part, as the kernels' own buffers are: b i & 255, c i & 127 here; the output a by
-// the store or scan calibration's untimed first run (both write it before anything reads it). One
+// the store or scan calibration's first untimed run (both write it before anything reads it). One
 // set for the store, scan and sum calibrations: each allocating its own spent about a quarter of
 // the calibration in first touches (45 ms per 64 MiB on the Zen 3 VM, against 13 for a pass over them).
 class CalibrationArrays {
