@@ -91,7 +91,7 @@ class OpenMPBackend : public host::HostBackend {
 // How outputs past the last-level cache are written, chosen per CPU (tuning.cpp): on an Intel
 // Xeon four interleaved streaming-store runs per thread were fastest, on an AMD EPYC they moved a
 // third of what one run did. Measured by a calibration on first use (with the scan's and the
-// sums' prefetch, 0.75-0.82 s on the 2-vCPU Zen 3 VM) and cached per CPU model, thread count and
+// sums' prefetch, 0.62-0.75 s on the 2-vCPU Zen 3 VM) and cached per CPU model, thread count and
 // tandem version; TANDEM_TUNING=table skips it, TANDEM_OPENMP_STORES (streaming, plain) and
 // TANDEM_OPENMP_STORE_RUNS (1, 2, 4) force the choices (both forced: nothing is measured or read
 // from the cache, and the prefetches are the tables'), TANDEM_OPENMP_STREAM_FROM the output size
