@@ -118,7 +118,7 @@ endif()
 if(TANDEM_ENABLE_OPENMP_ON)
   set(tuning_cache "${CMAKE_CURRENT_BINARY_DIR}/tuning-cache-test")
   set(tuning_steps
-      "calibrated, then cached|TANDEM_TUNING=calibrate|0|stores chosen by: calibrated now \\([0-9.]+ s, 3 x [0-9]+ MiB\\). cached in ${tuning_cache}/openmp-stores-.*gemm blocking f32: mc [0-9]+, kc [0-9]+, nc [0-9]+ \\(calibrated now \\([0-9.]+ s\\). cached in ${tuning_cache}/openmp-gemm-"
+      "calibrated, then cached|TANDEM_TUNING=calibrate|0|stores chosen by: calibrated now \\([0-9.]+ s, 3 x [0-9]+ MiB in windows of [0-9]+ MiB\\). cached in ${tuning_cache}/openmp-stores-.*gemm blocking f32: mc [0-9]+, kc [0-9]+, nc [0-9]+ \\(calibrated now \\([0-9.]+ s\\). cached in ${tuning_cache}/openmp-gemm-"
       "read back from the cache|TANDEM_TUNING=auto|0|stores chosen by: cached in ${tuning_cache}/openmp-stores-.*scan prefetch: [0-9a-z ]+ .*scan prefetch measured: l1:2048 [0-9.]+, .*off [0-9.]+ GB/s.*reduction prefetch: [0-9a-zA-Z ()]+.*reduction prefetch measured: l2:2048 [0-9.]+, off [0-9.]+, .*GB/s.*gemm blocking f32: mc [0-9]+, kc [0-9]+, nc [0-9]+ \\(cached in ${tuning_cache}/openmp-gemm-.*gemm blocking measured: [0-9]+,[0-9]+,[0-9]+ [0-9.]+[, 0-9.]* GFLOP/s"
       "from the table on request|TANDEM_TUNING=table|0|stores chosen by: table \\(.*gemm blocking f32: mc [0-9]+, kc [0-9]+, nc [0-9]+ \\(table: [a-z0-9]+\\)"
       "gemm blocking forced|TANDEM_OPENMP_GEMM_BLOCKING=96,512,2048|0|gemm blocking f32: mc 96, kc 512, nc 2048 \\(TANDEM_OPENMP_GEMM_BLOCKING\\)"

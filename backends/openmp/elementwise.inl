@@ -112,10 +112,8 @@ void unary_loop(std::size_t n, const T* x, T* out, std::size_t stream_from, Op o
   map_into(n, out, !overlaps<T>(out, x, n), stream_from, [=](std::int64_t i) { return op(x[i]); });
 }
 
-// On the calibration's arrays (CalibrationArrays: n a multiple of 64; b and c first touched, a
-// first written by the untimed run of the first variant, plain stores into a fresh output, before
-// the in-place variants read it).
-std::vector<StoreVariant> measure_store_variants(float* a, const float* b, const float* c, std::size_t n, int reps) {
+// On the calibration's arrays (CalibrationArrays), one window per run.
+std::vector<StoreVariant> measure_store_variants(const CalibrationArrays& arrays, int reps) {
   std::vector<StoreVariant> out;
 #if defined(__SSE2__)
   const float s = 0.5f;
@@ -126,8 +124,14 @@ std::vector<StoreVariant> measure_store_variants(float* a, const float* b, const
     out.push_back({true, false, runs, 0});
     out.push_back({false, true, runs, 0});
   }
+  const std::size_t n = arrays.window;
+  std::size_t done = 0;
   auto run = [&](std::size_t k) {
     const StoreVariant& v = out[k];
+    const std::size_t at = arrays.offset(done++);
+    float* a = arrays.a + at;
+    const float* b = arrays.b + at;
+    const float* c = arrays.c + at;
     if (v.in_place) {
       map_lines<false>(
           n, a, [=](std::int64_t i) { return a[i] + s * c[i]; }, v.runs);
@@ -142,10 +146,7 @@ std::vector<StoreVariant> measure_store_variants(float* a, const float* b, const
   const std::vector<double> best = fastest_in_rotating_rounds(out.size(), reps, run);
   for (std::size_t v = 0; v < out.size(); ++v) out[v].gbs = 3.0 * double(n * sizeof(float)) / best[v] / 1e9;
 #else
-  (void)a;
-  (void)b;
-  (void)c;
-  (void)n;
+  (void)arrays;
   (void)reps;
 #endif
   return out;

@@ -47,8 +47,7 @@ struct CpuKernels {
   void (*scan)(ScanKind kind, DType t, std::size_t n, const void* x, void* out, std::size_t stream_from,
                ReadPrefetch prefetch);
   // The store calibration's loops (tuning.cpp), in this ISA's code.
-  std::vector<StoreVariant> (*measure_store_variants)(float* a, const float* b, const float* c, std::size_t n,
-                                                      int reps);
+  std::vector<StoreVariant> (*measure_store_variants)(const CalibrationArrays& arrays, int reps);
 };
 
 CpuKernels cpu_kernels_avx512();

@@ -88,14 +88,17 @@ const CpuKernels& cpu_kernels() {
   return chosen;
 }
 
-CalibrationArrays::CalibrationArrays(std::size_t bytes) : n(bytes / sizeof(float) / 64 * 64) {
-  if (n < kParallelThreshold) return;
+CalibrationArrays::CalibrationArrays(std::size_t bytes, std::size_t window_bytes)
+    : window(std::min(window_bytes, bytes) / sizeof(float) / 64 * 64) {
+  if (window < kParallelThreshold) return;
+  n = (bytes / sizeof(float) + window - 1) / window * window;
   a = static_cast<float*>(std::aligned_alloc(64, n * sizeof(float)));
   b = static_cast<float*>(std::aligned_alloc(64, n * sizeof(float)));
   c = static_cast<float*>(std::aligned_alloc(64, n * sizeof(float)));
   if (!ok()) return;
 #pragma omp parallel for schedule(static)
   for (std::size_t i = 0; i < n; ++i) {
+    a[i] = 0;
     b[i] = float(i & 255);
     c[i] = float(i & 127);
   }
@@ -109,7 +112,7 @@ CalibrationArrays::~CalibrationArrays() {
 
 std::vector<StoreVariant> measure_store_variants(const CalibrationArrays& arrays, int reps) {
   if (!arrays.ok()) return {};
-  return cpu_kernels().measure_store_variants(arrays.a, arrays.b, arrays.c, arrays.n, reps);
+  return cpu_kernels().measure_store_variants(arrays, reps);
 }
 
 const std::vector<ReadPrefetch>& scan_prefetch_variants() {
@@ -138,30 +141,33 @@ std::vector<double> gigabytes_per_second(double bytes_per_run, const std::vector
 }  // namespace
 
 std::vector<double> measure_reduce_prefetch(const CalibrationArrays& arrays, int reps) {
-  // A dot of two halves: two inputs prefetched per stream, where a prefetch that does not pay
-  // costs most (on the Zen 3 VM sum lost about 10% to it, dot about 20%).
+  // A dot: two inputs prefetched per stream, where a prefetch that does not pay costs most (on
+  // the Zen 3 VM sum lost about 10% to it, dot about 20%).
   if (!arrays.ok()) return {};
-  const std::size_t n = arrays.n / 2;
   const std::vector<ReadPrefetch>& variants = reduce_prefetch_variants();
   float result = 0;
+  std::size_t done = 0;
   // The median, not the fastest: on the Zen 3 VM a prefetch that costs 15-20% in most runs
   // matched none in its fastest.
-  return gigabytes_per_second(2.0 * double(n * sizeof(float)),
-                              median_in_rotating_rounds(variants.size(), reps, [&](std::size_t v) {
-                                cpu_kernels().dot(DType::f32, n, arrays.b, arrays.c, &result, variants[v]);
-                              }));
+  return gigabytes_per_second(
+      2.0 * double(arrays.window * sizeof(float)), median_in_rotating_rounds(variants.size(), reps, [&](std::size_t v) {
+        const std::size_t at = arrays.offset(done++);
+        cpu_kernels().dot(DType::f32, arrays.window, arrays.b + at, arrays.c + at, &result, variants[v]);
+      }));
 }
 
 std::vector<double> measure_scan_prefetch(const CalibrationArrays& arrays, int reps, bool stream) {
   if (!arrays.ok()) return {};
   const std::vector<ReadPrefetch>& variants = scan_prefetch_variants();
+  std::size_t done = 0;
   // An untimed pass of each, then rounds that take the variants in turn, each starting one further on (as
   // the store and gemm calibrations), so that a change in the machine's memory speed (seen on
   // shared VMs) falls on all of them alike and no variant is always first.
-  return gigabytes_per_second(2.0 * double(arrays.n * sizeof(float)),
+  return gigabytes_per_second(2.0 * double(arrays.window * sizeof(float)),
                               fastest_in_rotating_rounds(variants.size(), reps, [&](std::size_t v) {
-                                cpu_kernels().scan(ScanKind::inclusive, DType::f32, arrays.n, arrays.b, arrays.a,
-                                                   stream ? 0 : SIZE_MAX, variants[v]);
+                                const std::size_t at = arrays.offset(done++);
+                                cpu_kernels().scan(ScanKind::inclusive, DType::f32, arrays.window, arrays.b + at,
+                                                   arrays.a + at, stream ? 0 : SIZE_MAX, variants[v]);
                               }));
 }
 

@@ -91,7 +91,7 @@ class OpenMPBackend : public host::HostBackend {
 // How outputs past the last-level cache are written, chosen per CPU (tuning.cpp): on an Intel
 // Xeon four interleaved streaming-store runs per thread were fastest, on an AMD EPYC they moved a
 // third of what one run did. Measured by a calibration on first use (with the scan's and the
-// sums' prefetch, 0.62-0.75 s on the 2-vCPU Zen 3 VM) and cached per CPU model, thread count and
+// sums' prefetch, 0.42-0.52 s on the 2-vCPU Zen 3 VM) and cached per CPU model, thread count and
 // tandem version; TANDEM_TUNING=table skips it, TANDEM_OPENMP_STORES (streaming, plain) and
 // TANDEM_OPENMP_STORE_RUNS (1, 2, 4) force the choices (both forced: nothing is measured or read
 // from the cache, and the prefetches are the tables'), TANDEM_OPENMP_STREAM_FROM the output size
@@ -154,27 +154,34 @@ std::vector<double> median_in_rotating_rounds(std::size_t count, int rounds, Run
   return median;
 }
 
-// The calibration's three arrays of n floats (n a multiple of 64), written first by the threads
-// that use each part, as the kernels' own buffers are: b i & 255, c i & 127 here; the output a by
-// the store or scan calibration's first untimed run (both write it before anything reads it). One
-// set for the store, scan and sum calibrations: each allocating its own spent about a quarter of
-// the calibration in first touches (45 ms per 64 MiB on the Zen 3 VM, against 13 for a pass over them).
+// The calibration's three arrays of n floats, written first by the threads that use each part, as
+// the kernels' own buffers are (a 0, b i & 255, c i & 127). One set for the store, scan and sum
+// calibrations: each allocating its own spent about a quarter of the calibration in first touches
+// (45 ms per 64 MiB on the Zen 3 VM, against 13 for a pass over them). A timed run covers one
+// window of them, the next run the next window, round the arrays: a run costs the same whatever
+// the size of the last-level cache (full passes over arrays of twice a 105 MiB cache took the
+// calibration to 2.2 s on the Zen 3 VM), while what a run reads was last touched all the arrays
+// ago, as with full passes, so it comes from memory.
 class CalibrationArrays {
  public:
-  explicit CalibrationArrays(std::size_t bytes);
+  // Arrays of at least `bytes` each, in windows of `window_bytes` (at most the arrays).
+  CalibrationArrays(std::size_t bytes, std::size_t window_bytes);
   CalibrationArrays(const CalibrationArrays&) = delete;
   CalibrationArrays& operator=(const CalibrationArrays&) = delete;
   ~CalibrationArrays();
-  bool ok() const { return a != nullptr && b != nullptr && c != nullptr; }  // allocated, n >= kParallelThreshold
+  bool ok() const { return a != nullptr && b != nullptr && c != nullptr; }  // allocated, window >= kParallelThreshold
+  // Where run `run` (0, 1, ...) starts: the windows in turn.
+  std::size_t offset(std::size_t run) const { return run % (n / window) * window; }
 
-  std::size_t n = 0;
+  std::size_t window = 0;  // floats per run, a multiple of 64
+  std::size_t n = 0;       // a whole number of windows
   float* a = nullptr;
   float* b = nullptr;
   float* c = nullptr;
 };
 
-// The calibration: triad-like loops (a = b + s c, and in place a = a + s c) over the arrays, in
-// every store variant the kernels have, the best of `reps` runs of each.
+// The calibration: triad-like loops (a = b + s c, and in place a = a + s c) over the arrays'
+// windows, in every store variant the kernels have, the best of `reps` runs of each.
 struct StoreVariant {
   bool stream = false;
   bool in_place = false;
@@ -183,11 +190,11 @@ struct StoreVariant {
 };
 std::vector<StoreVariant> measure_store_variants(const CalibrationArrays& arrays, int reps);
 // The scan's prefetch variants (the first is the table's), each timed as the best of `reps` scans
-// of b into a with this tuning's stores; returns the GB/s (read + write) of each.
+// of a window of b into a with this tuning's stores; returns the GB/s (read + write) of each.
 const std::vector<ReadPrefetch>& scan_prefetch_variants();
 std::vector<double> measure_scan_prefetch(const CalibrationArrays& arrays, int reps, bool stream);
-// The same for the sums' prefetch, but the median of `reps` rounds of an f32 dot of the first
-// halves of b and c; returns the GB/s (read) of each.
+// The same for the sums' prefetch, but the median of `reps` rounds of an f32 dot of a window of
+// b and c; returns the GB/s (read) of each.
 const std::vector<ReadPrefetch>& reduce_prefetch_variants();
 std::vector<double> measure_reduce_prefetch(const CalibrationArrays& arrays, int reps);
 // "4096 bytes ahead into L2", and the same as written in the cache file and
@@ -202,7 +209,7 @@ StoreTuning choose_store_tuning(const std::vector<StoreVariant>& measured);
 // bf16 inputs), chosen per CPU like the stores (tuning.cpp): a calibration, on the first such
 // product of 512^3 multiply-adds or more or on the first properties() call (tandem info), times
 // the micro-kernel's table blocking against deeper k blocks (gemm_blocking_candidates) and keeps
-// the table's unless another is 3% faster; cached beside the store tuning (a cached blocking that
+// the first, in that order, within 3% of the fastest; cached beside the store tuning (a cached blocking that
 // is not one of this build's candidates is measured again). TANDEM_TUNING=table skips it,
 // TANDEM_OPENMP_GEMM_BLOCKING forces a blocking for every product. f64 keeps its table.
 struct GemmTuning {
