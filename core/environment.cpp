@@ -93,6 +93,12 @@ const std::vector<Checked>& table() {
        "the openmp register_blocked tier's cache blocking for every product (default: measured for f32 "
        "products of 512^3 and more, else by micro-kernel)",
        [] { env::whole_list("TANDEM_OPENMP_GEMM_BLOCKING", 3, 1, 16384); }},
+      {"TANDEM_OPENMP_GEMM_L1", [] { return std::string("a or b"); },
+       "which packed panel the openmp register_blocked tier keeps in L1 while the other's stream past it, "
+       "in every product (default: measured with the blocking)",
+       [] {
+         env::choice("TANDEM_OPENMP_GEMM_L1", {"a", "b"}, "b");
+       }},
       {"TANDEM_TUNING", [] { return std::string("auto, table or calibrate"); },
        "auto: the CPU tuning cached from a calibration, else measured on first use; table: by CPU vendor, "
        "nothing measured; calibrate: measure again",

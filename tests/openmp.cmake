@@ -28,18 +28,24 @@ if(CMAKE_SYSTEM_PROCESSOR MATCHES "x86_64|AMD64|amd64")
 endif()
 
 # The register_blocked tier with a cache blocking that is no multiple of any tile (every block
-# edge is a partial tile, k and n take several blocks) on an odd thread count (uneven row splits).
-add_test(NAME "openmp: matmul with an odd cache blocking on 3 threads" COMMAND tandem_matrix_tests --tandem-backend=openmp --test-case=matmul)
-set_tests_properties("openmp: matmul with an odd cache blocking on 3 threads" PROPERTIES LABELS openmp
-                     ENVIRONMENT "TANDEM_OPENMP_GEMM_BLOCKING=7,13,40;OMP_NUM_THREADS=3" SKIP_REGULAR_EXPRESSION "SKIPPED:")
-
-# The product of the unit test that takes the calibrated f32 blocking (whichever this CPU's
+# edge is a partial tile, k and n take several blocks) on an odd thread count (uneven row splits),
+# with each packed panel kept in L1 in turn (the two loop orders a calibration may choose).
+# And the product of the unit test that takes the calibrated f32 blocking (whichever this CPU's
 # calibration picks), forced here to the deepest candidate (k blocks of 1024), which a CPU with a
 # large L2 may not pick.
-add_test(NAME "openmp: a large f32 matmul in k blocks of 1024"
-         COMMAND tandem_unit_tests "--test-case=f32 matmul large enough for the calibrated*")
-set_tests_properties("openmp: a large f32 matmul in k blocks of 1024" PROPERTIES LABELS openmp
-                     ENVIRONMENT "TANDEM_OPENMP_GEMM_BLOCKING=120,1024,3072" SKIP_REGULAR_EXPRESSION "SKIPPED:")
+foreach(panel a b)
+  string(TOUPPER ${panel} panel_name)
+  add_test(NAME "openmp: matmul with an odd cache blocking on 3 threads, ${panel_name} panels in L1"
+           COMMAND tandem_matrix_tests --tandem-backend=openmp --test-case=matmul)
+  set_tests_properties("openmp: matmul with an odd cache blocking on 3 threads, ${panel_name} panels in L1" PROPERTIES
+                       LABELS openmp SKIP_REGULAR_EXPRESSION "SKIPPED:"
+                       ENVIRONMENT "TANDEM_OPENMP_GEMM_BLOCKING=7,13,40;TANDEM_OPENMP_GEMM_L1=${panel};OMP_NUM_THREADS=3")
+  add_test(NAME "openmp: a large f32 matmul in k blocks of 1024, ${panel_name} panels in L1"
+           COMMAND tandem_unit_tests "--test-case=f32 matmul large enough for the calibrated*")
+  set_tests_properties("openmp: a large f32 matmul in k blocks of 1024, ${panel_name} panels in L1" PROPERTIES
+                       LABELS openmp SKIP_REGULAR_EXPRESSION "SKIPPED:"
+                       ENVIRONMENT "TANDEM_OPENMP_GEMM_BLOCKING=120,1024,3072;TANDEM_OPENMP_GEMM_L1=${panel}")
+endforeach()
 
 # The openmp scan's threads wait only for the sums they need, with no barrier (PhaseCounter in
 # scan.inl): on 5 threads, more than a CI machine may have cores, they drift a phase apart and
@@ -110,7 +116,7 @@ if(TANDEM_ENABLE_OPENMP_ON)
            COMMAND tandem_nested_tuning_program ${CMAKE_CURRENT_BINARY_DIR}/nested-tuning-cache)
   set_tests_properties("openmp: tuning first needed inside a parallel region is the table's" PROPERTIES LABELS openmp
     ENVIRONMENT "TANDEM_OPENMP_STREAM_FROM=0"
-    PASS_REGULAR_EXPRESSION "stores chosen by: table \\([^)]*\\); not measured: first needed inside a parallel region.*gemm blocking f32: mc [0-9]+, kc [0-9]+, nc [0-9]+ \\(table: [a-z0-9]+; not measured: first needed inside a parallel region\\).*cache files: 0\nresults: right")
+    PASS_REGULAR_EXPRESSION "stores chosen by: table \\([^)]*\\); not measured: first needed inside a parallel region.*gemm blocking f32: mc [0-9]+, kc [0-9]+, nc [0-9]+, [AB] panels in L1 \\(table: [a-z0-9]+; not measured: first needed inside a parallel region\\).*cache files: 0\nresults: right")
 endif()
 
 # The openmp store tuning: measured and cached on first use, read back after, a table on request,
@@ -118,10 +124,12 @@ endif()
 if(TANDEM_ENABLE_OPENMP_ON)
   set(tuning_cache "${CMAKE_CURRENT_BINARY_DIR}/tuning-cache-test")
   set(tuning_steps
-      "calibrated, then cached|TANDEM_TUNING=calibrate|0|stores chosen by: calibrated now \\([0-9.]+ s, 3 x [0-9]+ MiB in windows of [0-9]+ MiB\\). cached in ${tuning_cache}/openmp-stores-.*gemm blocking f32: mc [0-9]+, kc [0-9]+, nc [0-9]+ \\(calibrated now \\([0-9.]+ s\\). cached in ${tuning_cache}/openmp-gemm-"
-      "read back from the cache|TANDEM_TUNING=auto|0|stores chosen by: cached in ${tuning_cache}/openmp-stores-.*scan prefetch: [0-9a-z ]+ .*scan prefetch measured: l1:2048 [0-9.]+, .*off [0-9.]+ GB/s.*reduction prefetch: [0-9a-zA-Z ()]+.*reduction prefetch measured: l2:2048 [0-9.]+, off [0-9.]+, .*GB/s.*gemm blocking f32: mc [0-9]+, kc [0-9]+, nc [0-9]+ \\(cached in ${tuning_cache}/openmp-gemm-.*gemm blocking measured: [0-9]+,[0-9]+,[0-9]+ [0-9.]+[, 0-9.]* GFLOP/s"
-      "from the table on request|TANDEM_TUNING=table|0|stores chosen by: table \\(.*gemm blocking f32: mc [0-9]+, kc [0-9]+, nc [0-9]+ \\(table: [a-z0-9]+\\)"
-      "gemm blocking forced|TANDEM_OPENMP_GEMM_BLOCKING=96,512,2048|0|gemm blocking f32: mc 96, kc 512, nc 2048 \\(TANDEM_OPENMP_GEMM_BLOCKING\\)"
+      "calibrated, then cached|TANDEM_TUNING=calibrate|0|stores chosen by: calibrated now \\([0-9.]+ s, 3 x [0-9]+ MiB in windows of [0-9]+ MiB\\). cached in ${tuning_cache}/openmp-stores-.*gemm blocking f32: mc [0-9]+, kc [0-9]+, nc [0-9]+, [AB] panels in L1 \\(calibrated now \\([0-9.]+ s\\). cached in ${tuning_cache}/openmp-gemm-"
+      "read back from the cache|TANDEM_TUNING=auto|0|stores chosen by: cached in ${tuning_cache}/openmp-stores-.*scan prefetch: [0-9a-z ]+ .*scan prefetch measured: l1:2048 [0-9.]+, .*off [0-9.]+ GB/s.*reduction prefetch: [0-9a-zA-Z ()]+.*reduction prefetch measured: l2:2048 [0-9.]+, off [0-9.]+, .*GB/s.*gemm blocking f32: mc [0-9]+, kc [0-9]+, nc [0-9]+, [AB] panels in L1 \\(cached in ${tuning_cache}/openmp-gemm-.*gemm blocking measured: [0-9]+,[0-9]+,[0-9]+ [0-9.]+, [0-9]+,[0-9]+,[0-9]+,A [0-9.]+[, 0-9.A]* GFLOP/s"
+      "from the table on request|TANDEM_TUNING=table|0|stores chosen by: table \\(.*gemm blocking f32: mc [0-9]+, kc [0-9]+, nc [0-9]+, [AB] panels in L1 \\(table: [a-z0-9]+\\)"
+      "gemm blocking forced|TANDEM_OPENMP_GEMM_BLOCKING=96,512,2048|0|gemm blocking f32: mc 96, kc 512, nc 2048, B panels in L1 \\(TANDEM_OPENMP_GEMM_BLOCKING\\)"
+      "gemm panel in L1 forced|TANDEM_OPENMP_GEMM_L1=a|0|gemm blocking f32: mc [0-9]+, kc [0-9]+, nc [0-9]+, A panels in L1 \\(cached in ${tuning_cache}/openmp-gemm-[^;]*. the panel in L1 from TANDEM_OPENMP_GEMM_L1\\)"
+      "refused: gemm panel c in L1|TANDEM_OPENMP_GEMM_L1=c|2|TANDEM_OPENMP_GEMM_L1='c' is not one of a or b"
       "forced through the environment|TANDEM_OPENMP_STORES=plain|0|stores: plain, .*chosen by: cached in .*. stores from TANDEM_OPENMP_STORES"
       "refused: 3 runs|TANDEM_OPENMP_STORE_RUNS=3|2|TANDEM_OPENMP_STORE_RUNS='3'.*1, 2 or 4"
       "scan prefetch forced|TANDEM_OPENMP_SCAN_PREFETCH=l2:8192|0|scan prefetch: 8192 bytes ahead into L2"

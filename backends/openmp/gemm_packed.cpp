@@ -2,8 +2,10 @@
 //   for jc (nc columns of C):            the packed B block (kc, nc) stays in L3
 //     for pc (kc of the k dimension):
 //       pack op(B)[pc.., jc..] into NR-wide panels, and op(A)[.., pc..] into MR-high panels
-//       for each (mc-row block, NR panel) pair:  the A block (mc, kc) stays in L2
-//         for each MR panel: micro-kernel on an (MR, NR) tile held in registers
+//       for each mc-row block:                the A block (mc, kc) stays in L2
+//         for each (MR panel, NR panel) pair:  micro-kernel on an (MR, NR) tile held in registers,
+//           NR panels outer (each B panel stays in L1) or MR panels outer (each A panel does),
+//           as Blocking::a_in_l1 says
 // Packing converts f16/bf16 (and does the transposes), so the micro-kernel only ever sees
 // contiguous f32 or f64 panels. Full tiles go straight to C; edge tiles go through a local tile.
 #include <omp.h>
@@ -41,17 +43,30 @@ std::optional<Blocking> forced_blocking() {
   return forced;
 }
 
+// TANDEM_OPENMP_GEMM_L1=a|b: which packed panel stays in L1 (Blocking::a_in_l1) in every product,
+// whatever the blocking's source.
+std::optional<bool> forced_a_in_l1() {
+  static const std::optional<bool> forced = []() -> std::optional<bool> {
+    if (!env::text("TANDEM_OPENMP_GEMM_L1")) return std::nullopt;
+    return env::choice("TANDEM_OPENMP_GEMM_L1", {"a", "b"}, "b") == "a";
+  }();
+  return forced;
+}
+
 // The blocking of an (m, n, k) product: products of kTunedFrom multiply-adds or more take the
 // f32 tuning, measured on the first of them (where it pays: below, the blocks barely fill the
 // caches, and the first small product should not wait for a calibration).
 constexpr std::int64_t kTunedFrom = std::int64_t(1) << 27;  // 512^3
 template <class T>
 Blocking blocking(const MicroKernel<T>& uk, std::int64_t m, std::int64_t n, std::int64_t k) {
-  if (const auto forced = forced_blocking()) return *forced;
-  if constexpr (std::is_same_v<T, float>) {
-    if (m * n * k >= kTunedFrom) return gemm_tuning().blocking;
+  Blocking b = table_blocking(uk.isa, std::is_same_v<T, float>);
+  if (const auto forced = forced_blocking()) {
+    b = *forced;
+  } else if constexpr (std::is_same_v<T, float>) {
+    if (m * n * k >= kTunedFrom) b = gemm_tuning().blocking;
   }
-  return table_blocking(uk.isa, std::is_same_v<T, float>);
+  if (const auto a_in_l1 = forced_a_in_l1()) b.a_in_l1 = *a_in_l1;
+  return b;
 }
 
 // Packing memory kept by each thread between calls, grown as needed: allocated afresh, the 3 MB
@@ -285,12 +300,20 @@ void gemm_by_rows(const GemmArgs& g, const MicroKernel<T>& uk, const Blocking& b
           const std::int64_t mb = std::min(g.m, m_panels * (block + 1) / m_blocks * mr) - i0;
           if (mb <= 0) continue;
           pack_a(g, a, i0, mb, pc, kb, mr, apack.data);
-          for (std::int64_t jp = 0; jp < n_panels; ++jp) {
-            const std::int64_t col = jc + jp * nr, cols = std::min<std::int64_t>(nr, nb - jp * nr);
-            for (std::int64_t ip = 0; ip * mr < mb; ++ip) {
-              const std::int64_t row = i0 + ip * mr;
-              tile(uk, kb, apack.data + ip * kb * mr, bp + jp * kb * nr, alpha, c + row * g.ldc + col, g.ldc,
-                   std::min<std::int64_t>(mr, mb - ip * mr), cols, edge, overwrite && pc == 0);
+          auto one_tile = [&](std::int64_t ip, std::int64_t jp) {
+            const std::int64_t row = i0 + ip * mr, col = jc + jp * nr;
+            tile(uk, kb, apack.data + ip * kb * mr, bp + jp * kb * nr, alpha, c + row * g.ldc + col, g.ldc,
+                 std::min<std::int64_t>(mr, mb - ip * mr), std::min<std::int64_t>(nr, nb - jp * nr), edge,
+                 overwrite && pc == 0);
+          };
+          const std::int64_t m_panels_here = (mb + mr - 1) / mr;
+          if (blk.a_in_l1) {
+            for (std::int64_t ip = 0; ip < m_panels_here; ++ip) {
+              for (std::int64_t jp = 0; jp < n_panels; ++jp) one_tile(ip, jp);
+            }
+          } else {
+            for (std::int64_t jp = 0; jp < n_panels; ++jp) {
+              for (std::int64_t ip = 0; ip < m_panels_here; ++ip) one_tile(ip, jp);
             }
           }
         }
@@ -355,7 +378,7 @@ void gemm_shared(const GemmArgs& g, const MicroKernel<T>& uk, const Blocking& bl
 template <class TA, class T>
 void gemm_packed(const GemmArgs& g, const MicroKernel<T>& uk, const Blocking& given, bool overwrite) {
   const Blocking blk{std::max<std::int64_t>(given.mc / uk.mr, 1) * uk.mr, given.kc,
-                     std::max<std::int64_t>(given.nc / uk.nr, 1) * uk.nr};
+                     std::max<std::int64_t>(given.nc / uk.nr, 1) * uk.nr, given.a_in_l1};
   const bool parallel = g.m * g.n * g.k >= (1 << 18);
   const std::int64_t threads = parallel ? omp_get_max_threads() : 1;
   if ((g.m + uk.mr - 1) / uk.mr >= 2 * threads) {
@@ -380,18 +403,28 @@ Blocking table_blocking(std::string_view isa, bool f32) {
 
 namespace {
 std::string blocking_text(const Blocking& b) {
-  return "mc " + std::to_string(b.mc) + ", kc " + std::to_string(b.kc) + ", nc " + std::to_string(b.nc);
+  return "mc " + std::to_string(b.mc) + ", kc " + std::to_string(b.kc) + ", nc " + std::to_string(b.nc) +
+         (b.a_in_l1 ? ", A panels in L1" : ", B panels in L1");
 }
 }  // namespace
 
 bool gemm_blocking_forced() { return forced_blocking().has_value(); }
 
 std::string gemm_blocking_text() {
-  if (const auto forced = forced_blocking()) return blocking_text(*forced) + " (TANDEM_OPENMP_GEMM_BLOCKING)";
-  const Blocking table = table_blocking(pick<float>().isa, true);
+  const auto a_in_l1 = forced_a_in_l1();
+  auto with_order = [&](Blocking b) {
+    if (a_in_l1) b.a_in_l1 = *a_in_l1;
+    return b;
+  };
+  const std::string order_note = a_in_l1 ? "; the panel in L1 from TANDEM_OPENMP_GEMM_L1" : "";
+  if (const auto forced = forced_blocking()) {
+    return blocking_text(with_order(*forced)) + " (TANDEM_OPENMP_GEMM_BLOCKING" + order_note + ")";
+  }
+  const Blocking table = with_order(table_blocking(pick<float>().isa, true));
   const GemmTuning& t = gemm_tuning();
-  std::string text = blocking_text(t.blocking) + " (" + t.source + ")";
-  if (t.blocking.mc != table.mc || t.blocking.kc != table.kc || t.blocking.nc != table.nc) {
+  const Blocking tuned = with_order(t.blocking);
+  std::string text = blocking_text(tuned) + " (" + t.source + order_note + ")";
+  if (tuned.mc != table.mc || tuned.kc != table.kc || tuned.nc != table.nc || tuned.a_in_l1 != table.a_in_l1) {
     text += "; products under 512^3: " + blocking_text(table) + " (table: " + pick<float>().isa + ")";
   }
   return text;
@@ -425,17 +458,28 @@ std::vector<Blocking> gemm_blocking_candidates() {
     if (mc < kMinDeepMc) continue;
     out.push_back({mc, kc, nc});
   }
-  return out;
+  // Each in both orders (Blocking::a_in_l1), the B panel in L1 first, the order the tables were
+  // tuned in. Neither wins everywhere by reasoning: A panels in L1 stream the B block from L2 or
+  // L3 at some 11 bytes a cycle, B panels in L1 stream the A block from L2 at 4 but need the
+  // (kc, nr) B panel, 16 to 128 KiB, to stay in L1.
+  std::vector<Blocking> both;
+  for (Blocking b : out) {
+    both.push_back(b);
+    b.a_in_l1 = true;
+    both.push_back(b);
+  }
+  return both;
 }
 
 std::vector<double> measure_gemm_blockings(const std::vector<Blocking>& candidates) {
-  // An (m, 1024) x (1024, 1024) product, the power-of-two k of typical products (a kc that does
-  // not divide it pays for its tail here, as there), m growing with the threads so that each has
-  // rows for two of the table's A blocks (up to 32768 rows, 128 MiB each for A and C; past 85
-  // threads of an AVX-512 CPU fewer): some 10 ms per product on two Zen 4 cores.
+  // An (m, 1024) x (1024, 2048) product, the power-of-two k of typical products (a kc that does
+  // not divide it pays for its tail here, as there), 2048 columns so that B's block is past a
+  // 2 MiB L2 as a large product's is, m growing with the threads so that each has rows for two of
+  // the table's A blocks (at least 512, up to 32768 rows, 128 MiB of A; past 85 threads of an
+  // AVX-512 CPU fewer): some 10 ms per product on two Zen 3 cores.
   const std::int64_t threads = omp_get_max_threads();
   const std::int64_t mc = table_blocking(pick<float>().isa, true).mc;
-  const std::int64_t m = std::clamp<std::int64_t>(2 * mc * threads, 1024, 32768), n = 1024, k = 1024;
+  const std::int64_t m = std::clamp<std::int64_t>(2 * mc * threads, 512, 32768), n = 2048, k = 1024;
   std::unique_ptr<float[]> a(new (std::nothrow) float[m * k]), b(new (std::nothrow) float[k * n]),
       c(new (std::nothrow) float[m * n]);
   if (!a || !b || !c) return {};
@@ -454,10 +498,10 @@ std::vector<double> measure_gemm_blockings(const std::vector<Blocking>& candidat
   g.ldc = n;
   g.alpha = 1.0;
   const MicroKernel<float>& uk = pick<float>();
-  // As many rounds as candidates: each runs once in every place of a round.
-  const std::vector<double> seconds =
-      fastest_in_rotating_rounds(candidates.size(), static_cast<int>(candidates.size()),
-                                 [&](std::size_t v) { gemm_packed<float, float>(g, uk, candidates[v], true); });
+  // Two rounds: with both orders there are up to eight candidates (as many rounds as candidates
+  // took 0.19 s with three on the Zen 3 VM, three rounds of six 0.48-0.53 s).
+  const std::vector<double> seconds = fastest_in_rotating_rounds(
+      candidates.size(), 2, [&](std::size_t v) { gemm_packed<float, float>(g, uk, candidates[v], true); });
   std::vector<double> gflops;
   for (const double s : seconds) gflops.push_back(s > 0 ? 2.0 * double(m) * double(n) * double(k) / s / 1e9 : 0.0);
   return gflops;

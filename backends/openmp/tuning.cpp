@@ -283,8 +283,9 @@ std::map<std::string, std::string> gemm_cache_key() {
   return key;
 }
 
+// "120,512,3072" with the B panel in L1, "120,512,3072,A" with the A panel.
 std::string blocking_key(const Blocking& b) {
-  return std::to_string(b.mc) + "," + std::to_string(b.kc) + "," + std::to_string(b.nc);
+  return std::to_string(b.mc) + "," + std::to_string(b.kc) + "," + std::to_string(b.nc) + (b.a_in_l1 ? ",A" : "");
 }
 
 std::optional<std::int64_t> block_size(const std::string& text) {
@@ -307,13 +308,17 @@ bool read_gemm_cache(const fs::path& file, GemmTuning& t) {
   auto values = *entry;
   const auto mc = block_size(values["mc"]), kc = block_size(values["kc"]), nc = block_size(values["nc"]);
   if (!mc || !kc || !nc) return false;
+  // (A file from before the order was measured has no such line: measured again.)
+  if (values["l1_panel"] != "a" && values["l1_panel"] != "b") return false;
+  const bool a_in_l1 = values["l1_panel"] == "a";
   // Only a blocking this build would have chosen: an edited or stale file is measured again.
   const std::vector<Blocking> candidates = gemm_blocking_candidates();
-  if (std::none_of(candidates.begin(), candidates.end(),
-                   [&](const Blocking& b) { return b.mc == *mc && b.kc == *kc && b.nc == *nc; })) {
+  if (std::none_of(candidates.begin(), candidates.end(), [&](const Blocking& b) {
+        return b.mc == *mc && b.kc == *kc && b.nc == *nc && b.a_in_l1 == a_in_l1;
+      })) {
     return false;
   }
-  t.blocking = {*mc, *kc, *nc};
+  t.blocking = {*mc, *kc, *nc, a_in_l1};
   t.measured = values["measured"];
   t.source = "cached in " + file.string();
   return true;
@@ -359,6 +364,7 @@ GemmTuning resolve_gemm() {
                                                      {{"mc", std::to_string(t.blocking.mc)},
                                                       {"kc", std::to_string(t.blocking.kc)},
                                                       {"nc", std::to_string(t.blocking.nc)},
+                                                      {"l1_panel", t.blocking.a_in_l1 ? "a" : "b"},
                                                       {"measured", t.measured}}));
     }
   }
