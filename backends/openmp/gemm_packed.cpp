@@ -5,7 +5,7 @@
 //       for each mc-row block:                the A block (mc, kc) stays in L2
 //         for each (MR panel, NR panel) pair:  micro-kernel on an (MR, NR) tile held in registers,
 //           NR panels outer (each B panel stays in L1) or MR panels outer (each A panel does),
-//           as Blocking::a_in_l1 says
+//           as Blocking::a_in_l1 says (products of few rows, gemm_shared: NR panels outer)
 // Packing converts f16/bf16 (and does the transposes), so the micro-kernel only ever sees
 // contiguous f32 or f64 panels. Full tiles go straight to C; edge tiles go through a local tile.
 #include <omp.h>
@@ -43,8 +43,8 @@ std::optional<Blocking> forced_blocking() {
   return forced;
 }
 
-// TANDEM_OPENMP_GEMM_L1=a|b: which packed panel stays in L1 (Blocking::a_in_l1) in every product,
-// whatever the blocking's source.
+// TANDEM_OPENMP_GEMM_L1=a|b: which packed panel stays in L1 (Blocking::a_in_l1) in every product
+// split by rows (gemm_by_rows), whatever the blocking's source.
 std::optional<bool> forced_a_in_l1() {
   static const std::optional<bool> forced = []() -> std::optional<bool> {
     if (!env::text("TANDEM_OPENMP_GEMM_L1")) return std::nullopt;
@@ -436,8 +436,8 @@ std::vector<Blocking> gemm_blocking_candidates() {
   std::vector<Blocking> out = {table};
   // Deeper k blocks: fewer passes over C (each of its tiles is loaded and stored once per k
   // block), with the A block cut to stay within half of L2 and the B block within half of L3
-  // (the table's where sysfs does not say). nc follows from that rule; the timing below does not
-  // test it (its n is one nc block).
+  // (the table's where sysfs does not say). nc follows from that rule; the timing below hardly
+  // tests it (its n, 2048, is one nc block where nc is 2048 or more).
   const CpuTopology& cpu = cpu_topology();
   const auto l2 = static_cast<std::int64_t>(cpu.l2_bytes), l3 = static_cast<std::int64_t>(cpu.l3_bytes);
   for (const std::int64_t kc : {512, 768, 1024}) {
@@ -447,7 +447,7 @@ std::vector<Blocking> gemm_blocking_candidates() {
     const std::int64_t nc =
         l3 == 0 ? table.nc : std::clamp<std::int64_t>(l3 / 2 / (kc * 4) / uk.nr * uk.nr, uk.nr, table.nc);
     // Not at the cost of an A block under kMinDeepMc rows: B's panel streams from L3 once per A
-    // block, so a smaller one multiplies that traffic, which the (m, 1024) x (1024, 1024) timing
+    // block, so a smaller one multiplies that traffic, which the calibration's (m, 1024) x (1024, n) timing
     // below does not see and larger products pay for. On the Zen 3 VM (512 KiB L2: mc 60 at kc
     // 1024) the calibration chose mc 60 in 7 of 21 runs; against OpenBLAS sgemm 2048^3 averaged
     // 95.5% in those and 102% in the others, 4096^3 94% and 99% (medians), every miss of 90% at
@@ -476,7 +476,7 @@ std::vector<double> measure_gemm_blockings(const std::vector<Blocking>& candidat
   // not divide it pays for its tail here, as there), 2048 columns so that B's block is past a
   // 2 MiB L2 as a large product's is, m growing with the threads so that each has rows for two of
   // the table's A blocks (at least 512, up to 32768 rows, 128 MiB of A; past 85 threads of an
-  // AVX-512 CPU fewer): some 10 ms per product on two Zen 3 cores.
+  // AVX-512 CPU fewer): some 16-18 ms per product on two Zen 3 cores.
   const std::int64_t threads = omp_get_max_threads();
   const std::int64_t mc = table_blocking(pick<float>().isa, true).mc;
   const std::int64_t m = std::clamp<std::int64_t>(2 * mc * threads, 512, 32768), n = 2048, k = 1024;

@@ -88,19 +88,28 @@ const CpuKernels& cpu_kernels() {
   return chosen;
 }
 
-CalibrationArrays::CalibrationArrays(std::size_t bytes, std::size_t window_bytes)
-    : window(std::min(window_bytes, bytes) / sizeof(float) / 64 * 64) {
+CalibrationArrays::CalibrationArrays(std::size_t bytes, std::size_t window_bytes) {
+  // The whole number of windows nearest bytes / window_bytes (at least one), so that the arrays
+  // stay within a window's rounding of `bytes`.
+  const std::size_t windows =
+      std::max<std::size_t>(1, (bytes + window_bytes / 2) / std::max<std::size_t>(window_bytes, 1));
+  window = bytes / windows / sizeof(float) / 64 * 64;
   if (window < kParallelThreshold) return;
-  n = (bytes / sizeof(float) + window - 1) / window * window;
+  n = windows * window;
   a = static_cast<float*>(std::aligned_alloc(64, n * sizeof(float)));
   b = static_cast<float*>(std::aligned_alloc(64, n * sizeof(float)));
   c = static_cast<float*>(std::aligned_alloc(64, n * sizeof(float)));
   if (!ok()) return;
-#pragma omp parallel for schedule(static)
-  for (std::size_t i = 0; i < n; ++i) {
-    a[i] = 0;
-    b[i] = float(i & 255);
-    c[i] = float(i & 127);
+    // Window by window, each split among the threads as the runs split it (on a machine with
+    // several memory nodes, each thread's part of every window is then on its own node).
+#pragma omp parallel
+  for (std::size_t w = 0; w < windows; ++w) {
+#pragma omp for schedule(static)
+    for (std::size_t i = w * window; i < (w + 1) * window; ++i) {
+      a[i] = 0;
+      b[i] = float(i & 255);
+      c[i] = float(i & 127);
+    }
   }
 }
 

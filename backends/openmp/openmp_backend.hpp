@@ -91,7 +91,7 @@ class OpenMPBackend : public host::HostBackend {
 // How outputs past the last-level cache are written, chosen per CPU (tuning.cpp): on an Intel
 // Xeon four interleaved streaming-store runs per thread were fastest, on an AMD EPYC they moved a
 // third of what one run did. Measured by a calibration on first use (with the scan's and the
-// sums' prefetch, 0.42-0.52 s on the 2-vCPU Zen 3 VM) and cached per CPU model, thread count and
+// sums' prefetch, 0.39-0.52 s on the 2-vCPU Zen 3 VM) and cached per CPU model, thread count and
 // tandem version; TANDEM_TUNING=table skips it, TANDEM_OPENMP_STORES (streaming, plain) and
 // TANDEM_OPENMP_STORE_RUNS (1, 2, 4) force the choices (both forced: nothing is measured or read
 // from the cache, and the prefetches are the tables'), TANDEM_OPENMP_STREAM_FROM the output size
@@ -111,7 +111,7 @@ const StoreTuning& store_tuning();
 
 // The calibrations' timing (the stores here, the gemm blocking): every time of `rounds` runs of
 // each of `count` variants (run(v) runs variant v), in seconds, per variant. One untimed run of
-// each (the first also writes the output first; one untimed run in all saved a quarter of the store
+// each (one untimed run in all saved a quarter of the store
 // calibration on the Zen 3 VM, but with it GCC 12's LeakSanitizer crashed at the exit of a
 // process that had calibrated the stores alone, reading a dynamic TLS block's bounds as 0xe58
 // and 16 GiB, in every run), then rounds that take the variants in turn, each round starting one
@@ -154,17 +154,17 @@ std::vector<double> median_in_rotating_rounds(std::size_t count, int rounds, Run
   return median;
 }
 
-// The calibration's three arrays of n floats, written first by the threads that use each part, as
-// the kernels' own buffers are (a 0, b i & 255, c i & 127). One set for the store, scan and sum
-// calibrations: each allocating its own spent about a quarter of the calibration in first touches
-// (45 ms per 64 MiB on the Zen 3 VM, against 13 for a pass over them). A timed run covers one
-// window of them, the next run the next window, round the arrays: a run costs the same whatever
-// the size of the last-level cache (full passes over arrays of twice a 105 MiB cache took the
-// calibration to 2.2 s on the Zen 3 VM), while what a run reads was last touched all the arrays
-// ago, as with full passes, so it comes from memory.
+// The calibration's three arrays of n floats, written first window by window by the threads
+// that use each part of it, as the kernels' own buffers are (a 0, b i & 255, c i & 127). One set for the store, scan
+// and sum calibrations: each allocating its own spent about a quarter of the calibration in first touches (45 ms per 64
+// MiB on the Zen 3 VM, against 13 for a pass over them). A timed run covers one window of them, the next run the next
+// window, round the arrays: a run costs the same whatever the size of the last-level cache (full passes over arrays of
+// twice a 105 MiB cache took the calibration to 2.2 s on the Zen 3 VM), while what a run reads was last touched all the
+// arrays ago, as with full passes, so it comes from memory.
 class CalibrationArrays {
  public:
-  // Arrays of at least `bytes` each, in windows of `window_bytes` (at most the arrays).
+  // Arrays of about `bytes` each (a whole number of windows, at least one), in windows of about
+  // `window_bytes`.
   CalibrationArrays(std::size_t bytes, std::size_t window_bytes);
   CalibrationArrays(const CalibrationArrays&) = delete;
   CalibrationArrays& operator=(const CalibrationArrays&) = delete;
@@ -208,19 +208,19 @@ StoreTuning choose_store_tuning(const std::vector<StoreVariant>& measured);
 // The register_blocked tier's cache blocking for large products with f32 compute (f32, f16 and
 // bf16 inputs), chosen per CPU like the stores (tuning.cpp): a calibration, on the first such
 // product of 512^3 multiply-adds or more or on the first properties() call (tandem info), times
-// the micro-kernel's table blocking against deeper k blocks (gemm_blocking_candidates) and keeps
-// the first, in that order, within 3% of the fastest; cached beside the store tuning (a cached blocking that
-// is not one of this build's candidates is measured again). TANDEM_TUNING=table skips it,
-// TANDEM_OPENMP_GEMM_BLOCKING forces a blocking for every product. f64 keeps its table.
+// the micro-kernel's table blocking against deeper k blocks, each in both loop orders
+// (Blocking::a_in_l1; gemm_blocking_candidates) and keeps the first, in that order, within 3% of
+// the fastest; cached beside the store tuning (a cached blocking that is not one of this build's
+// candidates is measured again). TANDEM_TUNING=table skips it, TANDEM_OPENMP_GEMM_BLOCKING forces a
+// blocking for every product, TANDEM_OPENMP_GEMM_L1 the loop order. f64 keeps its table.
 struct GemmTuning {
   Blocking blocking{};
   std::string source;    // "calibrated now (...)", "cached in FILE", "table: avx512"
   std::string measured;  // each candidate's GFLOP/s when calibrated, else ""
 };
 const GemmTuning& gemm_tuning();
-// The candidates (the first is the table's) and each one's GFLOP/s, the best of as many products
-// of each as there are candidates, taken in turn (empty: the calibration's matrices could not be
-// allocated).
+// The candidates (the first is the table's) and each one's GFLOP/s, the best of two products of
+// each, taken in turn (empty: the calibration's matrices could not be allocated).
 std::vector<Blocking> gemm_blocking_candidates();
 std::vector<double> measure_gemm_blockings(const std::vector<Blocking>& candidates);
 // Whether TANDEM_OPENMP_GEMM_BLOCKING forces the blocking (read once, as the products read it).
