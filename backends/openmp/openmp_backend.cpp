@@ -100,15 +100,17 @@ CalibrationArrays::CalibrationArrays(std::size_t bytes, std::size_t window_bytes
   b = static_cast<float*>(std::aligned_alloc(64, n * sizeof(float)));
   c = static_cast<float*>(std::aligned_alloc(64, n * sizeof(float)));
   if (!ok()) return;
+#pragma omp parallel
+  {
     // Window by window, each split among the threads as the runs split it (on a machine with
     // several memory nodes, each thread's part of every window is then on its own node).
-#pragma omp parallel
-  for (std::size_t w = 0; w < windows; ++w) {
+    for (std::size_t w = 0; w < windows; ++w) {
 #pragma omp for schedule(static)
-    for (std::size_t i = w * window; i < (w + 1) * window; ++i) {
-      a[i] = 0;
-      b[i] = float(i & 255);
-      c[i] = float(i & 127);
+      for (std::size_t i = w * window; i < (w + 1) * window; ++i) {
+        a[i] = 0;
+        b[i] = float(i & 255);
+        c[i] = float(i & 127);
+      }
     }
   }
 }
