@@ -164,4 +164,9 @@ if(TANDEM_ENABLE_OPENMP_ON)
                    -P ${CMAKE_CURRENT_SOURCE_DIR}/cmake/gemm_cache_edited.cmake)
   set_tests_properties("cli: openmp tuning an edited gemm cache entry is measured again" PROPERTIES LABELS cli
                        RESOURCE_LOCK tuning_cache DEPENDS "${previous}")
+  add_test(NAME "cli: openmp tuning each ISA's kernels have a store cache entry of their own"
+           COMMAND ${CMAKE_COMMAND} -DTANDEM=$<TARGET_FILE:tandem_cli> -DDIR=${tuning_cache}
+                   -P ${CMAKE_CURRENT_SOURCE_DIR}/cmake/stores_cache_per_isa.cmake)
+  set_tests_properties("cli: openmp tuning each ISA's kernels have a store cache entry of their own" PROPERTIES
+                       LABELS cli RESOURCE_LOCK tuning_cache DEPENDS "${previous}" SKIP_REGULAR_EXPRESSION "SKIPPED:")
 endif()

@@ -3,7 +3,8 @@
 // from the environment, a cache file of an earlier calibration, a calibration now, or a table
 // (by CPU vendor; by micro-kernel for the blocking), in that order. The cache is a few
 // "key value" lines per file in TANDEM_CACHE_DIR (else $XDG_CACHE_HOME/tandem, else
-// ~/.cache/tandem), keyed by CPU model, thread count and tandem version (and micro-kernel);
+// ~/.cache/tandem), keyed by CPU model, thread count and tandem version (and the ISA of the
+// kernels measured: the elementwise kernels' for the stores, the micro-kernel's for the blocking);
 // deleting it, or TANDEM_TUNING=calibrate, measures again.
 #include <omp.h>
 #include <unistd.h>
@@ -20,6 +21,7 @@
 #include <string>
 
 #include "../host/cpu_info.hpp"
+#include "kernels.hpp"
 #include "openmp_backend.hpp"
 #include "tandem/environment.hpp"
 #include "tandem/topology.hpp"
@@ -75,6 +77,16 @@ std::map<std::string, std::string> cache_key() {
           {"threads", std::to_string(omp_get_max_threads())},
           {"version", version_string},
           {"calibration", "rotating-rounds"}};
+}
+
+// A store entry is also the elementwise kernels' ISA: its choices were timed in their code (on
+// the Zen 3 VM four interleaved streaming runs per thread moved 10.9-11.7 GB/s with the generic
+// kernels' 16-byte stores and 13.6-14.2 with AVX2's 32-byte ones), and TANDEM_CPU_ISA=avx2 on an
+// AVX-512 CPU, whose 64-byte stores write whole lines, must not take the AVX-512 kernels' entry.
+std::map<std::string, std::string> store_cache_key() {
+  auto key = cache_key();
+  key["kernels"] = cpu_kernels().isa;
+  return key;
 }
 
 // One file per kind of tuning and machine: openmp-KIND-HASH.txt, HASH of the key it was made for.
@@ -163,7 +175,7 @@ std::string write_entry(const fs::path& file, const std::string& what, const std
 
 // The cached store tuning, when the file is there, is this machine's and reads cleanly.
 bool read_cache(const fs::path& file, StoreTuning& t) {
-  const auto entry = read_entry(file, cache_key());
+  const auto entry = read_entry(file, store_cache_key());
   if (!entry) return false;
   auto values = *entry;
   if (values["stream"] != "0" && values["stream"] != "1") return false;
@@ -182,7 +194,7 @@ bool read_cache(const fs::path& file, StoreTuning& t) {
 }
 
 std::string write_cache(const fs::path& file, const StoreTuning& t) {
-  return write_entry(file, "store tuning", cache_key(),
+  return write_entry(file, "store tuning", store_cache_key(),
                      {{"stream", t.stream ? "1" : "0"},
                       {"runs", std::to_string(t.runs)},
                       {"update_runs", std::to_string(t.update_runs)},
@@ -249,7 +261,7 @@ StoreTuning resolve() {
     t = from_table();
     t.source += kNestedNote;
   } else {
-    const fs::path file = cache_file("stores", cache_key());
+    const fs::path file = cache_file("stores", store_cache_key());
     if (mode == "calibrate" || file.empty() || !read_cache(file, t)) {
       t = calibrate();
       if (!t.measured.empty()) t.source += "; " + (file.empty() ? "not cached: no HOME" : write_cache(file, t));
