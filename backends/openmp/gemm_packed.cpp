@@ -484,16 +484,29 @@ std::vector<double> measure_gemm_blockings(const std::vector<Blocking>& candidat
   std::unique_ptr<float[]> a(new (std::nothrow) float[m * k]), b(new (std::nothrow) float[k * n]),
       c(new (std::nothrow) float[m * n]);
   if (!a || !b || !c) return {};
-  std::fill(c.get(), c.get() + m * n, 0.0f);
-  for (std::int64_t i = 0; i < m * k; ++i) a[i] = float(i % 13) * 0.1f - 0.6f;
-  for (std::int64_t i = 0; i < k * n; ++i) b[i] = float(i % 11) * 0.1f - 0.5f;
+  // Written by all the threads, each a contiguous share of the rows (the product hands its row
+  // blocks out in order): at 64 threads one thread would first touch 188 MiB alone (0.16 s on
+  // the Zen 3 VM, 0.10 s on its two cores), and put every page on its own memory node.
+  float* const pa = a.get();
+  float* const pb = b.get();
+  float* const pc = c.get();
+#pragma omp parallel
+  {
+#pragma omp for schedule(static) nowait
+    for (std::int64_t i = 0; i < m; ++i) {
+      for (std::int64_t j = i * k; j < (i + 1) * k; ++j) pa[j] = float(j % 13) * 0.1f - 0.6f;
+      std::fill(pc + i * n, pc + (i + 1) * n, 0.0f);
+    }
+#pragma omp for schedule(static)
+    for (std::int64_t i = 0; i < k * n; ++i) pb[i] = float(i % 11) * 0.1f - 0.5f;
+  }
   GemmArgs g{};
   g.m = m;
   g.n = n;
   g.k = k;
-  g.a = a.get();
-  g.b = b.get();
-  g.c = c.get();
+  g.a = pa;
+  g.b = pb;
+  g.c = pc;
   g.lda = k;
   g.ldb = n;
   g.ldc = n;
