@@ -54,8 +54,9 @@ void check_stream_from() {
   std::uint64_t bytes = 0;
   const auto [end, ec] = std::from_chars(value->data(), value->data() + value->size(), bytes);
   if (ec != std::errc() || end != value->data() + value->size()) {
-    throw InvalidArgument("TANDEM_OPENMP_STREAM_FROM='" + *value +
-                          "': give the output size in bytes from which stores stream (e.g. 134217728), or off");
+    throw InvalidArgument(
+        "TANDEM_OPENMP_STREAM_FROM='" + *value +
+        "': give the bytes an op moves (inputs and output) from which stores stream (e.g. 134217728), or off");
   }
 }
 
@@ -68,8 +69,8 @@ const std::vector<Checked>& table() {
          env::choice("TANDEM_CPU_ISA", {"generic", "avx2", "avx512"}, "avx512");
        }},
       {"TANDEM_OPENMP_STREAM_FROM", [] { return std::string("a size in bytes, or off"); },
-       "output size from which the openmp backend writes in interleaved runs, streamed where that pays "
-       "(default: the last-level cache)",
+       "bytes an op moves (inputs and output) from which the openmp backend writes its output in interleaved "
+       "runs, streamed where that pays (default: the last-level cache)",
        check_stream_from},
       {"TANDEM_OPENMP_STORES", [] { return std::string("streaming or plain"); },
        "how the openmp backend writes large outputs (default: measured)",

@@ -1,8 +1,9 @@
 // The elementwise kernels and small matrix ops (included by kernels.inl, once per ISA): one
-// parallel, vectorisable loop each, at memory bandwidth. Outputs larger than the last-level
-// cache are written with non-temporal (streaming) stores where store_tuning() says so: they
-// cannot stay cached anyway, and a normal store first reads every line it writes
-// (write-allocate), which costs add a third more memory traffic (see map_into).
+// parallel, vectorisable loop each, at memory bandwidth. The outputs of ops that move more than
+// the last-level cache holds (inputs and output together) are written with non-temporal
+// (streaming) stores where store_tuning() says so: they cannot stay cached anyway, and a normal
+// store first reads every line it writes (write-allocate), which costs add a third more memory
+// traffic (see map_into).
 
 // out[i] = f(i) over [0, n), parallel when large. f must be a cheap, pure element function.
 template <class F>
@@ -69,16 +70,17 @@ void map_lines(std::size_t n, T* out, G g, std::int64_t runs) {
 }
 #endif
 
-// out[i] = g(i) over [0, n). Outputs of at least stream_from bytes (larger than the last-level
-// cache) go by lines in interleaved runs; `fresh` says out overlaps no input: only then may they
-// be streamed (an output that is also an input is in cache line by line as it is read), where
-// store_tuning() says streaming pays on this CPU. g(i) may read out[i] (in place) but no other
-// element of out.
+// out[i] = g(i) over [0, n), for an op that moves `arrays` arrays of n elements (its inputs and
+// output). Where those are at least stream_from bytes together (more than the last-level cache
+// holds), the output goes by lines in interleaved runs; `fresh` says out overlaps no input: only
+// then may it be streamed (an output that is also an input is in cache line by line as it is
+// read), where store_tuning() says streaming pays on this CPU. g(i) may read out[i] (in place) but
+// no other element of out.
 template <class T, class G>
-void map_into(std::size_t n, T* out, bool fresh, std::size_t stream_from, G g) {
+void map_into(std::size_t n, int arrays, T* out, bool fresh, std::size_t stream_from, G g) {
 #if defined(__SSE2__)
   if constexpr (std::is_same_v<T, float> || std::is_same_v<T, double>) {
-    if (n >= kParallelThreshold && n * sizeof(T) >= stream_from) {
+    if (n >= kParallelThreshold && std::size_t(arrays) * n * sizeof(T) >= stream_from) {
       const StoreTuning& tune = store_tuning();
       if (fresh && tune.stream) {
         map_lines<true>(n, out, g, tune.runs);
@@ -89,6 +91,7 @@ void map_into(std::size_t n, T* out, bool fresh, std::size_t stream_from, G g) {
     }
   }
 #else
+  (void)arrays;
   (void)fresh;
   (void)stream_from;
 #endif
@@ -103,13 +106,13 @@ bool overlaps(const T* a, const T* b, std::size_t n) {
 
 template <class T, class Op>
 void binary_loop(std::size_t n, const T* x, const T* y, T* out, std::size_t stream_from, Op op) {
-  map_into(n, out, !overlaps<T>(out, x, n) && !overlaps<T>(out, y, n), stream_from,
+  map_into(n, 3, out, !overlaps<T>(out, x, n) && !overlaps<T>(out, y, n), stream_from,
            [=](std::int64_t i) { return op(x[i], y[i]); });
 }
 
 template <class T, class Op>
 void unary_loop(std::size_t n, const T* x, T* out, std::size_t stream_from, Op op) {
-  map_into(n, out, !overlaps<T>(out, x, n), stream_from, [=](std::int64_t i) { return op(x[i]); });
+  map_into(n, 2, out, !overlaps<T>(out, x, n), stream_from, [=](std::int64_t i) { return op(x[i]); });
 }
 
 // On the calibration's arrays (CalibrationArrays), one window per run.
@@ -176,7 +179,7 @@ void axpy(DType t, std::size_t n, double alpha, const void* x, void* y, std::siz
     const T a = T(alpha);
     const T* xs = static_cast<const T*>(x);
     T* ys = static_cast<T*>(y);
-    map_into(n, ys, false, stream_from, [=](std::int64_t i) { return a * xs[i] + ys[i]; });
+    map_into(n, 2, ys, false, stream_from, [=](std::int64_t i) { return a * xs[i] + ys[i]; });
   });
 }
 
@@ -185,7 +188,7 @@ void scale(DType t, std::size_t n, double alpha, const void* x, void* out, std::
     const T a = T(alpha);
     const T* xs = static_cast<const T*>(x);
     T* o = static_cast<T*>(out);
-    map_into(n, o, !overlaps<T>(o, xs, n), stream_from, [=](std::int64_t i) { return a * xs[i]; });
+    map_into(n, 2, o, !overlaps<T>(o, xs, n), stream_from, [=](std::int64_t i) { return a * xs[i]; });
   });
 }
 
@@ -193,7 +196,7 @@ void fill(DType t, std::size_t n, double value, void* out, std::size_t stream_fr
   dispatch_any(t, [&]<class T>() {
     const T v = from<T>(value);
     T* o = static_cast<T*>(out);
-    map_into(n, o, true, stream_from, [=](std::int64_t) { return v; });
+    map_into(n, 1, o, true, stream_from, [=](std::int64_t) { return v; });
   });
 }
 

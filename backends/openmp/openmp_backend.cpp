@@ -57,11 +57,13 @@ DeviceProperties OpenMPBackend::properties() const {
   p.isa_features.push_back(std::string("microkernel:") + best_microkernel_f32().isa);
   p.isa_features.push_back(std::string("kernels:") + cpu_kernels().isa);
   const StoreTuning& t = store_tuning();
-  const std::string from = stream_from_bytes_ == SIZE_MAX ? std::string("never")
-                                                          : "from " + std::to_string(stream_from_bytes_ >> 20) + " MiB";
+  const std::size_t from = stream_from_bytes_;
+  const std::string when = from == SIZE_MAX    ? std::string("never (TANDEM_OPENMP_STREAM_FROM=off)")
+                           : from < (1u << 20) ? "for ops that move " + std::to_string(from) + " bytes or more"
+                                               : "for ops that move " + std::to_string(from >> 20) + " MiB or more";
   p.tuning.push_back({"stores", std::string(t.stream ? "streaming" : "plain") + ", " + std::to_string(t.runs) +
                                     " interleaved run(s) per thread (in place: " + std::to_string(t.update_runs) +
-                                    "), for outputs " + from});
+                                    "), " + when + (from == SIZE_MAX ? "" : " (inputs and output together)")});
   p.tuning.push_back({"stores chosen by", t.source});
   if (!t.measured.empty()) p.tuning.push_back({"stores measured", t.measured});
   p.tuning.push_back({"scan prefetch", prefetch_text(t.scan_prefetch)});
@@ -265,12 +267,12 @@ void OpenMPBackend::reduce(Queue q, ReduceOp op, DType t, std::size_t n, const v
 
 void OpenMPBackend::dot(Queue q, DType t, std::size_t n, const void* x, const void* y, void* result) {
   check_queue(q);
-  cpu_kernels().dot(t, n, x, y, result, reduce_prefetch(n * size_of(t)));
+  cpu_kernels().dot(t, n, x, y, result, reduce_prefetch(2 * n * size_of(t)));
 }
 
 void OpenMPBackend::mse(Queue q, DType t, std::size_t n, const void* a, const void* b, void* result) {
   check_queue(q);
-  cpu_kernels().mse(t, n, a, b, result, reduce_prefetch(n * size_of(t)));
+  cpu_kernels().mse(t, n, a, b, result, reduce_prefetch(2 * n * size_of(t)));
 }
 
 void OpenMPBackend::reduce_rows(Queue q, ReduceOp op, DType t, std::int64_t rows, std::int64_t cols, const void* x,
@@ -296,7 +298,7 @@ void OpenMPBackend::scan(Queue q, ScanKind kind, DType t, std::size_t n, const v
   check_queue(q);
   // Like the stores, the prefetch is tuned for data past the last-level cache; a smaller scan
   // takes the table's and does not wait for a calibration.
-  if (n * size_of(t) < stream_from_bytes_) {
+  if (2 * n * size_of(t) < stream_from_bytes_) {
     cpu_kernels().scan(kind, t, n, x, out, SIZE_MAX, kScanPrefetchTable);
     return;
   }

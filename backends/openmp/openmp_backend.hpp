@@ -73,13 +73,16 @@ class OpenMPBackend : public host::HostBackend {
                              std::int64_t ld_logits, const std::int32_t* labels, void* probs, std::int64_t ld_probs,
                              void* losses) override;
   void mse(Queue q, DType t, std::size_t n, const void* a, const void* b, void* result) override;
-  // Outputs of at least this many bytes are written in interleaved runs, those that overlap no
-  // input with streaming (non-temporal) stores where store_tuning() says so: the last-level
-  // cache's size, or TANDEM_OPENMP_STREAM_FROM.
+  // The outputs of ops that move at least this many bytes (inputs and output together) are
+  // written in interleaved runs, those that overlap no input with streaming (non-temporal) stores
+  // where store_tuning() says so: the last-level cache's size, or TANDEM_OPENMP_STREAM_FROM. (On
+  // the Zen 3 VM, 32 MiB of L3, streaming stores gained add 29% and 15% at 16 and 24 MiB outputs
+  // and relu 31% at 16 MiB, medians of six processes each, where the output alone had decided;
+  // at 36 MiB moved add tied, and an add followed by a sum lost 18% against plain stores.)
   std::size_t stream_from_bytes() const { return stream_from_bytes_; }
 
  private:
-  // The sums' prefetch for inputs of `bytes` each: the calibrated one (store_tuning) past
+  // The sums' prefetch for inputs of `bytes` together: the calibrated one (store_tuning) from
   // stream_from_bytes(), where the reads come from memory; the table's below, without waiting for
   // a calibration.
   ReadPrefetch reduce_prefetch(std::size_t bytes) const;
@@ -94,8 +97,8 @@ class OpenMPBackend : public host::HostBackend {
 // sums' prefetch, 0.39-0.52 s on the 2-vCPU Zen 3 VM) and cached per CPU model, thread count and
 // tandem version; TANDEM_TUNING=table skips it, TANDEM_OPENMP_STORES (streaming, plain) and
 // TANDEM_OPENMP_STORE_RUNS (1, 2, 4) force the choices (both forced: nothing is measured or read
-// from the cache, and the prefetches are the tables'), TANDEM_OPENMP_STREAM_FROM the output size
-// from which they apply (and the input size from which the prefetches do).
+// from the cache, and the prefetches are the tables'), TANDEM_OPENMP_STREAM_FROM the bytes an op
+// moves (inputs and output) from which they apply (and the sums' prefetches).
 struct StoreTuning {
   bool stream = true;   // outputs that overlap no input: streaming (non-temporal) stores
   int runs = 4;         // interleaved runs per thread for those outputs (1, 2 or 4)
