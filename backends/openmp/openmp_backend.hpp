@@ -77,8 +77,9 @@ class OpenMPBackend : public host::HostBackend {
   // written in interleaved runs, those that overlap no input with streaming (non-temporal) stores
   // where store_tuning() says so: the last-level cache's size, or TANDEM_OPENMP_STREAM_FROM. (On
   // the Zen 3 VM, 32 MiB of L3, streaming stores gained add 29% and 15% at 16 and 24 MiB outputs
-  // and relu 31% at 16 MiB, medians of six processes each, where the output alone had decided;
-  // at 36 MiB moved add tied, and an add followed by a sum lost 18% against plain stores.)
+  // and relu 31% at 16 MiB, the scan and a copy 46-63% at 16 and 24 MiB, medians of six
+  // processes each, where the output alone had decided; at 36 MiB moved add tied, and an add
+  // followed by a sum lost 18% against plain stores.)
   std::size_t stream_from_bytes() const { return stream_from_bytes_; }
 
  private:
