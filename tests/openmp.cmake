@@ -117,6 +117,20 @@ if(TANDEM_ENABLE_OPENMP_ON)
   set_tests_properties("openmp: tuning first needed inside a parallel region is the table's" PROPERTIES LABELS openmp
     ENVIRONMENT "TANDEM_OPENMP_STREAM_FROM=0"
     PASS_REGULAR_EXPRESSION "stores chosen by: table \\([^)]*\\); not measured: first needed inside a parallel region.*gemm blocking f32: mc [0-9]+, kc [0-9]+, nc [0-9]+, [AB] panels in L1 \\(table: [a-z0-9]+; not measured: first needed inside a parallel region\\).*cache files: 0\nresults: right")
+
+  # Which ops take the large-output path: by the bytes they move (distinct inputs and output), seen
+  # through the store tuning it asks for (see the program). n = 65536 floats: 3 arrays 786432 bytes.
+  add_executable(tandem_stream_threshold_program stream_threshold_program.cpp)
+  target_link_libraries(tandem_stream_threshold_program PRIVATE tandem tandem_warnings)
+  foreach(case_and_bytes "elementwise|786432" "sums|524288" "scan|524288" "copy|524288")
+    string(REPLACE "|" ";" fields "${case_and_bytes}")
+    list(GET fields 0 case)
+    list(GET fields 1 bytes)
+    add_test(NAME "openmp: ${case} take the large-output path by the bytes they move"
+             COMMAND tandem_stream_threshold_program ${CMAKE_CURRENT_BINARY_DIR}/stream-threshold-${case} ${case})
+    set_tests_properties("openmp: ${case} take the large-output path by the bytes they move" PROPERTIES
+                         LABELS openmp ENVIRONMENT "TANDEM_OPENMP_STREAM_FROM=${bytes}")
+  endforeach()
 endif()
 
 # The openmp store tuning: measured and cached on first use, read back after, a table on request,

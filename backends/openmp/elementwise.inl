@@ -70,12 +70,13 @@ void map_lines(std::size_t n, T* out, G g, std::int64_t runs) {
 }
 #endif
 
-// out[i] = g(i) over [0, n), for an op that moves `arrays` arrays of n elements (its inputs and
-// output). Where those are at least stream_from bytes together (more than the last-level cache
-// holds), the output goes by lines in interleaved runs; `fresh` says out overlaps no input: only
-// then may it be streamed (an output that is also an input is in cache line by line as it is
-// read), where store_tuning() says streaming pays on this CPU. g(i) may read out[i] (in place) but
-// no other element of out.
+// out[i] = g(i) over [0, n), for an op that moves `arrays` distinct arrays of n elements (its
+// inputs and output; an operand given twice, as out = x + x or in place, counts once: the data
+// that must fit in the cache is that much smaller). Where those are at least stream_from bytes
+// together (more than the last-level cache holds), the output goes by lines in interleaved runs;
+// `fresh` says out overlaps no input: only then may it be streamed (an output that is also an
+// input is in cache line by line as it is read), where store_tuning() says streaming pays on this
+// CPU. g(i) may read out[i] (in place) but no other element of out.
 template <class T, class G>
 void map_into(std::size_t n, int arrays, T* out, bool fresh, std::size_t stream_from, G g) {
 #if defined(__SSE2__)
@@ -104,15 +105,22 @@ bool overlaps(const T* a, const T* b, std::size_t n) {
   return a < b + n && b < a + n;
 }
 
+// How many distinct arrays of n elements an op with these operands moves (out first).
+template <class T>
+int distinct_arrays(const T* out, const T* x, const T* y = nullptr) {
+  return 1 + (x != out ? 1 : 0) + (y != nullptr && y != out && y != x ? 1 : 0);
+}
+
 template <class T, class Op>
 void binary_loop(std::size_t n, const T* x, const T* y, T* out, std::size_t stream_from, Op op) {
-  map_into(n, 3, out, !overlaps<T>(out, x, n) && !overlaps<T>(out, y, n), stream_from,
+  map_into(n, distinct_arrays<T>(out, x, y), out, !overlaps<T>(out, x, n) && !overlaps<T>(out, y, n), stream_from,
            [=](std::int64_t i) { return op(x[i], y[i]); });
 }
 
 template <class T, class Op>
 void unary_loop(std::size_t n, const T* x, T* out, std::size_t stream_from, Op op) {
-  map_into(n, 2, out, !overlaps<T>(out, x, n), stream_from, [=](std::int64_t i) { return op(x[i]); });
+  map_into(n, distinct_arrays<T>(out, x), out, !overlaps<T>(out, x, n), stream_from,
+           [=](std::int64_t i) { return op(x[i]); });
 }
 
 // On the calibration's arrays (CalibrationArrays), one window per run.
@@ -179,7 +187,7 @@ void axpy(DType t, std::size_t n, double alpha, const void* x, void* y, std::siz
     const T a = T(alpha);
     const T* xs = static_cast<const T*>(x);
     T* ys = static_cast<T*>(y);
-    map_into(n, 2, ys, false, stream_from, [=](std::int64_t i) { return a * xs[i] + ys[i]; });
+    map_into(n, distinct_arrays<T>(ys, xs), ys, false, stream_from, [=](std::int64_t i) { return a * xs[i] + ys[i]; });
   });
 }
 
@@ -188,7 +196,8 @@ void scale(DType t, std::size_t n, double alpha, const void* x, void* out, std::
     const T a = T(alpha);
     const T* xs = static_cast<const T*>(x);
     T* o = static_cast<T*>(out);
-    map_into(n, 2, o, !overlaps<T>(o, xs, n), stream_from, [=](std::int64_t i) { return a * xs[i]; });
+    map_into(n, distinct_arrays<T>(o, xs), o, !overlaps<T>(o, xs, n), stream_from,
+             [=](std::int64_t i) { return a * xs[i]; });
   });
 }
 

@@ -477,16 +477,17 @@ std::vector<double> measure_gemm_blockings(const std::vector<Blocking>& candidat
   // not divide it pays for its tail here, as there), 2048 columns so that B's block is past a
   // 2 MiB L2 as a large product's is, m growing with the threads so that each has rows for two of
   // the table's A blocks (at least 512, up to 32768 rows, 128 MiB of A; past 85 threads of an
-  // AVX-512 CPU fewer): 0.31-0.43 s for the six candidates' 18 products on two Zen 3 cores.
+  // AVX-512 CPU fewer): 0.27-0.54 s for the six candidates' 18 products on two Zen 3 cores.
   const std::int64_t threads = omp_get_max_threads();
   const std::int64_t mc = table_blocking(pick<float>().isa, true).mc;
   const std::int64_t m = std::clamp<std::int64_t>(2 * mc * threads, 512, 32768), n = 2048, k = 1024;
   std::unique_ptr<float[]> a(new (std::nothrow) float[m * k]), b(new (std::nothrow) float[k * n]),
       c(new (std::nothrow) float[m * n]);
   if (!a || !b || !c) return {};
-  // Written by all the threads, each a contiguous share of the rows (the product hands its row
-  // blocks out in order): at 64 threads one thread would first touch 188 MiB alone (0.16 s on
-  // the Zen 3 VM, 0.10 s on its two cores), and put every page on its own memory node.
+  // Written by all the threads, each a share of the rows: at 64 threads one thread would first
+  // touch 188 MiB alone (0.16 s on one thread of the Zen 3 VM, 0.10 s on its two), and put every
+  // page on its own memory node, where the product's threads, taking row blocks as they come,
+  // read from all of them.
   float* const pa = a.get();
   float* const pb = b.get();
   float* const pc = c.get();

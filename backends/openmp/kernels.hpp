@@ -2,9 +2,10 @@
 // (kernels_<isa>.cpp over kernels.inl: generic x86-64, AVX2 + FMA, AVX-512) and chosen at run
 // time like the matmul micro-kernel: the widest this CPU runs that TANDEM_CPU_ISA allows. The
 // OpenMPBackend methods check their queue and call through this table; arguments were checked
-// by the algorithms layer. `stream_from`: the output size in bytes from which stores go in
-// interleaved runs, streamed where store_tuning() says so (OpenMPBackend::stream_from_bytes); the
-// scan streams from there unconditionally (its caller passes SIZE_MAX where stores are plain).
+// by the algorithms layer. `stream_from`: the bytes an op moves (its distinct inputs and output
+// together) from which stores go in interleaved runs, streamed where store_tuning() says so
+// (OpenMPBackend::stream_from_bytes); the scan streams from there unconditionally (its caller
+// passes SIZE_MAX where stores are plain).
 #pragma once
 
 #include <cstdint>

@@ -20,8 +20,9 @@ namespace tandem::openmp {
 
 namespace {
 
-// Streaming stores and interleaved runs pay once an output cannot stay in the last-level cache
-// anyway (32 MiB where the OS does not say its size). TANDEM_OPENMP_STREAM_FROM=BYTES moves the
+// Streaming stores and interleaved runs pay once the bytes an op moves (inputs and output) pass
+// the last-level cache, where its output cannot stay cached anyway (32 MiB where the OS does not
+// say its size). TANDEM_OPENMP_STREAM_FROM=BYTES moves the
 // threshold (the tests use it to run those paths at small sizes); "off" never takes them.
 std::size_t stream_from_bytes_setting() {
   if (const auto text = env::text("TANDEM_OPENMP_STREAM_FROM")) {
@@ -29,8 +30,10 @@ std::size_t stream_from_bytes_setting() {
     std::size_t bytes = 0;
     const auto [end, ec] = std::from_chars(text->data(), text->data() + text->size(), bytes);
     if (ec != std::errc() || end != text->data() + text->size()) {
-      throw InvalidArgument("TANDEM_OPENMP_STREAM_FROM='" + *text +
-                            "': give the output size in bytes from which stores stream (e.g. 134217728), or off");
+      throw InvalidArgument(
+          "TANDEM_OPENMP_STREAM_FROM='" + *text +
+          "': give the bytes an op moves (inputs and output) from which stores stream (e.g. 134217728), "
+          "or off");
     }
     return bytes;
   }
@@ -267,12 +270,12 @@ void OpenMPBackend::reduce(Queue q, ReduceOp op, DType t, std::size_t n, const v
 
 void OpenMPBackend::dot(Queue q, DType t, std::size_t n, const void* x, const void* y, void* result) {
   check_queue(q);
-  cpu_kernels().dot(t, n, x, y, result, reduce_prefetch(2 * n * size_of(t)));
+  cpu_kernels().dot(t, n, x, y, result, reduce_prefetch((x == y ? 1 : 2) * n * size_of(t)));
 }
 
 void OpenMPBackend::mse(Queue q, DType t, std::size_t n, const void* a, const void* b, void* result) {
   check_queue(q);
-  cpu_kernels().mse(t, n, a, b, result, reduce_prefetch(2 * n * size_of(t)));
+  cpu_kernels().mse(t, n, a, b, result, reduce_prefetch((a == b ? 1 : 2) * n * size_of(t)));
 }
 
 void OpenMPBackend::reduce_rows(Queue q, ReduceOp op, DType t, std::int64_t rows, std::int64_t cols, const void* x,
@@ -298,7 +301,7 @@ void OpenMPBackend::scan(Queue q, ScanKind kind, DType t, std::size_t n, const v
   check_queue(q);
   // Like the stores, the prefetch is tuned for data past the last-level cache; a smaller scan
   // takes the table's and does not wait for a calibration.
-  if (2 * n * size_of(t) < stream_from_bytes_) {
+  if ((x == out ? 1 : 2) * n * size_of(t) < stream_from_bytes_) {
     cpu_kernels().scan(kind, t, n, x, out, SIZE_MAX, kScanPrefetchTable);
     return;
   }

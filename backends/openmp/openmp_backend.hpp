@@ -77,13 +77,13 @@ class OpenMPBackend : public host::HostBackend {
   // written in interleaved runs, those that overlap no input with streaming (non-temporal) stores
   // where store_tuning() says so: the last-level cache's size, or TANDEM_OPENMP_STREAM_FROM. (On
   // the Zen 3 VM, 32 MiB of L3, streaming stores gained add 29% and 15% at 16 and 24 MiB outputs
-  // and relu 31% at 16 MiB, the scan and a copy 46-63% at 16 and 24 MiB, medians of six
+  // and relu 31% at 16 MiB, the scan and a copy 46-62% at 16 and 24 MiB, medians of six
   // processes each, where the output alone had decided; at 36 MiB moved add tied, and an add
   // followed by a sum lost 18% against plain stores.)
   std::size_t stream_from_bytes() const { return stream_from_bytes_; }
 
  private:
-  // The sums' prefetch for inputs of `bytes` together: the calibrated one (store_tuning) from
+  // The sums' prefetch for distinct inputs of `bytes` together: the calibrated one (store_tuning) from
   // stream_from_bytes(), where the reads come from memory; the table's below, without waiting for
   // a calibration.
   ReadPrefetch reduce_prefetch(std::size_t bytes) const;
@@ -95,8 +95,8 @@ class OpenMPBackend : public host::HostBackend {
 // How outputs past the last-level cache are written, chosen per CPU (tuning.cpp): on an Intel
 // Xeon four interleaved streaming-store runs per thread were fastest, on an AMD EPYC they moved a
 // third of what one run did. Measured by a calibration on first use (with the scan's and the
-// sums' prefetch, 0.39-0.52 s on the 2-vCPU Zen 3 VM) and cached per CPU model, thread count and
-// tandem version; TANDEM_TUNING=table skips it, TANDEM_OPENMP_STORES (streaming, plain) and
+// sums' prefetch, 0.33-0.53 s on the 2-vCPU Zen 3 VM) and cached per CPU model, thread count,
+// tandem version and the kernels' ISA; TANDEM_TUNING=table skips it, TANDEM_OPENMP_STORES (streaming, plain) and
 // TANDEM_OPENMP_STORE_RUNS (1, 2, 4) force the choices (both forced: nothing is measured or read
 // from the cache, and the prefetches are the tables'), TANDEM_OPENMP_STREAM_FROM the bytes an op
 // moves (inputs and output) from which they apply (and the sums' prefetches).

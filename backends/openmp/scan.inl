@@ -204,8 +204,7 @@ template <bool inclusive, class T>
 void scan_impl(const T* x, T* out, std::int64_t n, std::size_t stream_from, ReadPrefetch pf) {
   using Acc = typename SumAcc<T>::type;
   // An output that is not the input, the two too large to stay cached, goes around the caches.
-  const bool streamed =
-      (out + n <= x || x + n <= out) && 2 * static_cast<std::size_t>(n) * sizeof(T) >= stream_from;
+  const bool streamed = (out + n <= x || x + n <= out) && 2 * static_cast<std::size_t>(n) * sizeof(T) >= stream_from;
   // The widest pass this variant has (kernels_<isa>.cpp): AVX-512, AVX2, or SSE2 alone.
   constexpr int vector_bytes = TANDEM_ISA_AVX512 ? 64 : TANDEM_ISA_AVX2 ? 32 : 16;
   if (n < static_cast<std::int64_t>(kParallelThreshold)) {

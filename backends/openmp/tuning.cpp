@@ -79,10 +79,10 @@ std::map<std::string, std::string> cache_key() {
           {"calibration", "rotating-rounds"}};
 }
 
-// A store entry is also the elementwise kernels' ISA: its choices were timed in their code (on
-// the Zen 3 VM four interleaved streaming runs per thread moved 10.9-11.7 GB/s with the generic
-// kernels' 16-byte stores and 13.6-14.2 with AVX2's 32-byte ones), and TANDEM_CPU_ISA=avx2 on an
-// AVX-512 CPU, whose 64-byte stores write whole lines, must not take the AVX-512 kernels' entry.
+// A store entry is also the elementwise kernels' ISA: its choices were timed in their code, the
+// line loops and the scan's passes compiled per ISA (on the Zen 3 VM four interleaved streaming
+// runs per thread moved 10.9-11.7 GB/s with the generic kernels, 13.6-14.2 with AVX2's), so
+// TANDEM_CPU_ISA=avx2 on an AVX-512 CPU must not take the AVX-512 kernels' entry.
 std::map<std::string, std::string> store_cache_key() {
   auto key = cache_key();
   key["kernels"] = cpu_kernels().isa;
