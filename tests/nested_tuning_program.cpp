@@ -5,11 +5,10 @@
 #include <omp.h>
 
 #include <cstdio>
-#include <cstdlib>
-#include <filesystem>
 #include <vector>
 
 #include "tandem/tandem.hpp"
+#include "tuning_cache_dir.hpp"
 
 using namespace tandem;
 
@@ -18,10 +17,7 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, "usage: %s CACHE_DIR\n", argv[0]);
     return 2;
   }
-  namespace fs = std::filesystem;
-  fs::remove_all(argv[1]);
-  fs::create_directories(argv[1]);
-  ::setenv("TANDEM_CACHE_DIR", argv[1], 1);
+  tandem_test::use_empty_cache_dir(argv[1]);
 
   Backend& be = get_backend("openmp");
   const std::int64_t n = 1 << 16, m = 520, k = 1100, cols = 300;  // m * k * cols > 512^3
@@ -42,8 +38,6 @@ int main(int argc, char** argv) {
     right += ok ? 1 : 0;
   }
   for (const auto& [what, how] : be.properties().tuning) std::printf("%s: %s\n", what.c_str(), how.c_str());
-  std::size_t files = 0;
-  for ([[maybe_unused]] const auto& entry : fs::directory_iterator(argv[1])) ++files;
-  std::printf("cache files: %zu\nresults: %s\n", files, right == 2 ? "right" : "WRONG");
+  std::printf("cache files: %zu\nresults: %s\n", tandem_test::cache_files(argv[1]), right == 2 ? "right" : "WRONG");
   return right == 2 ? 0 : 1;
 }

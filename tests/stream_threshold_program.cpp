@@ -10,13 +10,12 @@
 //   copy         2 arrays (524288): a copy of half as many floats below; of n at it
 // argv[1] is the cache directory (emptied first), argv[2] the case.
 #include <cstdio>
-#include <cstdlib>
-#include <filesystem>
 #include <functional>
 #include <string>
 #include <vector>
 
 #include "tandem/tandem.hpp"
+#include "tuning_cache_dir.hpp"
 
 using namespace tandem;
 
@@ -25,17 +24,8 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, "usage: %s CACHE_DIR elementwise|sums|scan|copy\n", argv[0]);
     return 2;
   }
-  namespace fs = std::filesystem;
-  const fs::path dir = argv[1];
-  fs::remove_all(dir);
-  fs::create_directories(dir);
-  ::setenv("TANDEM_CACHE_DIR", argv[1], 1);
+  tandem_test::use_empty_cache_dir(argv[1]);
   const std::string which = argv[2];
-  auto cache_files = [&] {
-    std::size_t files = 0;
-    for ([[maybe_unused]] const auto& entry : fs::directory_iterator(dir)) ++files;
-    return files;
-  };
 
   Backend& be = get_backend("openmp");
   const std::size_t n = std::size_t(1) << 16;
@@ -77,9 +67,9 @@ int main(int argc, char** argv) {
   }
 
   below();
-  const std::size_t after_below = cache_files();
+  const std::size_t after_below = tandem_test::cache_files(argv[1]);
   at();
-  const std::size_t after_at = cache_files();
+  const std::size_t after_at = tandem_test::cache_files(argv[1]);
   const double got = which == "sums" ? double(r.to_vector<float>()[0]) : double(z.to_vector<float>()[n - 1]);
   const bool right = got == expected;
   std::printf(
