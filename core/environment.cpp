@@ -48,18 +48,6 @@ void check_backend() {
   }
 }
 
-void check_stream_from() {
-  const auto value = env::text("TANDEM_OPENMP_STREAM_FROM");
-  if (!value || *value == "off") return;
-  std::uint64_t bytes = 0;
-  const auto [end, ec] = std::from_chars(value->data(), value->data() + value->size(), bytes);
-  if (ec != std::errc() || end != value->data() + value->size()) {
-    throw InvalidArgument(
-        "TANDEM_OPENMP_STREAM_FROM='" + *value +
-        "': give the bytes an op moves (inputs and output) from which stores stream (e.g. 134217728), or off");
-  }
-}
-
 const std::vector<Checked>& table() {
   static const std::vector<Checked> rows = {
       {"TANDEM_BACKEND", backend_values, "the backend default_backend() and the CLI use", check_backend},
@@ -71,7 +59,7 @@ const std::vector<Checked>& table() {
       {"TANDEM_OPENMP_STREAM_FROM", [] { return std::string("a size in bytes, or off"); },
        "bytes an op moves (inputs and output) from which the openmp backend writes its output in interleaved "
        "runs, streamed where that pays (default: the last-level cache)",
-       check_stream_from},
+       [] { env::stream_from(); }},
       {"TANDEM_OPENMP_STORES", [] { return std::string("streaming or plain"); },
        "how the openmp backend writes large outputs (default: measured)",
        [] {
@@ -227,6 +215,20 @@ std::optional<CacheDistance> parse_cache_distance(const std::string& text) {
     return std::nullopt;
   }
   return CacheDistance{text[1] - '0', bytes};
+}
+
+std::optional<std::uint64_t> stream_from() {
+  const auto value = text("TANDEM_OPENMP_STREAM_FROM");
+  if (!value) return std::nullopt;
+  if (*value == "off") return UINT64_MAX;
+  std::uint64_t bytes = 0;
+  const auto [end, ec] = std::from_chars(value->data(), value->data() + value->size(), bytes);
+  if (ec != std::errc() || end != value->data() + value->size()) {
+    throw InvalidArgument(
+        "TANDEM_OPENMP_STREAM_FROM='" + *value +
+        "': give the bytes an op moves (inputs and output) from which stores stream (e.g. 134217728), or off");
+  }
+  return bytes;
 }
 
 std::optional<CacheDistance> cache_distance(const char* name) {

@@ -4,7 +4,6 @@
 #include <unistd.h>
 
 #include <algorithm>
-#include <charconv>
 #include <cstdlib>
 #include <new>
 #include <string_view>
@@ -22,21 +21,10 @@ namespace {
 
 // Streaming stores and interleaved runs pay once the bytes an op moves (inputs and output) pass
 // the last-level cache, where its output cannot stay cached anyway (32 MiB where the OS does not
-// say its size). TANDEM_OPENMP_STREAM_FROM=BYTES moves the
-// threshold (the tests use it to run those paths at small sizes); "off" never takes them.
+// say its size). TANDEM_OPENMP_STREAM_FROM=BYTES moves the threshold (the tests use it to run
+// those paths at small sizes); "off" never takes them.
 std::size_t stream_from_bytes_setting() {
-  if (const auto text = env::text("TANDEM_OPENMP_STREAM_FROM")) {
-    if (*text == "off") return SIZE_MAX;
-    std::size_t bytes = 0;
-    const auto [end, ec] = std::from_chars(text->data(), text->data() + text->size(), bytes);
-    if (ec != std::errc() || end != text->data() + text->size()) {
-      throw InvalidArgument(
-          "TANDEM_OPENMP_STREAM_FROM='" + *text +
-          "': give the bytes an op moves (inputs and output) from which stores stream (e.g. 134217728), "
-          "or off");
-    }
-    return bytes;
-  }
+  if (const auto bytes = env::stream_from()) return *bytes == UINT64_MAX ? SIZE_MAX : std::size_t(*bytes);
   const CpuTopology& cpu = cpu_topology();  // sysfs: the size of one last-level cache
   const std::size_t last_level = cpu.l3_bytes ? cpu.l3_bytes : cpu.l2_bytes;
   return last_level ? last_level : std::size_t(32) << 20;

@@ -48,6 +48,10 @@ struct CacheDistance {
 std::optional<CacheDistance> parse_cache_distance(const std::string& text);
 // The variable read that way (unset or empty: nullopt; another form: InvalidArgument).
 std::optional<CacheDistance> cache_distance(const char* name);
+// TANDEM_OPENMP_STREAM_FROM: the bytes an op moves (inputs and output) from which the openmp
+// backend writes its output around the cache, UINT64_MAX for "off" (unset or empty: nullopt;
+// another form: InvalidArgument).
+std::optional<std::uint64_t> stream_from();
 
 }  // namespace env
 }  // namespace tandem
