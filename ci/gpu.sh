@@ -167,14 +167,17 @@ sources_hash() {
   {
     echo "CMAKE_CUDA_ARCHITECTURES=${CMAKE_CUDA_ARCHITECTURES:-90}"
     (cd "$root" && find CMakeLists.txt cmake include core algorithms backends cli tests bench examples data \
-      \( -name __pycache__ -o -path bench/results \) -prune -o -type f -print0 2>/dev/null | sort -z |
+      \( -name __pycache__ -o -path bench/results \) -prune -o -type f -print0 2>/dev/null | LC_ALL=C sort -z |
       xargs -0 sha256sum)
   } | sha256sum | cut -d' ' -f1
 }
 configure_and_build() {
   local prefix=()
   [ -d "$root/.deps" ] && prefix=("-DCMAKE_PREFIX_PATH=$root/.deps")
-  step configure cmake -S "$root" -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Release -DTANDEM_ENABLE_CUDA=ON \
+  # Ninja where the machine has it (the GPU machine's image may not): else make.
+  local generator=Ninja
+  command -v ninja >/dev/null || generator="Unix Makefiles"
+  step configure cmake -S "$root" -B "$build" -G "$generator" -DCMAKE_BUILD_TYPE=Release -DTANDEM_ENABLE_CUDA=ON \
     -DTANDEM_ENABLE_HIP=OFF -DTANDEM_ENABLE_SIM=OFF -DTANDEM_ENABLE_BLAS=OFF -DTANDEM_ENABLE_MPI=OFF \
     -DTANDEM_ENABLE_ZLIB=OFF -DTANDEM_ENABLE_KOKKOS=OFF -DTANDEM_BUILD_PYTHON=OFF \
     "-DCMAKE_CUDA_ARCHITECTURES=${CMAKE_CUDA_ARCHITECTURES:-90}" "${prefix[@]}" &&
@@ -185,6 +188,7 @@ if wants build; then
   if [ -f "$build/sources.sha256" ] && [ "$(cat "$build/sources.sha256")" = "$(sources_hash)" ]; then
     note "build: $build was built from these very sources (sources.sha256): not built again"
   else
+    [ -f "$build/sources.sha256" ] && note "build: $build was built from other sources (sources.sha256): building again"
     rm -f "$build/sources.sha256"
     configure_and_build
   fi
