@@ -228,6 +228,12 @@ class GpuBackend : public Backend {
   void matrix_add(Queue q, DType t, std::int64_t rows, std::int64_t cols, double alpha, const void* a, std::int64_t lda,
                   double beta, const void* b, std::int64_t ldb, void* c, std::int64_t ldc) override {
     detail::dispatch_float(t, [&]<class T>() {
+      if (rows == 1 || (lda == cols && ldb == cols && ldc == cols)) {  // no gaps: one flat pass
+        const std::size_t n = static_cast<std::size_t>(rows) * static_cast<std::size_t>(cols);
+        const bool packed = aligned(a, b, c);
+        return launch(q, "matrix_add", grid_1d(packed ? n / kernels::Pack<T>::size : n), block_1d(), 0,
+                      kernels::scaled_add_kernel<T>, n, T(alpha), as<T>(a), T(beta), as<T>(b), as<T>(c), packed);
+      }
       launch(q, "matrix_add", grid_2d(rows, cols, kernels::kRows2d, kernels::kCols2d),
              Dim3{kernels::kCols2d, kernels::kRows2d, 1}, 0, kernels::matrix_add_kernel<T>, rows, cols, T(alpha),
              as<T>(a), lda, T(beta), as<T>(b), ldb, as<T>(c), ldc);
@@ -478,7 +484,7 @@ class GpuBackend : public Backend {
   std::string name_;
   mutable Runtime rt_;
   int warp_width_;  // the tensor_core tier's fragments are laid out over 32 lanes
-  std::mutex capture_mutex_;
+  std::atomic<bool> capture_busy_{false};  // one capture at a time per backend; set by the thread capturing
   std::atomic<std::vector<void*>*> capture_keep_{nullptr};  // during a capture: where its scratch memory goes
   std::atomic<int> capture_stream_{-1};                     // and the queue being captured
 };

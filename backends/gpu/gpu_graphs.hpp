@@ -23,23 +23,31 @@ Graph GpuBackend<Runtime>::capture(Queue q, const std::function<void()>& work) {
       Captured(std::shared_ptr<Backend> owner, GpuBackend& b, int st)
           : keep_alive(std::move(owner)), be(b), stream(st) {}
       ~Captured() override {
-        try {
-          be.rt_.synchronize(stream);
-        } catch (const Error&) {
+        if (exec != nullptr) {  // replayed at some time: wait for the last replay (an aborted capture launched nothing)
+          try {
+            be.rt_.synchronize(stream);
+          } catch (const Error&) {
+          }
+          be.rt_.destroy_graph(exec);
         }
-        if (exec != nullptr) be.rt_.destroy_graph(exec);
         for (void* p : kept) be.deallocate(p);
       }
       void replay() override { be.rt_.launch_graph(exec, stream); }
     };
-    std::shared_ptr<Backend> owner = weak_from_this().lock();  // null for a backend not held by a shared_ptr
-    auto graph = std::make_shared<Captured>(std::move(owner), *this, s);
-    graph->kept.reserve(64);
-    std::unique_lock lock(capture_mutex_, std::try_to_lock);
-    if (!lock.owns_lock()) {
+    // Refused before anything is made: a refused capture inside a capture must leave the stream
+    // being captured untouched (waiting for it there would invalidate the outer capture).
+    bool idle = false;
+    if (!capture_busy_.compare_exchange_strong(idle, true)) {
       throw InvalidArgument("capture: a capture is already under way on '" + name_ +
                             "' (captures do not nest, and one runs at a time per backend)");
     }
+    struct Release {
+      std::atomic<bool>& busy;
+      ~Release() { busy.store(false); }
+    } release{capture_busy_};
+    std::shared_ptr<Backend> owner = weak_from_this().lock();  // null for a backend not held by a shared_ptr
+    auto graph = std::make_shared<Captured>(std::move(owner), *this, s);
+    graph->kept.reserve(64);
     before_capture();
     rt_.begin_capture(s);
     capture_stream_.store(s);
