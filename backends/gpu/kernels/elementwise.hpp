@@ -162,6 +162,22 @@ TANDEM_KERNEL TANDEM_LAUNCH_BOUNDS(256) void bias_activation_kernel(std::int64_t
   });
 }
 
+// matrix_add of matrices stored without gaps (every leading dimension = cols): one flat pass
+// over rows x cols elements in packs, like binary_kernel (a 2D loop reads 4 bytes at a time).
+template <class T>
+TANDEM_KERNEL TANDEM_LAUNCH_BOUNDS(256) void scaled_add_kernel(std::size_t n, T alpha, const T* a, T beta, const T* b,
+                                                               T* out, bool packed) {
+  grid_stride_packed<T>(
+      n, packed,
+      [&](std::size_t base) {
+        const Pack<T> x = load_pack(a + base), y = load_pack(b + base);
+        Pack<T> r;
+        for (unsigned k = 0; k < Pack<T>::size; ++k) r.v[k] = alpha * x.v[k] + beta * y.v[k];
+        store_pack(out + base, r);
+      },
+      [&](std::size_t i) { out[i] = alpha * a[i] + beta * b[i]; });
+}
+
 template <class T>
 TANDEM_KERNEL TANDEM_LAUNCH_BOUNDS(256) void matrix_add_kernel(std::int64_t rows, std::int64_t cols, T alpha,
                                                                const T* a, std::int64_t lda, T beta, const T* b,

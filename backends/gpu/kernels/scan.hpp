@@ -1,12 +1,13 @@
 // Prefix sums (inclusive and exclusive; f32, f64, and i32 wrapping modulo 2^32). A block scans a
 // tile of kScanThreads x kScanItems elements: each thread scans its kScanItems consecutive
-// elements in registers, the block scans the thread totals with warp shuffles, and a tile prefix
+// elements in registers (loaded and stored through shared memory, coalesced), the block scans the
+// thread totals with warp shuffles, and a tile prefix
 // comes from the grid-level scheme:
 //   decoupled_lookback - single pass: tiles take ids in launch order, publish their aggregate,
 //                        and look back over their predecessors' flags for the prefix;
 //   three_pass         - tile sums, a scan of the tile sums, then each tile with its prefix;
 //   single_block       - one block walks every tile in order with a running carry.
-// Each thread reads its elements before it writes them, so out may alias x.
+// A tile is read whole before any of it is written, so out may alias x.
 #pragma once
 
 #include "common.hpp"
@@ -48,42 +49,80 @@ TANDEM_DEVICE T block_exclusive_scan(T v, T& total) {
   return plus(warp_prefix, exclusive);
 }
 
-// One tile, in two steps so the grid scheme can find the tile's prefix in between.
+// A tile's elements pass through shared memory so that global reads and writes are coalesced
+// (element j of the tile by thread j % kScanThreads) while each thread scans kScanItems
+// consecutive ones; one padding slot per 32 keeps both patterns free of bank conflicts.
+TANDEM_DEVICE unsigned staged_slot(unsigned j) { return j + j / 32; }
+inline constexpr unsigned kScanStaged = kScanTile + kScanTile / 32;
+template <class T>
+TANDEM_DEVICE T* scan_staging() {  // one array for load and store
+  TANDEM_SHARED(T, staged, [kScanStaged]);
+  return staged;
+}
+
+// One tile, in two steps so the grid scheme can find the tile's prefix in between. Every thread of
+// the block calls both (they hold barriers).
 template <class T>
 struct TileScan {
   T run[kScanItems];  // this thread's inclusive scan of its items
   T thread_prefix;    // sum of the items of earlier threads in the tile
   T aggregate;        // sum of the whole tile
-  std::size_t first;  // index of this thread's first item
+  std::size_t start;  // index of the tile's first element
 
   TANDEM_DEVICE void load(const T* x, std::size_t n, std::size_t tile_start) {
-    first = tile_start + std::size_t(thread_rank()) * kScanItems;
+    T* staged = scan_staging<T>();
+    start = tile_start;
+    const unsigned t = thread_rank();
+    for (unsigned k = 0; k < kScanItems; ++k) {
+      const unsigned j = k * kScanThreads + t;
+      const std::size_t i = tile_start + j;
+      staged[staged_slot(j)] = i < n ? x[i] : T(0);
+    }
+    sync_threads();
     T acc = T(0);
     for (unsigned k = 0; k < kScanItems; ++k) {
-      const std::size_t i = first + k;
-      acc = plus(acc, i < n ? x[i] : T(0));
+      acc = plus(acc, staged[staged_slot(t * kScanItems + k)]);
       run[k] = acc;
     }
+    sync_threads();  // staged is written again by store
     thread_prefix = block_exclusive_scan(acc, aggregate);
   }
   TANDEM_DEVICE void store(T* out, std::size_t n, T tile_prefix, bool inclusive) const {
+    T* staged = scan_staging<T>();
+    const unsigned t = thread_rank();
     const T base = plus(tile_prefix, thread_prefix);
     for (unsigned k = 0; k < kScanItems; ++k) {
-      const std::size_t i = first + k;
-      if (i >= n) break;
-      if (inclusive) {
-        out[i] = plus(base, run[k]);
-      } else {
-        out[i] = k == 0 ? base : plus(base, run[k - 1]);
-      }
+      staged[staged_slot(t * kScanItems + k)] = inclusive ? plus(base, run[k]) : k == 0 ? base : plus(base, run[k - 1]);
     }
+    sync_threads();
+    for (unsigned k = 0; k < kScanItems; ++k) {
+      const unsigned j = k * kScanThreads + t;
+      const std::size_t i = start + j;
+      if (i < n) out[i] = staged[staged_slot(j)];
+    }
+    sync_threads();  // staged is written again by the next tile's load
   }
 };
 
 // ---- decoupled look-back ----
 // status[tile]: 0 nothing yet, 1 aggregate published, 2 inclusive prefix published.
 // scratch: status[tiles], aggregates[tiles], prefixes[tiles], and the tile counter, zeroed
-// before the launch.
+// before the launch. The first warp looks back a warp's width of predecessors at a time: lane l
+// reads tile end - l; once none of them is still 0, the window's values up to the nearest tile
+// with its inclusive prefix are added (one predecessor per step made the look-back the bottleneck).
+template <class T>
+TANDEM_DEVICE T warp_sum_to_lane0(T v) {
+  for (unsigned d = warp_size() / 2; d > 0; d /= 2) v = plus(v, shfl_down(v, d));
+  return v;
+}
+TANDEM_DEVICE unsigned warp_min(unsigned v) {
+  for (unsigned d = warp_size() / 2; d > 0; d /= 2) {
+    const unsigned o = shfl_xor(v, d);
+    v = o < v ? o : v;
+  }
+  return v;  // in every lane
+}
+
 template <class T>
 TANDEM_KERNEL TANDEM_LAUNCH_BOUNDS(256) void scan_lookback_kernel(const T* x, T* out, std::size_t n, bool inclusive,
                                                                   unsigned* status, T* aggregates, T* prefixes,
@@ -95,33 +134,41 @@ TANDEM_KERNEL TANDEM_LAUNCH_BOUNDS(256) void scan_lookback_kernel(const T* x, T*
   const unsigned tile = tile_id;
   TileScan<T> s;
   s.load(x, n, std::size_t(tile) * kScanTile);
-  if (thread_rank() == 0) {
-    T prefix = T(0);
+  if (warp_id() == 0) {
+    const unsigned lane = lane_id(), width = warp_size();
+    T prefix = T(0);  // meaningful in lane 0
     if (tile == 0) {
-      store_volatile(prefixes, s.aggregate);
-      thread_fence();
-      store_volatile(status, 2u);
-    } else {
-      store_volatile(aggregates + tile, s.aggregate);
-      thread_fence();
-      store_volatile(status + tile, 1u);
-      // Walk back: add aggregates until a predecessor with its inclusive prefix.
-      for (unsigned j = tile - 1;; --j) {
-        unsigned flag;
-        while ((flag = load_volatile(status + j)) == 0u) {
-        }
+      if (lane == 0) {
+        store_volatile(prefixes, s.aggregate);
         thread_fence();
-        if (flag == 2u) {
-          prefix = plus(load_volatile(prefixes + j), prefix);
-          break;
-        }
-        prefix = plus(load_volatile(aggregates + j), prefix);
+        store_volatile(status, 2u);
       }
-      store_volatile(prefixes + tile, plus(prefix, s.aggregate));
-      thread_fence();
-      store_volatile(status + tile, 2u);
+    } else {
+      if (lane == 0) {
+        store_volatile(aggregates + tile, s.aggregate);
+        thread_fence();
+        store_volatile(status + tile, 1u);
+      }
+      for (std::int64_t end = std::int64_t(tile) - 1;; end -= width) {
+        const std::int64_t j = end - std::int64_t(lane);  // before tile 0: counts as a published 0
+        unsigned flag;
+        do {
+          flag = j >= 0 ? load_volatile(status + j) : 2u;
+        } while (any(flag == 0u));
+        thread_fence();
+        T value = j < 0 ? T(0) : flag == 2u ? load_volatile(prefixes + j) : load_volatile(aggregates + j);
+        const unsigned nearest = warp_min(flag == 2u ? lane : width);  // nearest tile with its prefix
+        if (lane > nearest) value = T(0);
+        prefix = plus(warp_sum_to_lane0(value), prefix);
+        if (nearest < width) break;
+      }
+      if (lane == 0) {
+        store_volatile(prefixes + tile, plus(prefix, s.aggregate));
+        thread_fence();
+        store_volatile(status + tile, 2u);
+      }
     }
-    tile_prefix = prefix;
+    if (lane == 0) tile_prefix = prefix;
   }
   sync_threads();
   s.store(out, n, tile_prefix, inclusive);
