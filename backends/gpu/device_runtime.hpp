@@ -253,6 +253,8 @@ class DeviceRuntime {
   // The runtime's stream behind a queue, for vendor libraries (cuBLAS) that take one.
   api::stream_t native_stream(int id) const { return streams_[static_cast<std::size_t>(id)]; }
   void make_current() const { select(); }
+  // For destructors: false where the device cannot be selected (the runtime unloading at exit).
+  bool try_make_current() const noexcept { return api::set_device(device_) == api::success; }
   void check_stream(int id) const {
     if (id < 0 || id >= count_.load()) {
       throw InvalidArgument("queue " + std::to_string(id) + " was not created by this backend (create_queue)");
