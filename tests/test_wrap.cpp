@@ -1,5 +1,6 @@
 // Buffer::wrap and DLPack exchange on the backend under test (registered per backend with the
-// matrix): ops on wrapped memory, who frees what and when, and the refusals.
+// matrix): ops on wrapped memory, who frees what and when, and the refusals. What only a backend
+// that addresses host memory can do is in test_host_memory.cpp.
 #include <doctest/doctest.h>
 
 #include <cstdio>
@@ -11,6 +12,7 @@
 #include "support.hpp"
 #include "tandem/tandem.hpp"
 #if defined(TANDEM_TEST_HAVE_DLPACK)
+#include "dlpack_host_tensor.hpp"
 #include "tandem/dlpack.hpp"
 #endif
 
@@ -65,27 +67,6 @@ TEST_CASE("wrap: ops run on memory of the backend's device that tandem did not a
   CHECK(x_mem.to_vector<float>()[0] == 1.0f);  // ... and tandem freed nothing of its memory
 }
 
-TEST_CASE("wrap: host memory on a backend that addresses the host") {
-  Backend* be = backend_or_skip();
-  if (be == nullptr) return;
-  if (be->memory_place().kind != MemoryPlace::Kind::host) {
-    std::printf("SKIPPED: %s keeps its buffers in %s, not in host memory\n", be->name().c_str(),
-                describe(be->memory_place()).c_str());
-    return;
-  }
-  auto host = std::make_shared<std::vector<double>>(513);
-  std::iota(host->begin(), host->end(), 0.0);
-  Buffer x = Buffer::wrap(*be, host->data(), DType::f64, host->size(), host);
-  std::weak_ptr<std::vector<double>> watch = host;
-  host.reset();
-  CHECK_FALSE(watch.expired());  // kept alive by the buffer
-  CHECK(sum(x) == doctest::Approx(512.0 * 513 / 2));
-  scale(2.0, x, x);
-  CHECK(watch.lock()->at(100) == 200.0);  // written in place
-  x = Buffer();
-  CHECK(watch.expired());
-}
-
 TEST_CASE("wrap: null and misaligned pointers are refused") {
   Backend* be = backend_or_skip();
   if (be == nullptr) return;
@@ -96,29 +77,6 @@ TEST_CASE("wrap: null and misaligned pointers are refused") {
 }
 
 #if defined(TANDEM_TEST_HAVE_DLPACK)
-namespace {
-int g_deleted = 0;
-void counting_deleter(DLManagedTensor* t) {
-  ++g_deleted;
-  delete[] static_cast<float*>(t->dl_tensor.data);
-  delete[] t->dl_tensor.shape;
-  delete t;
-}
-// A producer's host tensor of rows x cols floats 0, 1, 2, ... whose deleter counts.
-DLManagedTensor* host_tensor(std::int64_t rows, std::int64_t cols) {
-  auto* t = new DLManagedTensor{};
-  auto* data = new float[static_cast<std::size_t>(rows * cols)];
-  std::iota(data, data + rows * cols, 0.0f);
-  t->dl_tensor.data = data;
-  t->dl_tensor.device = {kDLCPU, 0};
-  t->dl_tensor.ndim = 2;
-  t->dl_tensor.dtype = {kDLFloat, 32, 1};
-  t->dl_tensor.shape = new std::int64_t[2]{rows, cols};
-  t->deleter = counting_deleter;
-  return t;
-}
-}  // namespace
-
 TEST_CASE("dlpack: a buffer exported and imported again is the same memory, freed once") {
   Backend* be = backend_or_skip();
   if (be == nullptr) return;
@@ -152,62 +110,17 @@ TEST_CASE("dlpack: a buffer exported and imported again is the same memory, free
   CHECK(be->memory_stats().bytes_in_use == in_use);
 }
 
-TEST_CASE("dlpack: a producer's host tensor is used in place and handed back when the last handle goes") {
+TEST_CASE("dlpack: a tensor in memory the backend cannot address is refused and stays the caller's") {
   Backend* be = backend_or_skip();
   if (be == nullptr) return;
-  g_deleted = 0;
-  DLManagedTensor* t = host_tensor(4, 8);
-  if (!addresses(*be, t->dl_tensor.device)) {
-    CHECK_THROWS_WITH_AS(from_dlpack(*be, t), doctest::Contains("cannot address"), InvalidArgument);
-    CHECK(g_deleted == 0);  // refused: still the caller's
-    t->deleter(t);
-    std::printf("SKIPPED: %s does not address host memory (the refusal was checked)\n", be->name().c_str());
-    return;
-  }
-  Tensor in = from_dlpack(*be, t);
-  CHECK(in.shape == std::vector<std::int64_t>{4, 8});
-  Buffer out(*be, DType::f32, 32);
-  add(in.buffer, in.buffer, out);
-  CHECK(out.to_vector<float>()[31] == 62.0f);
-  Buffer alias = in.buffer;
-  in = Tensor{};
-  CHECK(g_deleted == 0);
-  alias = Buffer();
-  CHECK(g_deleted == 1);
-}
-
-TEST_CASE("dlpack: strided, odd-typed and foreign tensors are refused and stay the caller's") {
-  Backend* be = backend_or_skip();
-  if (be == nullptr) return;
-  g_deleted = 0;
-  DLManagedTensor* t = host_tensor(4, 8);
-  if (!addresses(*be, t->dl_tensor.device)) {
-    t->deleter(t);
-    std::printf("SKIPPED: %s does not address host memory\n", be->name().c_str());
-    return;
-  }
-  std::int64_t strides[] = {1, 4};  // column-major
-  t->dl_tensor.strides = strides;
-  CHECK_THROWS_WITH_AS(from_dlpack(*be, t), doctest::Contains("not compact row-major"), InvalidArgument);
-  std::int64_t row_major[] = {8, 1};
-  t->dl_tensor.strides = row_major;  // explicit strides of the compact layout are fine
-  CHECK(from_dlpack(*be, t).buffer.size() == 32);
-  CHECK(g_deleted == 1);
-  t = host_tensor(2, 2);
-  t->dl_tensor.dtype = {kDLUInt, 8, 1};
-  CHECK_THROWS_WITH_AS(from_dlpack(*be, t), doctest::Contains("uint8"), DTypeMismatch);
-  t->dl_tensor.dtype = {kDLFloat, 32, 1};
-  void* data = t->dl_tensor.data;
-  t->dl_tensor.data = nullptr;  // refused after the other checks, still before adoption
-  CHECK_THROWS_WITH_AS(from_dlpack(*be, t), doctest::Contains("null data"), InvalidArgument);
-  t->dl_tensor.data = data;
-  if (be->memory_place().kind == MemoryPlace::Kind::host) {
-    for (DLDeviceType gpu_side : {kDLCUDA, kDLCUDAHost, kDLCUDAManaged, kDLROCMHost}) {
-      t->dl_tensor.device = {gpu_side, 0};  // memory a GPU queue may still be writing
-      CHECK_THROWS_WITH_AS(from_dlpack(*be, t), doctest::Contains("cannot address"), InvalidArgument);
-    }
-  }
-  CHECK(g_deleted == 1);
+  test::g_deleted = 0;
+  DLManagedTensor* t = test::host_tensor(4, 8);
+  // Host memory for a device backend; for a backend on the host, a GPU's memory (never touched).
+  if (addresses(*be, t->dl_tensor.device)) t->dl_tensor.device = {kDLCUDA, 0};
+  REQUIRE_FALSE(addresses(*be, t->dl_tensor.device));
+  CHECK_THROWS_WITH_AS(from_dlpack(*be, t), doctest::Contains("cannot address"), InvalidArgument);
+  CHECK(test::g_deleted == 0);  // refused: still the caller's
   t->deleter(t);
+  CHECK(test::g_deleted == 1);
 }
 #endif
