@@ -48,6 +48,8 @@ inline const std::vector<std::string>& reduce_variants() {
   static const std::vector<std::string> v = {"single_pass", "warp_shuffle", "shared_tree"};
   return v;
 }
+// A scan with no variant named takes three passes from this many elements (gpu_reductions.hpp).
+inline constexpr std::size_t kScanThreePassFrom = std::size_t(1) << 20;
 inline const std::vector<std::string>& scan_variants() {
   static const std::vector<std::string> v = {"decoupled_lookback", "three_pass", "single_block"};
   return v;
