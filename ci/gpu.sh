@@ -184,6 +184,10 @@ configure_and_build() {
     step build cmake --build "$build" -j "$(nproc)" &&
     sources_hash >"$build/sources.sha256"
 }
+# The commit above is what git says where this runs; a runner that copies the working tree may
+# carry older git metadata, so the sources' own hash says which tree ran (compare it with
+# sources_hash run on a checkout).
+note "sources: $(sources_hash)"
 if wants build; then
   if [ -f "$build/sources.sha256" ] && [ "$(cat "$build/sources.sha256")" = "$(sources_hash)" ]; then
     note "build: $build was built from these very sources (sources.sha256): not built again"
