@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # ci/gpu.sh DIR [STAGE...]: the GPU run, on a machine with an NVIDIA GPU that has only the CUDA
-# toolkit, CMake, ninja and a C++ compiler (no Debian packages, no network: header-only needs such
+# toolkit, CMake, ninja or make and a C++ compiler (no Debian packages, no network: header-only needs such
 # as doctest come from a folder given to CMake). Every log, JSON and plot goes into DIR,
 # DIR/summary.txt line by line as each step ends.
 #
@@ -177,6 +177,14 @@ configure_and_build() {
   # Ninja where the machine has it (the GPU machine's image may not): else make.
   local generator=Ninja
   command -v ninja >/dev/null || generator="Unix Makefiles"
+  # A build made with the other generator (one prepared with Ninja, copied to a machine without
+  # it) cannot be configured again with this one: it is made afresh.
+  local made_with
+  made_with=$(sed -n 's/^CMAKE_GENERATOR:INTERNAL=//p' "$build/CMakeCache.txt" 2>/dev/null)
+  if [ -n "$made_with" ] && [ "$made_with" != "$generator" ]; then
+    note "build: $build was made with $made_with, which is not here: building afresh with $generator"
+    remove_build
+  fi
   step configure cmake -S "$root" -B "$build" -G "$generator" -DCMAKE_BUILD_TYPE=Release -DTANDEM_ENABLE_CUDA=ON \
     -DTANDEM_ENABLE_HIP=OFF -DTANDEM_ENABLE_SIM=OFF -DTANDEM_ENABLE_BLAS=OFF -DTANDEM_ENABLE_MPI=OFF \
     -DTANDEM_ENABLE_ZLIB=OFF -DTANDEM_ENABLE_KOKKOS=OFF -DTANDEM_BUILD_PYTHON=OFF \
