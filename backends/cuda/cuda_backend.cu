@@ -23,6 +23,7 @@
 #include <memory>
 #include <mutex>
 #include <type_traits>
+#include <vector>
 
 #include "../../core/factories.hpp"
 #include "../gpu/device_runtime.hpp"
@@ -98,7 +99,12 @@ class CudaBackend : public gpu::VendorVariants<Cub> {
   ~CudaBackend() override {
     // Never a throw here: a backend held until the process exits is destroyed after the CUDA
     // runtime unloads (cudaErrorCudartUnloading), and the handle goes with it.
-    if (handle_ != nullptr && runtime().try_make_current()) (void)cublasDestroy(handle_);
+    if (runtime().try_make_current()) {
+      if (handle_ != nullptr) (void)cublasDestroy(handle_);
+      for (void* w : workspaces_) {
+        if (w != nullptr) runtime().release(w);
+      }
+    }
   }
 
   std::vector<MatmulTier> matmul_tiers(DType t) const override {
@@ -124,6 +130,7 @@ class CudaBackend : public gpu::VendorVariants<Cub> {
     runtime().make_current();
     if (handle_ == nullptr) check(cublasCreate(&handle_), "creating the cuBLAS handle");
     check(cublasSetStream(handle_, runtime().native_stream(queue_stream(q))), "cublasSetStream");
+    check(cublasSetWorkspace(handle_, workspace(queue_stream(q)), kWorkspaceBytes), "cublasSetWorkspace");
     const cublasOperation_t ta = a.trans_a == Transpose::yes ? CUBLAS_OP_T : CUBLAS_OP_N;
     const cublasOperation_t tb = a.trans_b == Transpose::yes ? CUBLAS_OP_T : CUBLAS_OP_N;
     const int m = narrow(a.m, "m"), n = narrow(a.n, "n"), k = narrow(a.k, "k");
@@ -178,6 +185,22 @@ class CudaBackend : public gpu::VendorVariants<Cub> {
     throw DeviceError("cuBLAS " + std::string(what) + " on " + backend_name() + ": " + cublas_text(s) + " (status " +
                       std::to_string(static_cast<int>(s)) + ")");
   }
+  // A cuBLAS workspace per queue (cublasSetStream goes back to the handle's default one, which
+  // GEMMs running at once on two queues would share), of the size NVIDIA advises for Hopper.
+  // From the device directly, not the caching allocator: it lives as long as the backend, and
+  // the memory statistics count the user's buffers. Called under mutex_.
+  static constexpr std::size_t kWorkspaceBytes = std::size_t(32) << 20;
+  void* workspace(int stream) {
+    const auto at = static_cast<std::size_t>(stream);
+    if (workspaces_.size() <= at) workspaces_.resize(at + 1, nullptr);
+    if (workspaces_[at] == nullptr) {
+      workspaces_[at] = runtime().allocate(kWorkspaceBytes);
+      if (workspaces_[at] == nullptr) {
+        throw OutOfMemory(kWorkspaceBytes, device_free_bytes(), backend_name() + " (cuBLAS workspace)");
+      }
+    }
+    return workspaces_[at];
+  }
   // cuBLAS takes int sizes.
   static int narrow(std::int64_t v, const char* what) {
     if (v > std::int64_t(2147483647)) {
@@ -189,6 +212,7 @@ class CudaBackend : public gpu::VendorVariants<Cub> {
 
   std::mutex mutex_;
   cublasHandle_t handle_ = nullptr;
+  std::vector<void*> workspaces_;  // by queue
 #ifdef TANDEM_HAVE_NCCL
   std::unique_ptr<NcclCollective> nccl_;
 #endif
