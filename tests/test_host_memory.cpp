@@ -41,16 +41,23 @@ TEST_CASE("wrap: host memory on a backend that addresses the host") {
 }
 
 #if defined(TANDEM_TEST_HAVE_DLPACK)
-TEST_CASE("dlpack: a producer's host tensor is used in place and handed back when the last handle goes") {
-  Backend* be = backend_or_skip();
-  if (be == nullptr) return;
+namespace {
+// A fresh 4 x 8 host tensor (test::g_deleted reset), or nullptr after SKIPPED where the backend
+// does not address host memory.
+DLManagedTensor* host_tensor_or_skip(Backend& be) {
   test::g_deleted = 0;
   DLManagedTensor* t = test::host_tensor(4, 8);
-  if (!addresses(*be, t->dl_tensor.device)) {
-    t->deleter(t);
-    std::printf("SKIPPED: %s does not address host memory\n", be->name().c_str());
-    return;
-  }
+  if (addresses(be, t->dl_tensor.device)) return t;
+  t->deleter(t);
+  std::printf("SKIPPED: %s does not address host memory\n", be.name().c_str());
+  return nullptr;
+}
+}  // namespace
+
+TEST_CASE("dlpack: a producer's host tensor is used in place and handed back when the last handle goes") {
+  Backend* be = backend_or_skip();
+  DLManagedTensor* t = be == nullptr ? nullptr : host_tensor_or_skip(*be);
+  if (t == nullptr) return;
   Tensor in = from_dlpack(*be, t);
   CHECK(in.shape == std::vector<std::int64_t>{4, 8});
   Buffer out(*be, DType::f32, 32);
@@ -65,14 +72,8 @@ TEST_CASE("dlpack: a producer's host tensor is used in place and handed back whe
 
 TEST_CASE("dlpack: strided, odd-typed and foreign tensors are refused and stay the caller's") {
   Backend* be = backend_or_skip();
-  if (be == nullptr) return;
-  test::g_deleted = 0;
-  DLManagedTensor* t = test::host_tensor(4, 8);
-  if (!addresses(*be, t->dl_tensor.device)) {
-    t->deleter(t);
-    std::printf("SKIPPED: %s does not address host memory\n", be->name().c_str());
-    return;
-  }
+  DLManagedTensor* t = be == nullptr ? nullptr : host_tensor_or_skip(*be);
+  if (t == nullptr) return;
   std::int64_t strides[] = {1, 4};  // column-major
   t->dl_tensor.strides = strides;
   CHECK_THROWS_WITH_AS(from_dlpack(*be, t), doctest::Contains("not compact row-major"), InvalidArgument);
