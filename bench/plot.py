@@ -200,7 +200,7 @@ def main():
         if base is None or not others:
             continue
         fig, ax = plt.subplots(figsize=(7, 4.5))
-        for b in others:
+        for n_b, b in enumerate(others):
             pts = sorted((k[2], v) for k, v in rows.items() if k[0] == algo and k[1] == b and (algo, base, k[2]) in rows)
             if not pts:
                 continue
@@ -218,7 +218,9 @@ def main():
                     break
             if cross is not None:
                 ax.axvline(cross, color=line.get_color(), alpha=0.4)
-                ax.annotate(f"{b} wins from {cross}", (cross, 1), textcoords="offset points", xytext=(4, 8), fontsize=8)
+                # one line of text per backend, so that two crossing at one size stay readable
+                ax.annotate(f"{b} wins from {cross}", (cross, 1), textcoords="offset points",
+                            xytext=(4, 8 + 11 * n_b), fontsize=8, color=line.get_color())
         ax.axhline(1, color="black", linewidth=0.8)
         ax.set_xscale("log", base=2)
         ax.set_yscale("log")
