@@ -10,6 +10,7 @@
 #include <cstdlib>
 #include <numeric>
 #include <string>
+#include <vector>
 
 #include "tandem/gpu/kernel_api.hpp"
 #include "tandem/tandem.hpp"
@@ -377,6 +378,23 @@ TEST_SUITE("sim") {
 
   TEST_CASE("engine_of rejects backends that are not simulators") {
     expect_error<InvalidArgument>([&] { tandem::sim::engine_of(get_backend("reference")); }, {"not a simulator"});
+  }
+
+  TEST_CASE("scan: with no variant named, the look-back below 2^20 elements and three passes from there") {
+    // The simulator runs each variant the same way every time, and the two add the tiles' prefixes
+    // in different orders: the default's bits name the variant it took.
+    for (const std::size_t n : {(std::size_t(1) << 20) - 1, std::size_t(1) << 20}) {
+      std::vector<float> h(n);
+      for (std::size_t i = 0; i < n; ++i) h[i] = static_cast<float>(std::sin(0.37 * double(i)));
+      Buffer x = Buffer::from(sim_backend(), h), chosen(sim_backend(), DType::f32, n);
+      Buffer lookback(sim_backend(), DType::f32, n), three(sim_backend(), DType::f32, n);
+      inclusive_scan(x, chosen);
+      inclusive_scan(x, lookback, {}, "decoupled_lookback");
+      inclusive_scan(x, three, {}, "three_pass");
+      const auto c = chosen.to_vector<float>(), l = lookback.to_vector<float>(), t = three.to_vector<float>();
+      REQUIRE(l != t);  // else the bits could not tell the two apart
+      CHECK_MESSAGE((n < (std::size_t(1) << 20) ? c == l : c == t), "n = ", n);
+    }
   }
 
   TEST_CASE("device functions outside a kernel are an error, not a crash") {
