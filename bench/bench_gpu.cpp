@@ -19,6 +19,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <ctime>
 #include <functional>
@@ -225,6 +226,16 @@ int main(int argc, char** argv) {
         expect_close("inclusive_scan at " + group, ot.to_vector<float>(), pt.to_vector<float>(), 1e-6, magnitude);
         rows.push_back({group, "inclusive_scan f32 (1 read + 1 write)", "GB/s", 2 * gb / ms * 1e3,
                         2 * gb / peer_ms * 1e3, scan_peer, 0.90});
+        // Each of tandem's own grid schemes, so one run shows which the default should take.
+        for (const std::string& v : be.variants("scan")) {
+          if (v == "single_block" || v == scan_peer) continue;  // one block for 2^28: minutes
+          auto [v_ms, v_peer_ms] = paired_ms(
+              be, reps, [&] { tandem::inclusive_scan(x, o, Queue{}, v); }, peer);
+          expect_close("inclusive_scan " + v + " at " + group, ot.to_vector<float>(), pt.to_vector<float>(), 1e-6,
+                       magnitude);
+          rows.push_back({group, "inclusive_scan f32, variant " + v, "GB/s", 2 * gb / v_ms * 1e3,
+                          2 * gb / v_peer_ms * 1e3, scan_peer, 0});
+        }
       }
     }
 
@@ -240,6 +251,10 @@ int main(int argc, char** argv) {
     if (has_tier(be, DType::bf16, MatmulTier::tensor_core)) {
       gemms.push_back({DType::bf16, bf16_n, {MatmulTier::tensor_core, MatmulTier::register_blocked}});
     }
+    // TANDEM_GPU_GEMM_TILE picks the register_blocked block tile of the cuda, hip and sim backends.
+    const bool gpu_gemm_tiles =
+        (backend.rfind("cuda", 0) == 0 || backend.rfind("hip", 0) == 0 || backend.rfind("sim", 0) == 0) &&
+        std::getenv("TANDEM_GPU_GEMM_TILE") == nullptr;
     for (const Gemm& g : gemms) {
       const std::int64_t N = g.n;
       const std::size_t nn = static_cast<std::size_t>(N * N);
@@ -282,6 +297,18 @@ int main(int argc, char** argv) {
                      double(N));
         rows.push_back({group, std::string(name_of(tier)), "GFLOP/s", gflop / ms * 1e3, gflop / peer_ms * 1e3,
                         peer_label, i == 0 ? 0.70 : 0});
+        if (tier == MatmulTier::register_blocked && g.type == DType::f32 && gpu_gemm_tiles) {
+          // Both block tiles of tandem's GPU kernel, whichever the default picked above.
+          for (const char* tile : {"64", "128"}) {
+            setenv("TANDEM_GPU_GEMM_TILE", tile, 1);
+            auto [t_ms, t_peer_ms] = paired_ms(be, r, run(tier, cm), run(peer_tier, pcm));
+            unsetenv("TANDEM_GPU_GEMM_TILE");
+            expect_close(group + " register_blocked " + tile, c.to_vector<float>(), pc.to_vector<float>(), 1e-4,
+                         double(N));
+            rows.push_back({group, std::string("register_blocked, ") + tile + " x " + tile + " tiles", "GFLOP/s",
+                            gflop / t_ms * 1e3, gflop / t_peer_ms * 1e3, peer_label, 0});
+          }
+        }
       }
     }
 

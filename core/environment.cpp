@@ -88,6 +88,12 @@ const std::vector<Checked>& table() {
        [] {
          env::choice("TANDEM_OPENMP_GEMM_L1", {"a", "b"}, "b");
        }},
+      {"TANDEM_GPU_GEMM_TILE", [] { return std::string("auto, 64 or 128"); },
+       "the block tile of the cuda, hip and sim register_blocked tier: 64 x 64, or 128 x 128 for f32 inputs "
+       "(default auto: 128 where its tiles fill every multiprocessor twice)",
+       [] {
+         env::choice("TANDEM_GPU_GEMM_TILE", {"auto", "64", "128"}, "auto");
+       }},
       {"TANDEM_TUNING", [] { return std::string("auto, table or calibrate"); },
        "auto: the CPU tuning cached from a calibration, else measured on first use; table: by CPU vendor, "
        "nothing measured; calibrate: measure again",

@@ -489,4 +489,51 @@ TEST_SUITE("sim") {
     expect_error<InvalidArgument>([&] { matmul(matrix(a, 16, 16), matrix(b, 16, 16), c, {.tf32 = true}); },
                                   {"tf32 applies to f32 inputs"});
   }
+
+  TEST_CASE(
+      "register_blocked: both block tiles (TANDEM_GPU_GEMM_TILE) give the exact product, every transpose and "
+      "edge") {
+    // Small integers: every product and sum is exact in f32, so any element taken from the wrong
+    // row, column or k-slice changes the result. Sizes: whole tiles of both shapes, and edges in
+    // every dimension with leading dimensions that rule out the 4-wide loads.
+    Backend& sim = sim_backend();
+    Backend& ref = get_backend("reference");
+    for (const char* tile : {"64", "128"}) {
+      ::setenv("TANDEM_GPU_GEMM_TILE", tile, 1);
+      for (const auto [m, n, k] : {std::array<std::int64_t, 3>{256, 128, 32}, {130, 197, 37}, {129, 64, 9}}) {
+        for (const Transpose ta : {Transpose::no, Transpose::yes}) {
+          for (const Transpose tb : {Transpose::no, Transpose::yes}) {
+            CAPTURE(tile);
+            CAPTURE(m);
+            CAPTURE(n);
+            CAPTURE(k);
+            CAPTURE(ta == Transpose::yes);
+            CAPTURE(tb == Transpose::yes);
+            std::vector<float> a(std::size_t(m * k)), b(std::size_t(k * n));
+            for (std::size_t i = 0; i < a.size(); ++i) a[i] = float(int((i * 7 + 3) % 9) - 4);
+            for (std::size_t i = 0; i < b.size(); ++i) b[i] = float(int((i * 5 + 1) % 7) - 3);
+            const std::int64_t ar = ta == Transpose::no ? m : k, ac = ta == Transpose::no ? k : m;
+            const std::int64_t br = tb == Transpose::no ? k : n, bc = tb == Transpose::no ? n : k;
+            Matrix c = matrix(Buffer(sim, DType::f32, std::size_t(m * n)), m, n);
+            c.buffer.fill(1);
+            matmul(matrix(Buffer::from(sim, a), ar, ac), matrix(Buffer::from(sim, b), br, bc), c,
+                   {.trans_a = ta, .trans_b = tb, .alpha = 2, .beta = 3, .tier = MatmulTier::register_blocked});
+            Matrix want = matrix(Buffer(ref, DType::f32, std::size_t(m * n)), m, n);
+            want.buffer.fill(1);
+            matmul(matrix(Buffer::from(ref, a), ar, ac), matrix(Buffer::from(ref, b), br, bc), want,
+                   {.trans_a = ta, .trans_b = tb, .alpha = 2, .beta = 3});
+            CHECK(c.buffer.to_vector<float>() == want.buffer.to_vector<float>());
+          }
+        }
+      }
+    }
+    ::setenv("TANDEM_GPU_GEMM_TILE", "96", 1);
+    Buffer x(sim, DType::f32, 64);
+    x.fill(1);
+    Matrix c = matrix(Buffer(sim, DType::f32, 64), 8, 8);
+    expect_error<InvalidArgument>(
+        [&] { matmul(matrix(x, 8, 8), matrix(x, 8, 8), c, {.tier = MatmulTier::register_blocked}); },
+        {"TANDEM_GPU_GEMM_TILE", "auto, 64 or 128"});
+    ::unsetenv("TANDEM_GPU_GEMM_TILE");
+  }
 }

@@ -40,6 +40,7 @@
 #include "kernels/reduce.hpp"
 #include "kernels/scan.hpp"
 #include "tandem/backend.hpp"
+#include "tandem/environment.hpp"
 #include "tandem/errors.hpp"
 
 namespace tandem::gpu {
@@ -305,6 +306,16 @@ class GpuBackend : public Backend {
     return (t == DType::f16 || t == DType::bf16) && warp_width_ == int(kernels::kMmaLanes);
   }
   MatmulTier choose_matmul_tier(const GemmArgs&) const override { return MatmulTier::register_blocked; }
+  // The register_blocked tier's 128 x 128 tiles (f32 inputs) where there are at least a quarter
+  // of max_blocks of them (two per multiprocessor on CUDA and HIP), else 64 x 64 (more, smaller
+  // blocks); TANDEM_GPU_GEMM_TILE picks one. Read at each call, so a benchmark can compare both.
+  bool large_gemm_tile(std::int64_t m, std::int64_t n) const {
+    const std::string tile = env::choice("TANDEM_GPU_GEMM_TILE", {"auto", "64", "128"}, "auto");
+    if (tile != "auto") return tile == "128";
+    const std::int64_t large = kernels::RegisterLarge::block_m;
+    const std::int64_t tiles = ((m + large - 1) / large) * ((n + large - 1) / large);
+    return tiles >= std::int64_t(rt_.max_blocks() / 4);
+  }
 
   void matmul(Queue q, const GemmArgs& a) override {
     detail::dispatch_any(a.ab_type, [&]<class TA>() {
@@ -338,8 +349,16 @@ class GpuBackend : public Backend {
             return launch(q, "matmul_tiled", grid_2d(a.m, a.n, kernels::kTile, kernels::kTile),
                           Dim3{kernels::kTile, kernels::kTile, 1}, 0, kernels::matmul_tiled_kernel<TA, TC>, g);
           case MatmulTier::register_blocked:
-            return launch(q, "matmul_register_blocked", grid_2d(a.m, a.n, kernels::kBlockM, kernels::kBlockN),
-                          Dim3{kernels::kRegisterThreads, 1, 1}, 0, kernels::matmul_register_kernel<TA, TC>, g);
+            if constexpr (std::is_same_v<TA, float>) {
+              if (large_gemm_tile(a.m, a.n)) {
+                using L = kernels::RegisterLarge;
+                return launch(q, "matmul_register_blocked", grid_2d(a.m, a.n, L::block_m, L::block_n),
+                              Dim3{L::threads, 1, 1}, 0, kernels::matmul_register_kernel<L, TA, TC>, g);
+              }
+            }
+            using S = kernels::RegisterSmall;
+            return launch(q, "matmul_register_blocked", grid_2d(a.m, a.n, S::block_m, S::block_n),
+                          Dim3{S::threads, 1, 1}, 0, kernels::matmul_register_kernel<S, TA, TC>, g);
           case MatmulTier::tensor_core:
             if constexpr (std::is_same_v<TA, half> || std::is_same_v<TA, bfloat16>) {
               if (has_tensor_core(a.ab_type)) {

@@ -93,16 +93,28 @@ void GpuBackend<Runtime>::scan(Queue q, ScanKind kind, DType t, std::size_t n, c
       return launch(q, "scan_tiles", Dim3{blocks(tiles), 1, 1}, block, 0, kernels::scan_tiles_kernel<T>, as<T>(x),
                     as<T>(out), n, inclusive, static_cast<const T*>(s), tiles);
     }
-    // decoupled look-back: [counter][status x tiles] then aggregates and prefixes, 16-byte aligned
-    const std::size_t flags_bytes = (tiles + 1) * sizeof(unsigned);
+    // decoupled look-back: the tile counter, then the slots (kernels::LookbackSlots), all zeroed:
+    // [counter][16-byte aligned: a 64-bit word per tile] for 4-byte T,
+    // [counter][status x tiles][16-byte aligned: aggregates x tiles][prefixes x tiles] otherwise
+    using Slots = kernels::LookbackSlots<T>;
+    const std::size_t slots_at = 16;
+    const std::size_t flags_bytes =
+        Slots::packed ? slots_at + tiles * sizeof(std::uint64_t) : slots_at + tiles * sizeof(unsigned);
     const std::size_t values_at = (flags_bytes + 15) / 16 * 16;
-    Scratch scratch(*this, q, values_at + 2 * tiles * sizeof(T));
+    Scratch scratch(*this, q, Slots::packed ? flags_bytes : values_at + 2 * tiles * sizeof(T));
     auto* base = static_cast<unsigned char*>(scratch.ptr);
     rt_.memset(stream(q), base, 0, flags_bytes);
     auto* counter = reinterpret_cast<unsigned*>(base);
-    auto* aggregates = reinterpret_cast<T*>(base + values_at);
+    Slots slots{};
+    if constexpr (Slots::packed) {
+      slots.words = reinterpret_cast<std::uint64_t*>(base + slots_at);
+    } else {
+      slots.status = reinterpret_cast<unsigned*>(base + slots_at);
+      slots.aggregates = reinterpret_cast<T*>(base + values_at);
+      slots.prefixes = slots.aggregates + tiles;
+    }
     launch(q, "scan_lookback", Dim3{static_cast<unsigned>(tiles), 1, 1}, block, 0, kernels::scan_lookback_kernel<T>,
-           as<T>(x), as<T>(out), n, inclusive, counter + 1, aggregates, aggregates + tiles, counter);
+           as<T>(x), as<T>(out), n, inclusive, slots, counter);
   });
 }
 

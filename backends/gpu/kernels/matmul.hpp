@@ -1,9 +1,9 @@
 // GEMM kernels, C (m, n) = alpha * op(A) (m, k) * op(B) (k, n) + beta * C, row-major, in three
 // tiers: naive (one output per thread), tiled (16 x 16 shared-memory tiles), register_blocked
-// (64 x 64 block tiles, 4 x 4 outputs per thread in registers, vectorised loads, double-buffered
-// shared memory). TA is the storage type of A and B; TC the compute and C type (f32 for f16/bf16).
-// The tiled and register_blocked tiers take a full-tile path without bounds checks wherever a
-// whole tile lies inside the matrices, and a checked partial-tile path at the edges.
+// (64 x 64 or 128 x 128 block tiles, 4 x 4 or 8 x 8 outputs per thread in registers, vectorised
+// loads, double-buffered shared memory). TA is the storage type of A and B; TC the compute and C type (f32 for
+// f16/bf16). The tiled and register_blocked tiers take a full-tile path without bounds checks wherever a whole tile
+// lies inside the matrices, and a checked partial-tile path at the edges.
 #pragma once
 
 #include "common.hpp"
@@ -85,9 +85,23 @@ TANDEM_KERNEL TANDEM_LAUNCH_BOUNDS(256) void matmul_tiled_kernel(Gemm<TA, TC> g)
   }
 }
 
-// ---- register_blocked: 256 threads, a 64 x 64 tile of C, 4 x 4 outputs per thread ----
-inline constexpr unsigned kBlockM = 64, kBlockN = 64, kBlockK = 16, kThreadM = 4, kThreadN = 4;
-inline constexpr unsigned kRegisterThreads = (kBlockM / kThreadM) * (kBlockN / kThreadN);
+// ---- register_blocked: 256 threads, each computing TM x TN outputs of a BM x BN tile of C ----
+// Two shapes: 64 x 64 tiles with 4 x 4 per thread and k-slices of 16 (Small), and 128 x 128 with
+// 8 x 8 per thread and k-slices of 8 (Large: twice the multiply-adds per shared-memory load, for
+// f32 matrices with enough tiles to fill the GPU). A thread's rows are TM / 4 runs of 4 consecutive
+// ones, 64 apart (so a warp's reads of 4 consecutive values hit distinct banks); so are its
+// columns.
+template <unsigned BM, unsigned BN, unsigned BK, unsigned TM, unsigned TN>
+struct RegisterTiling {
+  static constexpr unsigned block_m = BM, block_n = BN, block_k = BK, thread_m = TM, thread_n = TN;
+  static constexpr unsigned threads = (BM / TM) * (BN / TN);
+  static_assert(threads == 256 && BM * BK == 4 * threads && BN * BK == 4 * threads,
+                "every thread loads 4 elements of each operand per k-slice");
+  static_assert(TM % 4 == 0 && TN % 4 == 0 && BM * 4 / TM == 64 && BN * 4 / TN == 64,
+                "a thread's rows and columns are runs of 4, 64 apart");
+};
+using RegisterSmall = RegisterTiling<64, 64, 16, 4, 4>;
+using RegisterLarge = RegisterTiling<128, 128, 8, 8, 8>;
 
 // Loads 4 consecutive stored elements starting at p, at once when `vector`.
 template <class TC, class TA>
@@ -105,94 +119,105 @@ TANDEM_DEVICE void load4(const TA* p, bool vector, TC (&out)[4]) {
   for (unsigned e = 0; e < 4; ++e) out[e] = to_compute<TC>(p[e]);
 }
 
-// The 4 stored elements thread t loads of an operand panel of 64 (outer) x 16 (depth): outer
+// The 4 stored elements thread t loads of an operand panel of BO (outer) x BK (depth): outer
 // rows o0.. of A or columns o0.. of B, depth p0... When depth is contiguous in memory (A not
-// transposed, B transposed) the thread takes outer t/4, depth (t%4)*4 + 0..3; otherwise depth
-// t/16, outer (t%16)*4 + 0..3. Either way it reads 4 consecutive stored elements (at once when
-// `vector`). Outside the matrix (outer >= outer_n or depth >= k) the values are zeros.
-template <class TC, class TA>
+// transposed, B transposed) the thread takes outer t / (BK / 4), depth (t % (BK / 4)) * 4 + 0..3;
+// otherwise depth t / (BO / 4), outer (t % (BO / 4)) * 4 + 0..3. Either way it reads 4
+// consecutive stored elements (at once when `vector`). Outside the matrix (outer >= outer_n or
+// depth >= k) the values are zeros.
+template <unsigned BO, unsigned BK, class TC, class TA>
 TANDEM_DEVICE void fetch_panel(const TA* base, std::int64_t ld, bool depth_contiguous, unsigned t, std::int64_t o0,
                                std::int64_t outer_n, std::int64_t p0, std::int64_t k, bool full, bool vector,
                                TC (&v)[4]) {
   // (slow, fast): the stored row and the first of the 4 consecutive stored columns
-  const std::int64_t slow = depth_contiguous ? o0 + t / 4 : p0 + t / 16;
-  const std::int64_t fast = depth_contiguous ? p0 + (t % 4) * 4 : o0 + (t % 16) * 4;
+  const std::int64_t slow = depth_contiguous ? o0 + t / (BK / 4) : p0 + t / (BO / 4);
+  const std::int64_t fast = depth_contiguous ? p0 + (t % (BK / 4)) * 4 : o0 + (t % (BO / 4)) * 4;
   const TA* row = base + slow * ld;
   if (full) return load4(row + fast, vector, v);
   const std::int64_t slow_n = depth_contiguous ? outer_n : k, fast_n = depth_contiguous ? k : outer_n;
   for (unsigned e = 0; e < 4; ++e) v[e] = (slow < slow_n && fast + e < fast_n) ? to_compute<TC>(row[fast + e]) : TC(0);
 }
 // Stores those 4 values into the depth-major shared tile [depth][outer].
-template <class TC, class Tile>
+template <unsigned BO, unsigned BK, class TC, class Tile>
 TANDEM_DEVICE void put_panel(bool depth_contiguous, unsigned t, const TC (&v)[4], Tile& tile) {
   for (unsigned e = 0; e < 4; ++e) {
     if (depth_contiguous) {
-      tile[(t % 4) * 4 + e][t / 4] = v[e];
+      tile[(t % (BK / 4)) * 4 + e][t / (BK / 4)] = v[e];
     } else {
-      tile[t / 16][(t % 16) * 4 + e] = v[e];
+      tile[t / (BO / 4)][(t % (BO / 4)) * 4 + e] = v[e];
     }
   }
 }
-template <class TA, class TC>
-TANDEM_DEVICE void fetch_a(const Gemm<TA, TC>& g, unsigned t, std::int64_t i0, std::int64_t p0, bool full, TC (&v)[4]) {
-  fetch_panel(g.a, g.lda, !g.trans_a, t, i0, g.m, p0, g.k, full, g.vector_a, v);
-}
-template <class TA, class TC>
-TANDEM_DEVICE void fetch_b(const Gemm<TA, TC>& g, unsigned t, std::int64_t p0, std::int64_t j0, bool full, TC (&v)[4]) {
-  fetch_panel(g.b, g.ldb, g.trans_b, t, j0, g.n, p0, g.k, full, g.vector_b, v);
+
+// Both operands' tiles, twice (double-buffered), 16-byte aligned with rows of a multiple of 16
+// bytes, so a thread reads its 4 consecutive values at once.
+template <class TC, class L>
+struct alignas(16) RegisterTiles {
+  TC a[2][L::block_k][L::block_m + 4];
+  TC b[2][L::block_k][L::block_n + 4];
+};
+// 4 consecutive values of a shared tile row (p 16-byte aligned) into out[0..3].
+template <class TC>
+TANDEM_DEVICE void read4(const TC* p, TC* out) {
+  constexpr unsigned P = Pack<TC>::size;
+  for (unsigned h = 0; h < 4 / P; ++h) {
+    const Pack<TC> v = load_pack(p + h * P);
+    for (unsigned e = 0; e < P; ++e) out[h * P + e] = v.v[e];
+  }
 }
 
-template <class TA, class TC>
+template <class L, class TA, class TC>
 TANDEM_KERNEL TANDEM_LAUNCH_BOUNDS(256) void matmul_register_kernel(Gemm<TA, TC> g) {
-  // Two buffers of each tile: while the block computes on one, the next k-slice is loaded
-  // into registers and then stored into the other, so one barrier per k-slice suffices.
-  TANDEM_SHARED(TC, as, [2][kBlockK][kBlockM + 4]);
-  TANDEM_SHARED(TC, bs, [2][kBlockK][kBlockN + 4]);
+  constexpr unsigned BM = L::block_m, BN = L::block_n, BK = L::block_k, TM = L::thread_m, TN = L::thread_n;
+  // While the block computes on one buffer, the next k-slice is loaded into registers and then
+  // stored into the other, so one barrier per k-slice suffices.
+  using Tiles = RegisterTiles<TC, L>;
+  TANDEM_SHARED(Tiles, tiles);
   const unsigned t = thread_rank();
-  const unsigned tm = t / (kBlockN / kThreadN), tn = t % (kBlockN / kThreadN);
-  const std::int64_t tiles_m = (g.m + kBlockM - 1) / kBlockM, tiles_n = (g.n + kBlockN - 1) / kBlockN;
-  const std::int64_t slices = (g.k + kBlockK - 1) / kBlockK;
+  const unsigned tm = t / (BN / TN), tn = t % (BN / TN);
+  const std::int64_t tiles_m = (g.m + BM - 1) / BM, tiles_n = (g.n + BN - 1) / BN;
+  const std::int64_t slices = (g.k + BK - 1) / BK;
   for (std::int64_t bi = block_idx().y; bi < tiles_m; bi += grid_dim().y) {
     for (std::int64_t bj = block_idx().x; bj < tiles_n; bj += grid_dim().x) {
-      const std::int64_t i0 = bi * kBlockM, j0 = bj * kBlockN;
-      const bool full_mn = i0 + kBlockM <= g.m && j0 + kBlockN <= g.n;
-      TC acc[kThreadM][kThreadN] = {};
+      const std::int64_t i0 = bi * BM, j0 = bj * BN;
+      const bool full_mn = i0 + BM <= g.m && j0 + BN <= g.n;
+      TC acc[TM][TN] = {};
       TC va[4], vb[4];
       if (slices > 0) {
-        const bool full = full_mn && kBlockK <= g.k;
-        fetch_a(g, t, i0, 0, full, va);
-        fetch_b(g, t, 0, j0, full, vb);
-        put_panel(!g.trans_a, t, va, as[0]);
-        put_panel(g.trans_b, t, vb, bs[0]);
+        const bool full = full_mn && BK <= g.k;
+        fetch_panel<BM, BK>(g.a, g.lda, !g.trans_a, t, i0, g.m, 0, g.k, full, g.vector_a, va);
+        fetch_panel<BN, BK>(g.b, g.ldb, g.trans_b, t, j0, g.n, 0, g.k, full, g.vector_b, vb);
+        put_panel<BM, BK>(!g.trans_a, t, va, tiles.a[0]);
+        put_panel<BN, BK>(g.trans_b, t, vb, tiles.b[0]);
       }
       sync_threads();
       for (std::int64_t s = 0; s < slices; ++s) {
         const unsigned cur = static_cast<unsigned>(s & 1);
         const bool more = s + 1 < slices;
         if (more) {
-          const std::int64_t p0 = (s + 1) * kBlockK;
-          const bool full = full_mn && p0 + kBlockK <= g.k;
-          fetch_a(g, t, i0, p0, full, va);
-          fetch_b(g, t, p0, j0, full, vb);
+          const std::int64_t p0 = (s + 1) * BK;
+          const bool full = full_mn && p0 + BK <= g.k;
+          fetch_panel<BM, BK>(g.a, g.lda, !g.trans_a, t, i0, g.m, p0, g.k, full, g.vector_a, va);
+          fetch_panel<BN, BK>(g.b, g.ldb, g.trans_b, t, j0, g.n, p0, g.k, full, g.vector_b, vb);
         }
-        for (unsigned q = 0; q < kBlockK; ++q) {
-          TC fa[kThreadM], fb[kThreadN];
-          for (unsigned r = 0; r < kThreadM; ++r) fa[r] = as[cur][q][tm * kThreadM + r];
-          for (unsigned c = 0; c < kThreadN; ++c) fb[c] = bs[cur][q][tn * kThreadN + c];
-          for (unsigned r = 0; r < kThreadM; ++r) {
-            for (unsigned c = 0; c < kThreadN; ++c) acc[r][c] += fa[r] * fb[c];
+        for (unsigned q = 0; q < BK; ++q) {
+          TC fa[TM], fb[TN];
+          for (unsigned r = 0; r < TM / 4; ++r) read4(&tiles.a[cur][q][r * 64 + tm * 4], fa + r * 4);
+          for (unsigned c = 0; c < TN / 4; ++c) read4(&tiles.b[cur][q][c * 64 + tn * 4], fb + c * 4);
+          for (unsigned r = 0; r < TM; ++r) {
+            for (unsigned c = 0; c < TN; ++c) acc[r][c] += fa[r] * fb[c];
           }
         }
         if (more) {
-          put_panel(!g.trans_a, t, va, as[cur ^ 1u]);
-          put_panel(g.trans_b, t, vb, bs[cur ^ 1u]);
+          put_panel<BM, BK>(!g.trans_a, t, va, tiles.a[cur ^ 1u]);
+          put_panel<BN, BK>(g.trans_b, t, vb, tiles.b[cur ^ 1u]);
         }
         sync_threads();
       }
-      for (unsigned r = 0; r < kThreadM; ++r) {
-        const std::int64_t i = i0 + tm * kThreadM + r;
-        for (unsigned c = 0; c < kThreadN; ++c) {
-          const std::int64_t j = j0 + tn * kThreadN + c;
+      for (unsigned r = 0; r < TM; ++r) {
+        const std::int64_t i = i0 + (r / 4) * 64 + tm * 4 + r % 4;
+        for (unsigned c = 0; c < TN; ++c) {
+          const std::int64_t j = j0 + (c / 4) * 64 + tn * 4 + c % 4;
           if (full_mn || (i < g.m && j < g.n)) store_c(g, i, j, acc[r][c]);
         }
       }
