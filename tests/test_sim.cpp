@@ -420,7 +420,8 @@ TEST_SUITE("sim") {
     // Small integers are exact in bf16 and f16, and so are their products and sums in f32: any
     // element of a fragment read from the wrong row, column or lane changes the result.
     for (DType t : {DType::bf16, DType::f16}) {
-      for (const auto [m, n, k] : {std::array<std::int64_t, 3>{16, 8, 16}, {64, 64, 32}, {37, 70, 45}, {130, 9, 17}}) {
+      for (const auto [m, n, k] :
+           {std::array<std::int64_t, 3>{16, 8, 16}, {64, 64, 32}, {37, 70, 45}, {130, 9, 17}, {256, 136, 72}}) {
         for (const Transpose ta : {Transpose::no, Transpose::yes}) {
           for (const Transpose tb : {Transpose::no, Transpose::yes}) {
             CAPTURE(name_of(t));

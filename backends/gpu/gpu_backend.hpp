@@ -339,8 +339,8 @@ class GpuBackend : public Backend {
                                 false,
                                 false};
         constexpr std::int64_t per16 = 16 / sizeof(TA);
-        g.vector_a = std::is_same_v<TA, TC> && aligned(a.a) && a.lda % per16 == 0;
-        g.vector_b = std::is_same_v<TA, TC> && aligned(a.b) && a.ldb % per16 == 0;
+        g.vector_a = aligned(a.a) && a.lda % per16 == 0;
+        g.vector_b = aligned(a.b) && a.ldb % per16 == 0;
         switch (a.tier) {
           case MatmulTier::naive:
             return launch(q, "matmul_naive", grid_2d(a.m, a.n, 16, 16), Dim3{16, 16, 1}, 0,

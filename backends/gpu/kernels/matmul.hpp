@@ -23,7 +23,7 @@ struct Gemm {
   bool trans_b;
   TC* c;
   std::int64_t ldc;
-  bool vector_a, vector_b;  // 4 consecutive stored elements may be loaded at once (aligned, TA = TC)
+  bool vector_a, vector_b;  // 16 bytes of stored elements may be loaded at once (aligned base and rows)
 };
 
 template <class TA, class TC>

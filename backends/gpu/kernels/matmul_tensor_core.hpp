@@ -13,9 +13,12 @@
 // So the simulator runs this kernel's fragment loads, tiling and epilogue exactly as a GPU does,
 // and only the multiply-accumulate differs (the order of the additions within one mma).
 //
-// The kernel: 128 threads (4 warps, 2 x 2) compute a 64 x 64 tile of C; each warp a 32 x 32 part
-// as 2 x 4 mma tiles; the block walks k in steps of 16 through shared-memory tiles of A (64 x 16)
-// and B (stored as 64 (n) x 16 (k)), zeros outside the matrices. Needs 32-lane warps (NVIDIA):
+// The kernel: 256 threads (8 warps, 2 x 4) compute a 128 x 128 tile of C; each warp a 64 x 32
+// part as 4 x 4 mma tiles. The block walks k in slices of 32 through two shared-memory buffers of
+// A (128 x 32, [m][k]) and B (stored 128 (n) x 32 (k)): while it multiplies one, each thread holds
+// its part of the next slice in registers (16 bytes at once where a whole tile lies inside
+// aligned matrices), then stores it into the other, one barrier per slice. Fragments are read
+// from shared memory as 32-bit pairs. Zeros outside the matrices. Needs 32-lane warps (NVIDIA):
 // the backend offers the tier only there.
 #pragma once
 
@@ -24,12 +27,15 @@
 namespace tandem::gpu::kernels {
 inline namespace TANDEM_GPU_ABI {
 
-inline constexpr unsigned kTensorBlockM = 64, kTensorBlockN = 64, kTensorK = 16, kTensorThreads = 128;
+inline constexpr unsigned kTensorBlockM = 128, kTensorBlockN = 128, kTensorK = 32, kTensorThreads = 256;
 // The lanes mma.sync's fragments are laid out over: the tier runs only where a warp has this many
 // (the backend checks), unlike the other kernels, which read gpu::warp_size().
 inline constexpr unsigned kMmaLanes = 32;
-// Each of the 4 warps computes a kTensorWarpM x kTensorWarpN part of the block's tile.
-inline constexpr unsigned kTensorWarpM = 32, kTensorWarpN = 32;
+// Each of the 8 warps (2 x 4) computes a kTensorWarpM x kTensorWarpN part of the block's tile.
+inline constexpr unsigned kTensorWarpM = 64, kTensorWarpN = 32;
+// Shared rows of 32 + 8 halves (80 bytes): 16-byte aligned, and a warp's fragment reads fall on
+// 32 distinct banks.
+inline constexpr unsigned kTensorRow = kTensorK + 8;
 
 // Fragments as the instruction takes them: two 16-bit elements per 32-bit register, the lower
 // index in the low half.
@@ -108,52 +114,126 @@ TANDEM_DEVICE std::uint16_t bits_b(const Gemm<TA, float>& g, std::int64_t p, std
   return (g.trans_b ? g.b[j * g.ldb + p] : g.b[p * g.ldb + j]).bits;
 }
 
+// 8 consecutive stored 16-bit elements: 16 bytes at once when `vector` (aligned), else one by one,
+// zeros from index `valid` on.
+struct Chunk {
+  std::uint16_t h[8];
+};
 template <class TA>
-TANDEM_KERNEL TANDEM_LAUNCH_BOUNDS(128) void matmul_tensor_core_kernel(Gemm<TA, float> g) {
-  // [row][k] of A and [n][k] of B; 8 halves of padding keep a warp's fragment reads off one bank.
-  TANDEM_SHARED(std::uint16_t, as, [kTensorBlockM][kTensorK + 8]);
-  TANDEM_SHARED(std::uint16_t, bs, [kTensorBlockN][kTensorK + 8]);
-  const unsigned tid = thread_rank(), lane = lane_id(), warp = warp_id();
+TANDEM_DEVICE Chunk load_chunk(const TA* p, bool vector, std::int64_t valid) {
+  Chunk c;
+  if (vector && valid >= 8) {
+    const Pack<std::uint16_t> v = load_pack(reinterpret_cast<const std::uint16_t*>(p));
+    for (unsigned e = 0; e < 8; ++e) c.h[e] = v.v[e];
+  } else {
+    for (unsigned e = 0; e < 8; ++e) c.h[e] = std::int64_t(e) < valid ? p[e].bits : std::uint16_t(0);
+  }
+  return c;
+}
+// Two adjacent 16-bit shared elements (the first at an even index) as one fragment register.
+TANDEM_DEVICE std::uint32_t load_pair(const std::uint16_t* p) {
+#if defined(TANDEM_GPU_COMPILER)
+  return *reinterpret_cast<const std::uint32_t*>(p);
+#else
+  return pair(p[0], p[1]);
+#endif
+}
+
+// One operand's 128 (outer) x 32 (k) slice as 512 chunks of 8 elements, 2 per thread. Chunk c of
+// an operand stored with k contiguous (A as is, B transposed) is outer c / 4, k (c % 4) * 8..;
+// otherwise it is k c / 16, outer (c % 16) * 8... Either way 8 consecutive stored elements.
+template <class TA>
+struct TensorSlice {
+  Chunk chunk[2];
+  TANDEM_DEVICE void load(const TA* base, std::int64_t ld, bool k_contiguous, std::int64_t o0, std::int64_t outer_n,
+                          std::int64_t p0, std::int64_t k, bool vector) {
+    for (unsigned u = 0; u < 2; ++u) {
+      const unsigned c = thread_rank() + u * kTensorThreads;
+      const std::int64_t outer = o0 + (k_contiguous ? c / 4 : (c % 16) * 8);
+      const std::int64_t depth = p0 + (k_contiguous ? (c % 4) * 8 : c / 16);
+      // elements of the run inside the matrix: the run goes along k, or along outer
+      std::int64_t valid = 0;
+      if (k_contiguous && outer < outer_n) valid = k - depth;
+      if (!k_contiguous && depth < k) valid = outer_n - outer;
+      const std::int64_t slow = k_contiguous ? outer : depth, fast = k_contiguous ? depth : outer;
+      chunk[u] = valid > 0 ? load_chunk(base + slow * ld + fast, vector, valid) : Chunk{};
+    }
+  }
+  // Into the shared tile [outer][kTensorRow].
+  TANDEM_DEVICE void store(bool k_contiguous, std::uint16_t (*tile)[kTensorRow]) const {
+    for (unsigned u = 0; u < 2; ++u) {
+      const unsigned c = thread_rank() + u * kTensorThreads;
+      if (k_contiguous) {
+        std::uint16_t* row = tile[c / 4] + (c % 4) * 8;
+        for (unsigned e = 0; e < 8; ++e) row[e] = chunk[u].h[e];
+      } else {
+        for (unsigned e = 0; e < 8; ++e) tile[(c % 16) * 8 + e][c / 16] = chunk[u].h[e];
+      }
+    }
+  }
+};
+
+template <class TA>
+TANDEM_KERNEL TANDEM_LAUNCH_BOUNDS(256) void matmul_tensor_core_kernel(Gemm<TA, float> g) {
+  // [buffer][row][k] of A and [buffer][n][k] of B.
+  TANDEM_SHARED(std::uint16_t, as, [2][kTensorBlockM][kTensorRow]);
+  TANDEM_SHARED(std::uint16_t, bs, [2][kTensorBlockN][kTensorRow]);
+  const unsigned lane = lane_id(), warp = warp_id();
   const unsigned lg = lane / 4, lt = lane % 4;
-  const unsigned wm = (warp / 2) * kTensorWarpM, wn = (warp % 2) * kTensorWarpN;  // this warp's part
+  const unsigned wm = (warp / 4) * kTensorWarpM, wn = (warp % 4) * kTensorWarpN;  // this warp's part
+  const bool a_k_contiguous = !g.trans_a, b_k_contiguous = g.trans_b;
   const std::int64_t tiles_m = (g.m + kTensorBlockM - 1) / kTensorBlockM;
   const std::int64_t tiles_n = (g.n + kTensorBlockN - 1) / kTensorBlockN;
+  const std::int64_t slices = (g.k + kTensorK - 1) / kTensorK;
   for (std::int64_t bi = block_idx().y; bi < tiles_m; bi += grid_dim().y) {
     for (std::int64_t bj = block_idx().x; bj < tiles_n; bj += grid_dim().x) {
       const std::int64_t i0 = bi * kTensorBlockM, j0 = bj * kTensorBlockN;
-      float acc[2][4][4] = {};
-      for (std::int64_t p0 = 0; p0 < g.k; p0 += kTensorK) {
-        // 64 x 16 elements of each operand, 8 per thread; consecutive threads walk the stored
-        // rows' contiguous direction.
-        for (unsigned e = tid; e < kTensorBlockM * kTensorK; e += kTensorThreads) {
-          const unsigned r = g.trans_a ? e % kTensorBlockM : e / kTensorK;
-          const unsigned c = g.trans_a ? e / kTensorBlockM : e % kTensorK;
-          as[r][c] = bits_a(g, i0 + r, p0 + c);
-          const unsigned n = g.trans_b ? e / kTensorK : e % kTensorBlockN;
-          const unsigned k = g.trans_b ? e % kTensorK : e / kTensorBlockN;
-          bs[n][k] = bits_b(g, p0 + k, j0 + n);
+      float acc[4][4][4] = {};
+      TensorSlice<TA> na, nb;  // the next slice, in registers
+      if (slices > 0) {
+        na.load(g.a, g.lda, a_k_contiguous, i0, g.m, 0, g.k, g.vector_a);
+        nb.load(g.b, g.ldb, b_k_contiguous, j0, g.n, 0, g.k, g.vector_b);
+        na.store(a_k_contiguous, as[0]);
+        nb.store(b_k_contiguous, bs[0]);
+      }
+      sync_threads();
+      for (std::int64_t s = 0; s < slices; ++s) {
+        const unsigned cur = static_cast<unsigned>(s & 1);
+        const bool more = s + 1 < slices;
+        if (more) {
+          const std::int64_t p0 = (s + 1) * kTensorK;
+          na.load(g.a, g.lda, a_k_contiguous, i0, g.m, p0, g.k, g.vector_a);
+          nb.load(g.b, g.ldb, b_k_contiguous, j0, g.n, p0, g.k, g.vector_b);
         }
-        sync_threads();
-        FragA fa[2];
-        FragB fb[4];
-        for (unsigned mi = 0; mi < 2; ++mi) {
-          const unsigned r = wm + mi * 16 + lg;
-          for (unsigned q = 0; q < 4; ++q) {  // registers a(2q), a(2q + 1): row r + 8 (q % 2), columns 2t.. + 8 (q / 2)
-            const unsigned row = r + 8 * (q % 2), col = 2 * lt + 8 * (q / 2);
-            fa[mi].r[q] = pair(as[row][col], as[row][col + 1]);
+        for (unsigned kk = 0; kk < kTensorK; kk += 16) {
+          FragA fa[4];
+          FragB fb[4];
+          for (unsigned mi = 0; mi < 4; ++mi) {
+            const unsigned r = wm + mi * 16 + lg;
+            for (unsigned q = 0; q < 4;
+                 ++q) {  // registers a(2q), a(2q + 1): row r + 8 (q % 2), columns 2t.. + 8 (q / 2)
+              fa[mi].r[q] = load_pair(&as[cur][r + 8 * (q % 2)][kk + 2 * lt + 8 * (q / 2)]);
+            }
+          }
+          for (unsigned ni = 0; ni < 4; ++ni) {
+            const unsigned n = wn + ni * 8 + lg;
+            for (unsigned q = 0; q < 2; ++q) fb[ni].r[q] = load_pair(&bs[cur][n][kk + 2 * lt + 8 * q]);
+          }
+          for (unsigned mi = 0; mi < 4; ++mi) {
+            for (unsigned ni = 0; ni < 4; ++ni) mma<TA>(acc[mi][ni], fa[mi], fb[ni]);
           }
         }
-        for (unsigned ni = 0; ni < 4; ++ni) {
-          const unsigned n = wn + ni * 8 + lg;
-          for (unsigned q = 0; q < 2; ++q) fb[ni].r[q] = pair(bs[n][2 * lt + 8 * q], bs[n][2 * lt + 8 * q + 1]);
-        }
-        for (unsigned mi = 0; mi < 2; ++mi) {
-          for (unsigned ni = 0; ni < 4; ++ni) mma<TA>(acc[mi][ni], fa[mi], fb[ni]);
+        if (more) {
+          na.store(a_k_contiguous, as[cur ^ 1u]);
+          nb.store(b_k_contiguous, bs[cur ^ 1u]);
         }
         sync_threads();
       }
-      for (unsigned mi = 0; mi < 2; ++mi) {
+      TANDEM_UNROLL
+      for (unsigned mi = 0; mi < 4; ++mi) {
+        TANDEM_UNROLL
         for (unsigned ni = 0; ni < 4; ++ni) {
+          TANDEM_UNROLL
           for (unsigned e = 0; e < 4; ++e) {
             const std::int64_t i = i0 + wm + mi * 16 + lg + 8 * (e / 2);
             const std::int64_t j = j0 + wn + ni * 8 + 2 * lt + (e % 2);

@@ -20,6 +20,9 @@
 // The most threads a block of this kernel has: lets the compiler give each thread more registers.
 #define TANDEM_LAUNCH_BOUNDS(threads) __launch_bounds__(threads)
 #define TANDEM_DEVICE __device__ __forceinline__
+// Unroll the next loop fully (its trip count a constant): keeps register arrays it indexes in
+// registers instead of local memory.
+#define TANDEM_UNROLL _Pragma("unroll")
 #define TANDEM_SHARED(type, name, ...) __shared__ type name __VA_ARGS__
 #define TANDEM_DYNAMIC_SHARED(type, name)                                                \
   extern __shared__ __attribute__((aligned(16))) unsigned char tandem_dynamic_shared_[]; \
@@ -109,6 +112,7 @@ TANDEM_DEVICE void store_volatile(T* p, T v) {
 #define TANDEM_KERNEL
 #define TANDEM_LAUNCH_BOUNDS(threads)
 #define TANDEM_DEVICE inline
+#define TANDEM_UNROLL
 // Every declaration site owns one slot of the block's shared memory, found by its address.
 #define TANDEM_SHARED(type, name, ...) \
   static char name##_site_;            \
