@@ -139,18 +139,27 @@ TANDEM_DEVICE std::uint32_t load_pair(const std::uint16_t* p) {
 #endif
 }
 
-// One operand's 128 (outer) x 32 (k) slice as 512 chunks of 8 elements, 2 per thread. Chunk c of
-// an operand stored with k contiguous (A as is, B transposed) is outer c / 4, k (c % 4) * 8..;
-// otherwise it is k c / 16, outer (c % 16) * 8... Either way 8 consecutive stored elements.
+// One operand's 128 (outer) x 32 (k) slice as 512 chunks of 8 consecutive stored elements, 2 per
+// thread. Where k is contiguous (A as is, B transposed), chunk c is outer c / 4, k (c % 4) * 8..:
+// a warp reads 8 rows of 64 bytes and stores 16 bytes at a time. Otherwise c = 64 a + 32 b + 2 q + h
+// is k q + 16 b, outer (h + 2 a) * 8..: a warp reads 16 rows of 32 bytes (whole sectors), and its
+// 2-byte stores down the shared tile's rows fall on 8 banks, 2 words each (taking outer from
+// (c % 16) * 8 put all 16 lanes of a k on one bank: 80-byte rows, 8 apart, are 640 bytes).
+struct ChunkPlace {
+  unsigned outer, depth;  // within the slice
+};
+TANDEM_DEVICE ChunkPlace chunk_place(unsigned c, bool k_contiguous) {
+  if (k_contiguous) return {c / 4, (c % 4) * 8};
+  return {((c % 2) + 2 * (c / 64)) * 8, (c % 32) / 2 + 16 * ((c / 32) % 2)};
+}
 template <class TA>
 struct TensorSlice {
   Chunk chunk[2];
   TANDEM_DEVICE void load(const TA* base, std::int64_t ld, bool k_contiguous, std::int64_t o0, std::int64_t outer_n,
                           std::int64_t p0, std::int64_t k, bool vector) {
     for (unsigned u = 0; u < 2; ++u) {
-      const unsigned c = thread_rank() + u * kTensorThreads;
-      const std::int64_t outer = o0 + (k_contiguous ? c / 4 : (c % 16) * 8);
-      const std::int64_t depth = p0 + (k_contiguous ? (c % 4) * 8 : c / 16);
+      const ChunkPlace at = chunk_place(thread_rank() + u * kTensorThreads, k_contiguous);
+      const std::int64_t outer = o0 + at.outer, depth = p0 + at.depth;
       // elements of the run inside the matrix: the run goes along k, or along outer
       std::int64_t valid = 0;
       if (k_contiguous && outer < outer_n) valid = k - depth;
@@ -162,12 +171,13 @@ struct TensorSlice {
   // Into the shared tile [outer][kTensorRow].
   TANDEM_DEVICE void store(bool k_contiguous, std::uint16_t (*tile)[kTensorRow]) const {
     for (unsigned u = 0; u < 2; ++u) {
-      const unsigned c = thread_rank() + u * kTensorThreads;
-      if (k_contiguous) {
-        std::uint16_t* row = tile[c / 4] + (c % 4) * 8;
-        for (unsigned e = 0; e < 8; ++e) row[e] = chunk[u].h[e];
-      } else {
-        for (unsigned e = 0; e < 8; ++e) tile[(c % 16) * 8 + e][c / 16] = chunk[u].h[e];
+      const ChunkPlace at = chunk_place(thread_rank() + u * kTensorThreads, k_contiguous);
+      for (unsigned e = 0; e < 8; ++e) {
+        if (k_contiguous) {
+          tile[at.outer][at.depth + e] = chunk[u].h[e];
+        } else {
+          tile[at.outer + e][at.depth] = chunk[u].h[e];
+        }
       }
     }
   }
