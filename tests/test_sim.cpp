@@ -12,6 +12,7 @@
 #include <string>
 #include <vector>
 
+#include "../backends/gpu/kernels/common.hpp"
 #include "tandem/gpu/kernel_api.hpp"
 #include "tandem/tandem.hpp"
 
@@ -50,6 +51,13 @@ TANDEM_KERNEL void write_past_end(int n, int* out) {
 
 TANDEM_KERNEL void write_before_start(int* out) {
   if (g::thread_rank() == 0) out[-1] = 7;
+}
+
+// Thread 0 copies 4 floats from p + offset to p + 32 + offset through a 16-byte pack.
+TANDEM_KERNEL void copy_pack(float* p, unsigned offset) {
+  if (g::thread_rank() == 0) {
+    tandem::gpu::kernels::store_pack(p + 32 + offset, tandem::gpu::kernels::load_pack(p + offset));
+  }
 }
 
 // Each thread writes its slot, then reads its neighbour's: needs the barrier between.
@@ -180,7 +188,7 @@ TEST_SUITE("sim") {
                               static_cast<int*>(out.data()));
         },
         // Both blocks diverge and run concurrently: either may be the one reported.
-        {"kernel 'divergent_barriers', block (", "barrier divergence", "test_sim.cpp:2", "thread ("});
+        {"kernel 'divergent_barriers', block (", "barrier divergence", "waits at the barrier at test_sim.cpp:", "thread ("});
   }
 
   TEST_CASE("barrier divergence: threads exit while others wait") {
@@ -499,6 +507,9 @@ TEST_SUITE("sim") {
     // every dimension with leading dimensions that rule out the 4-wide loads.
     Backend& sim = sim_backend();
     Backend& ref = get_backend("reference");
+    struct Unset {
+      ~Unset() { ::unsetenv("TANDEM_GPU_GEMM_TILE"); }
+    } unset;  // also when a check throws
     for (const char* tile : {"64", "128"}) {
       ::setenv("TANDEM_GPU_GEMM_TILE", tile, 1);
       for (const auto [m, n, k] : {std::array<std::int64_t, 3>{256, 128, 32}, {130, 197, 37}, {129, 64, 9}}) {
@@ -535,6 +546,17 @@ TEST_SUITE("sim") {
     expect_error<InvalidArgument>(
         [&] { matmul(matrix(x, 8, 8), matrix(x, 8, 8), c, {.tier = MatmulTier::register_blocked}); },
         {"TANDEM_GPU_GEMM_TILE", "auto, 64 or 128"});
-    ::unsetenv("TANDEM_GPU_GEMM_TILE");
+  }
+
+  TEST_CASE("a 16-byte or 32-bit access at a misaligned address is an error, as on a GPU") {
+    Buffer x(sim_backend(), DType::f32, 64);
+    x.fill(1);
+    auto* p = static_cast<float*>(x.data());
+    tandem::sim::launch(sim_backend(), {"aligned_pack", {1, 1, 1}, {32, 1, 1}}, copy_pack, p, 0u);
+    expect_error<DeviceError>(
+        [&] {
+          tandem::sim::launch(sim_backend(), {"misaligned_pack", {1, 1, 1}, {32, 1, 1}}, copy_pack, p, 1u);
+        },
+        {"kernel 'misaligned_pack'", "load_pack of 16 bytes at", "not a multiple of 16"});
   }
 }

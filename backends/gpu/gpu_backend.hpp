@@ -348,9 +348,10 @@ class GpuBackend : public Backend {
           case MatmulTier::tiled:
             return launch(q, "matmul_tiled", grid_2d(a.m, a.n, kernels::kTile, kernels::kTile),
                           Dim3{kernels::kTile, kernels::kTile, 1}, 0, kernels::matmul_tiled_kernel<TA, TC>, g);
-          case MatmulTier::register_blocked:
+          case MatmulTier::register_blocked: {
+            const bool large = large_gemm_tile(a.m, a.n);  // checks TANDEM_GPU_GEMM_TILE for every dtype
             if constexpr (std::is_same_v<TA, float>) {
-              if (large_gemm_tile(a.m, a.n)) {
+              if (large) {
                 using L = kernels::RegisterLarge;
                 return launch(q, "matmul_register_blocked", grid_2d(a.m, a.n, L::block_m, L::block_n),
                               Dim3{L::threads, 1, 1}, 0, kernels::matmul_register_kernel<L, TA, TC>, g);
@@ -359,6 +360,7 @@ class GpuBackend : public Backend {
             using S = kernels::RegisterSmall;
             return launch(q, "matmul_register_blocked", grid_2d(a.m, a.n, S::block_m, S::block_n),
                           Dim3{S::threads, 1, 1}, 0, kernels::matmul_register_kernel<S, TA, TC>, g);
+          }
           case MatmulTier::tensor_core:
             if constexpr (std::is_same_v<TA, half> || std::is_same_v<TA, bfloat16>) {
               if (has_tensor_core(a.ab_type)) {
@@ -504,7 +506,7 @@ class GpuBackend : public Backend {
 
   std::string name_;
   mutable Runtime rt_;
-  int warp_width_;  // the tensor_core tier's fragments are laid out over 32 lanes
+  int warp_width_;                         // the tensor_core tier's fragments are laid out over 32 lanes
   std::atomic<bool> capture_busy_{false};  // one capture at a time per backend; set by the thread capturing
   std::atomic<std::vector<void*>*> capture_keep_{nullptr};  // during a capture: where its scratch memory goes
   std::atomic<int> capture_stream_{-1};                     // and the queue being captured

@@ -10,6 +10,7 @@
 
 #include <algorithm>
 #include <boost/context/fiber.hpp>
+#include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <new>
@@ -28,7 +29,7 @@ namespace {
 namespace bctx = boost::context;
 
 constexpr std::size_t kStackBytes = 256 * 1024;  // per GPU thread; a page below it faults on overflow
-constexpr unsigned char kSharedPoison = 0xFF;  // NaN as f32/f64, -1 as i32
+constexpr unsigned char kSharedPoison = 0xFF;    // NaN as f32/f64, -1 as i32
 
 std::size_t page_bytes() {
   static const std::size_t bytes = static_cast<std::size_t>(sysconf(_SC_PAGESIZE));
@@ -400,6 +401,14 @@ void check_abort() {
   }
 }
 
+void misaligned(const void* p, std::size_t bytes, const char* what) {
+  const Running& r = running();
+  char address[32];
+  std::snprintf(address, sizeof address, "%p", p);
+  fail(*r.block, "thread " + text(r.fiber->tid) + ": " + what + " of " + std::to_string(bytes) + " bytes at " +
+                     address + ", which is not a multiple of " + std::to_string(bytes) + " (a GPU faults there)");
+}
+
 void* dynamic_shared() {
   Block& b = *running().block;
   if (b.config->dynamic_shared_bytes == 0) {
@@ -413,18 +422,10 @@ void* dynamic_shared() {
 namespace tandem::gpu {
 
 Dim3 thread_idx() { return sim::current_fiber().tid; }
-Dim3 block_idx() {
-  return sim::running().block->idx;
-}
-Dim3 block_dim() {
-  return sim::running().block->config->block;
-}
-Dim3 grid_dim() {
-  return sim::running().block->config->grid;
-}
-unsigned warp_size() {
-  return sim::running().block->warp;
-}
+Dim3 block_idx() { return sim::running().block->idx; }
+Dim3 block_dim() { return sim::running().block->config->block; }
+Dim3 grid_dim() { return sim::running().block->config->grid; }
+unsigned warp_size() { return sim::running().block->warp; }
 void sync_threads(const std::source_location& where) {
   sim::Running& r = sim::running();
   r.fiber->state = sim::State::barrier;

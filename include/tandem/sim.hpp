@@ -61,6 +61,9 @@ void* static_shared_slot(const void* site, std::size_t bytes, std::size_t align)
 void check_abort();
 inline thread_local unsigned volatile_loads = 0;
 void* dynamic_shared();
+// A GPU faults on a wide access (a 16-byte pack, a 32-bit pair of halves) at an address that is
+// not a multiple of its width; the simulator copies bytes, so kernel helpers call this instead.
+[[noreturn]] void misaligned(const void* p, std::size_t bytes, const char* what);
 
 template <class T>
 T& static_shared(const void* site) {

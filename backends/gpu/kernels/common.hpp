@@ -42,6 +42,7 @@ TANDEM_DEVICE Pack<T> load_pack(const T* p) {
 #if defined(TANDEM_GPU_COMPILER)
   return *reinterpret_cast<const Pack<T>*>(p);
 #else
+  if (reinterpret_cast<std::uintptr_t>(p) % 16 != 0) sim::misaligned(p, 16, "load_pack");
   Pack<T> out;
   std::memcpy(&out, p, sizeof out);
   return out;
@@ -52,6 +53,7 @@ TANDEM_DEVICE void store_pack(T* p, const Pack<T>& v) {
 #if defined(TANDEM_GPU_COMPILER)
   *reinterpret_cast<Pack<T>*>(p) = v;
 #else
+  if (reinterpret_cast<std::uintptr_t>(p) % 16 != 0) sim::misaligned(p, 16, "store_pack");
   std::memcpy(p, &v, sizeof v);
 #endif
 }

@@ -135,6 +135,7 @@ TANDEM_DEVICE std::uint32_t load_pair(const std::uint16_t* p) {
 #if defined(TANDEM_GPU_COMPILER)
   return *reinterpret_cast<const std::uint32_t*>(p);
 #else
+  if (reinterpret_cast<std::uintptr_t>(p) % 4 != 0) sim::misaligned(p, 4, "load_pair");
   return pair(p[0], p[1]);
 #endif
 }
@@ -183,11 +184,18 @@ struct TensorSlice {
   }
 };
 
+// [buffer][row][k] of A and [buffer][n][k] of B; 16-byte aligned, as the 32-bit fragment reads
+// need 4 bytes.
+struct alignas(16) TensorTiles {
+  std::uint16_t a[2][kTensorBlockM][kTensorRow];
+  std::uint16_t b[2][kTensorBlockN][kTensorRow];
+};
+
 template <class TA>
 TANDEM_KERNEL TANDEM_LAUNCH_BOUNDS(256) void matmul_tensor_core_kernel(Gemm<TA, float> g) {
-  // [buffer][row][k] of A and [buffer][n][k] of B.
-  TANDEM_SHARED(std::uint16_t, as, [2][kTensorBlockM][kTensorRow]);
-  TANDEM_SHARED(std::uint16_t, bs, [2][kTensorBlockN][kTensorRow]);
+  TANDEM_SHARED(TensorTiles, tiles);
+  auto& as = tiles.a;
+  auto& bs = tiles.b;
   const unsigned lane = lane_id(), warp = warp_id();
   const unsigned lg = lane / 4, lt = lane % 4;
   const unsigned wm = (warp / 4) * kTensorWarpM, wn = (warp % 4) * kTensorWarpN;  // this warp's part

@@ -10,6 +10,8 @@
 // A tile is read whole before any of it is written, so out may alias x.
 #pragma once
 
+#include <bit>
+
 #include "common.hpp"
 
 namespace tandem::gpu::kernels {
@@ -115,12 +117,9 @@ TANDEM_DEVICE T warp_sum_to_lane0(T v) {
   for (unsigned d = warp_size() / 2; d > 0; d /= 2) v = plus(v, shfl_down(v, d));
   return v;
 }
-TANDEM_DEVICE unsigned warp_min(unsigned v) {
-  for (unsigned d = warp_size() / 2; d > 0; d /= 2) {
-    const unsigned o = shfl_xor(v, d);
-    v = o < v ? o : v;
-  }
-  return v;  // in every lane
+// The lowest lane set in a ballot's mask, or `none` where none is.
+TANDEM_DEVICE unsigned lowest_lane(lane_mask m, unsigned none) {
+  return m == 0 ? none : static_cast<unsigned>(std::countr_zero(m));
 }
 
 // Where the tiles publish. A 4-byte T shares one 64-bit word with its status (status in the high
@@ -193,11 +192,11 @@ TANDEM_KERNEL TANDEM_LAUNCH_BOUNDS(256) void scan_lookback_kernel(const T* x, T*
       for (std::int64_t end = std::int64_t(tile) - 1;; end -= width) {
         const std::int64_t j = end - std::int64_t(lane);
         unsigned flag, nearest;
-        T value;
+        T value = T(0);
         for (;;) {  // until every tile nearer than the nearest inclusive prefix has published
           flag = slots.read(j, value);
-          nearest = warp_min(flag == 2u ? lane : width);
-          const unsigned first_missing = warp_min(flag == 0u ? lane : width);
+          nearest = lowest_lane(ballot(flag == 2u), width);
+          const unsigned first_missing = lowest_lane(ballot(flag == 0u), width);
           if (first_missing == width || nearest < first_missing) break;
         }
         if constexpr (!LookbackSlots<T>::packed) thread_fence();
