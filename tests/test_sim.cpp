@@ -177,6 +177,44 @@ void expect_error(F&& f, std::initializer_list<const char*> parts) {
   }
 }
 
+// GEMM cases whose exact product any GEMM must give: small integers (exact in f32, bf16 and f16,
+// and so are their products and sums in f32), so any element taken from the wrong row, column
+// or k-slice changes the result. check(c) runs once per size and transpose pair.
+struct ExactGemm {
+  std::int64_t m, n, k;
+  Transpose ta, tb;
+  std::vector<float> a, b;  // as stored: (ar x ac) and (br x bc)
+  std::int64_t ar, ac, br, bc;
+};
+template <class F>
+void for_each_exact_gemm(std::initializer_list<std::array<std::int64_t, 3>> sizes, F&& check) {
+  for (const auto [m, n, k] : sizes) {
+    for (const Transpose ta : {Transpose::no, Transpose::yes}) {
+      for (const Transpose tb : {Transpose::no, Transpose::yes}) {
+        CAPTURE(m);
+        CAPTURE(n);
+        CAPTURE(k);
+        CAPTURE(ta == Transpose::yes);
+        CAPTURE(tb == Transpose::yes);
+        ExactGemm c{m,
+                    n,
+                    k,
+                    ta,
+                    tb,
+                    std::vector<float>(std::size_t(m * k)),
+                    std::vector<float>(std::size_t(k * n)),
+                    ta == Transpose::no ? m : k,
+                    ta == Transpose::no ? k : m,
+                    tb == Transpose::no ? k : n,
+                    tb == Transpose::no ? n : k};
+        for (std::size_t i = 0; i < c.a.size(); ++i) c.a[i] = float(int((i * 7 + 3) % 9) - 4);
+        for (std::size_t i = 0; i < c.b.size(); ++i) c.b[i] = float(int((i * 5 + 1) % 7) - 3);
+        check(c);
+      }
+    }
+  }
+}
+
 }  // namespace
 
 TEST_SUITE("sim") {
@@ -188,7 +226,8 @@ TEST_SUITE("sim") {
                               static_cast<int*>(out.data()));
         },
         // Both blocks diverge and run concurrently: either may be the one reported.
-        {"kernel 'divergent_barriers', block (", "barrier divergence", "waits at the barrier at test_sim.cpp:", "thread ("});
+        {"kernel 'divergent_barriers', block (", "barrier divergence",
+         "waits at the barrier at test_sim.cpp:", "thread ("});
   }
 
   TEST_CASE("barrier divergence: threads exit while others wait") {
@@ -428,38 +467,24 @@ TEST_SUITE("sim") {
     // Small integers are exact in bf16 and f16, and so are their products and sums in f32: any
     // element of a fragment read from the wrong row, column or lane changes the result.
     for (DType t : {DType::bf16, DType::f16}) {
-      for (const auto [m, n, k] :
-           {std::array<std::int64_t, 3>{16, 8, 16}, {64, 64, 32}, {37, 70, 45}, {130, 9, 17}, {256, 136, 72}}) {
-        for (const Transpose ta : {Transpose::no, Transpose::yes}) {
-          for (const Transpose tb : {Transpose::no, Transpose::yes}) {
-            CAPTURE(name_of(t));
-            CAPTURE(m);
-            CAPTURE(n);
-            CAPTURE(k);
-            CAPTURE(ta == Transpose::yes);
-            CAPTURE(tb == Transpose::yes);
-            std::vector<float> a(std::size_t(m * k)), b(std::size_t(k * n));
-            for (std::size_t i = 0; i < a.size(); ++i) a[i] = float(int((i * 7 + 3) % 9) - 4);
-            for (std::size_t i = 0; i < b.size(); ++i) b[i] = float(int((i * 5 + 1) % 7) - 3);
-            const std::int64_t ar = ta == Transpose::no ? m : k, ac = ta == Transpose::no ? k : m;
-            const std::int64_t br = tb == Transpose::no ? k : n, bc = tb == Transpose::no ? n : k;
+      CAPTURE(name_of(t));
+      for_each_exact_gemm(
+          {{16, 8, 16}, {64, 64, 32}, {37, 70, 45}, {130, 9, 17}, {256, 136, 72}}, [&](const ExactGemm& e) {
             auto on = [&](Backend& be, const std::vector<float>& v, std::int64_t r, std::int64_t c) {
               Buffer f = Buffer::from(be, v), h(be, t, v.size());
               convert(f, h);
               return matrix(h, r, c);
             };
             Backend& sim = sim_backend();
-            Matrix c = matrix(Buffer(sim, DType::f32, std::size_t(m * n)), m, n);
+            Matrix c = matrix(Buffer(sim, DType::f32, std::size_t(e.m * e.n)), e.m, e.n);
             c.buffer.fill(5);  // beta = 0: never read
-            matmul(on(sim, a, ar, ac), on(sim, b, br, bc), c,
-                   {.trans_a = ta, .trans_b = tb, .tier = MatmulTier::tensor_core});
+            matmul(on(sim, e.a, e.ar, e.ac), on(sim, e.b, e.br, e.bc), c,
+                   {.trans_a = e.ta, .trans_b = e.tb, .tier = MatmulTier::tensor_core});
             Backend& ref = get_backend("reference");
-            Matrix want = matrix(Buffer(ref, DType::f32, std::size_t(m * n)), m, n);
-            matmul(on(ref, a, ar, ac), on(ref, b, br, bc), want, {.trans_a = ta, .trans_b = tb});
+            Matrix want = matrix(Buffer(ref, DType::f32, std::size_t(e.m * e.n)), e.m, e.n);
+            matmul(on(ref, e.a, e.ar, e.ac), on(ref, e.b, e.br, e.bc), want, {.trans_a = e.ta, .trans_b = e.tb});
             CHECK(c.buffer.to_vector<float>() == want.buffer.to_vector<float>());
-          }
-        }
-      }
+          });
     }
     // alpha and beta in the epilogue.
     Backend& sim = sim_backend();
@@ -502,9 +527,8 @@ TEST_SUITE("sim") {
   TEST_CASE(
       "register_blocked: both block tiles (TANDEM_GPU_GEMM_TILE) give the exact product, every transpose and "
       "edge") {
-    // Small integers: every product and sum is exact in f32, so any element taken from the wrong
-    // row, column or k-slice changes the result. Sizes: whole tiles of both shapes, and edges in
-    // every dimension with leading dimensions that rule out the 4-wide loads.
+    // Sizes: whole tiles of both shapes, and edges in every dimension with leading dimensions
+    // that rule out the 4-wide loads.
     Backend& sim = sim_backend();
     Backend& ref = get_backend("reference");
     struct Unset {
@@ -512,32 +536,19 @@ TEST_SUITE("sim") {
     } unset;  // also when a check throws
     for (const char* tile : {"64", "128"}) {
       ::setenv("TANDEM_GPU_GEMM_TILE", tile, 1);
-      for (const auto [m, n, k] : {std::array<std::int64_t, 3>{256, 128, 32}, {130, 197, 37}, {129, 64, 9}}) {
-        for (const Transpose ta : {Transpose::no, Transpose::yes}) {
-          for (const Transpose tb : {Transpose::no, Transpose::yes}) {
-            CAPTURE(tile);
-            CAPTURE(m);
-            CAPTURE(n);
-            CAPTURE(k);
-            CAPTURE(ta == Transpose::yes);
-            CAPTURE(tb == Transpose::yes);
-            std::vector<float> a(std::size_t(m * k)), b(std::size_t(k * n));
-            for (std::size_t i = 0; i < a.size(); ++i) a[i] = float(int((i * 7 + 3) % 9) - 4);
-            for (std::size_t i = 0; i < b.size(); ++i) b[i] = float(int((i * 5 + 1) % 7) - 3);
-            const std::int64_t ar = ta == Transpose::no ? m : k, ac = ta == Transpose::no ? k : m;
-            const std::int64_t br = tb == Transpose::no ? k : n, bc = tb == Transpose::no ? n : k;
-            Matrix c = matrix(Buffer(sim, DType::f32, std::size_t(m * n)), m, n);
-            c.buffer.fill(1);
-            matmul(matrix(Buffer::from(sim, a), ar, ac), matrix(Buffer::from(sim, b), br, bc), c,
-                   {.trans_a = ta, .trans_b = tb, .alpha = 2, .beta = 3, .tier = MatmulTier::register_blocked});
-            Matrix want = matrix(Buffer(ref, DType::f32, std::size_t(m * n)), m, n);
-            want.buffer.fill(1);
-            matmul(matrix(Buffer::from(ref, a), ar, ac), matrix(Buffer::from(ref, b), br, bc), want,
-                   {.trans_a = ta, .trans_b = tb, .alpha = 2, .beta = 3});
-            CHECK(c.buffer.to_vector<float>() == want.buffer.to_vector<float>());
-          }
-        }
-      }
+      CAPTURE(tile);
+      for_each_exact_gemm({{256, 128, 32}, {130, 197, 37}, {129, 64, 9}}, [&](const ExactGemm& e) {
+        const MatmulOptions o{.trans_a = e.ta, .trans_b = e.tb, .alpha = 2, .beta = 3};
+        Matrix c = matrix(Buffer(sim, DType::f32, std::size_t(e.m * e.n)), e.m, e.n);
+        c.buffer.fill(1);
+        MatmulOptions on_sim = o;
+        on_sim.tier = MatmulTier::register_blocked;
+        matmul(matrix(Buffer::from(sim, e.a), e.ar, e.ac), matrix(Buffer::from(sim, e.b), e.br, e.bc), c, on_sim);
+        Matrix want = matrix(Buffer(ref, DType::f32, std::size_t(e.m * e.n)), e.m, e.n);
+        want.buffer.fill(1);
+        matmul(matrix(Buffer::from(ref, e.a), e.ar, e.ac), matrix(Buffer::from(ref, e.b), e.br, e.bc), want, o);
+        CHECK(c.buffer.to_vector<float>() == want.buffer.to_vector<float>());
+      });
     }
     ::setenv("TANDEM_GPU_GEMM_TILE", "96", 1);
     Buffer x(sim, DType::f32, 64);
