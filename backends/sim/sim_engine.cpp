@@ -10,7 +10,6 @@
 
 #include <algorithm>
 #include <boost/context/fiber.hpp>
-#include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <new>
@@ -403,10 +402,10 @@ void check_abort() {
 
 void misaligned(const void* p, std::size_t bytes, const char* what) {
   const Running& r = running();
-  char address[32];
-  std::snprintf(address, sizeof address, "%p", p);
-  fail(*r.block, "thread " + text(r.fiber->tid) + ": " + what + " of " + std::to_string(bytes) + " bytes at " +
-                     address + ", which is not a multiple of " + std::to_string(bytes) + " (a GPU faults there)");
+  const auto past = reinterpret_cast<std::uintptr_t>(p) % bytes;
+  fail(*r.block, "thread " + text(r.fiber->tid) + ": " + what + " of " + std::to_string(bytes) +
+                     " bytes at an address " + std::to_string(past) + " bytes past a multiple of " +
+                     std::to_string(bytes) + " (a GPU faults there)");
 }
 
 void* dynamic_shared() {
