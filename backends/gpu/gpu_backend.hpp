@@ -310,7 +310,8 @@ class GpuBackend : public Backend {
   // of max_blocks of them (two per multiprocessor on CUDA and HIP), else 64 x 64 (more, smaller
   // blocks); TANDEM_GPU_GEMM_TILE picks one. Read at each call, so a benchmark can compare both.
   bool large_gemm_tile(std::int64_t m, std::int64_t n) const {
-    const std::string tile = env::choice("TANDEM_GPU_GEMM_TILE", {"auto", "64", "128"}, "auto");
+    static const std::vector<std::string> choices = {"auto", "64", "128"};  // no allocation per call
+    const std::string tile = env::choice("TANDEM_GPU_GEMM_TILE", choices, "auto");
     if (tile != "auto") return tile == "128";
     const std::int64_t large = kernels::RegisterLarge::block_m;
     const std::int64_t tiles = ((m + large - 1) / large) * ((n + large - 1) / large);

@@ -150,8 +150,10 @@ struct ChunkPlace {
   unsigned outer, depth;  // within the slice
 };
 TANDEM_DEVICE ChunkPlace chunk_place(unsigned c, bool k_contiguous) {
+  constexpr unsigned lanes = kMmaLanes, half = kTensorK / 2;  // a warp's chunks; k in two halves
+  static_assert(lanes == 2 * half, "a warp's chunks cover half the slice's k, 2 lanes per row");
   if (k_contiguous) return {c / 4, (c % 4) * 8};
-  return {((c % 2) + 2 * (c / 64)) * 8, (c % 32) / 2 + 16 * ((c / 32) % 2)};
+  return {((c % 2) + 2 * (c / (2 * lanes))) * 8, (c % lanes) / 2 + half * ((c / lanes) % 2)};
 }
 template <class TA>
 struct TensorSlice {

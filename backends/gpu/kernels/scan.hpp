@@ -53,9 +53,10 @@ TANDEM_DEVICE T block_exclusive_scan(T v, T& total) {
 
 // A tile's elements pass through shared memory so that global reads and writes are coalesced
 // (element j of the tile by thread j % kScanThreads) while each thread scans kScanItems
-// consecutive ones; one padding slot per 32 keeps both patterns free of bank conflicts.
-TANDEM_DEVICE unsigned staged_slot(unsigned j) { return j + j / 32; }
-inline constexpr unsigned kScanStaged = kScanTile + kScanTile / 32;
+// consecutive ones; one padding slot per kSharedBanks keeps both patterns free of bank conflicts.
+inline constexpr unsigned kSharedBanks = 32;  // 4-byte shared-memory banks, NVIDIA and AMD alike
+TANDEM_DEVICE unsigned staged_slot(unsigned j) { return j + j / kSharedBanks; }
+inline constexpr unsigned kScanStaged = kScanTile + kScanTile / kSharedBanks;
 template <class T>
 TANDEM_DEVICE T* scan_staging() {  // one array for load and store
   TANDEM_SHARED(T, staged, [kScanStaged]);
