@@ -62,6 +62,26 @@ std::string tiers_text(Backend& be) {
   return text;
 }
 
+// The backends that run the kernels of backends/gpu/kernels.
+bool runs_gpu_kernels(const std::string& backend) {
+  return backend == "cuda" || backend == "hip" || backend == "sim" || backend == "sim64";
+}
+
+Json provenance_json(const KernelProvenance& k) {
+  Json runs = Json::array();
+  for (const auto& r : k.runs) {
+    runs.push_back({{"device", r.device},
+                    {"driver", r.driver},
+                    {"date", r.date},
+                    {"commit", r.commit},
+                    {"check", r.check},
+                    {"sources_hash", r.sources_hash},
+                    {"same_sources", r.changed.empty()},
+                    {"changed_since", r.changed}});
+  }
+  return Json{{"sources_hash", k.sources_hash}, {"hardware_runs", runs}, {"lookback_verified", k.lookback_verified}};
+}
+
 std::string size_text(std::size_t bytes) {
   if (bytes >= (std::size_t(1) << 20) && bytes % (std::size_t(1) << 20) == 0) {
     return std::to_string(bytes >> 20) + " MiB";
@@ -114,6 +134,11 @@ void print_text(const std::vector<BackendInfo>& list, const std::string& chosen)
     std::printf("           features:      %s\n", isa.empty() ? "-" : isa.c_str());
     std::printf("           matmul tiers:  %s\n", tiers_text(be).c_str());
     for (const auto& [k, v] : p.tuning) std::printf("           tuning:        %s: %s\n", k.c_str(), v.c_str());
+    if (runs_gpu_kernels(b.name)) {
+      std::string text;  // the summary's lines under this column
+      for (char c : gpu_kernel_provenance().summary()) text += c == '\n' ? std::string("\n") + std::string(24, ' ') : std::string(1, c);
+      std::printf("           kernels:       %s\n", text.c_str());
+    }
   }
 }
 
@@ -128,6 +153,7 @@ int run_info(const InfoArgs& a) {
     Json entry{{"name", b.name},     {"built", b.built},   {"available", b.available},
                {"reason", b.reason}, {"module", b.module}, {"devices", b.device_count}};
     if (b.available) entry["properties"] = properties_json(get_backend(b.name).properties());
+    if (runs_gpu_kernels(b.name)) entry["kernels"] = provenance_json(gpu_kernel_provenance());
     entries.push_back(std::move(entry));
   }
   doc["backends"] = std::move(entries);

@@ -111,6 +111,22 @@ const std::vector<Checked>& table() {
        [] { env::whole("TANDEM_SIM_SEED"); }},
       {"TANDEM_SIM_THREADS", [] { return std::string("1 to 1024"); }, "OS threads the simulator runs blocks on",
        [] { env::whole("TANDEM_SIM_THREADS", 1, 1024); }},
+      {"TANDEM_SIM_ADVERSARY", [] { return std::string("0 or 1"); },
+       "1: the simulator breaks what a GPU does not promise: blocks start in a random order, few resident at "
+       "once, threads interleave at every flag access, stores reach other blocks late and loads may read old "
+       "values, unless fences, acquire/release or barriers order them; a launch that stops progressing fails",
+       [] { env::flag("TANDEM_SIM_ADVERSARY"); }},
+      {"TANDEM_SIM_RESIDENT", [] { return std::string("1 to 64"); },
+       "with TANDEM_SIM_ADVERSARY: blocks resident at once (default: 1 to 4, drawn per launch)",
+       [] { env::whole("TANDEM_SIM_RESIDENT", 1, 64); }},
+      {"TANDEM_SIM_WATCHDOG", [] { return std::string("1000 to 2^40"); },
+       "with TANDEM_SIM_ADVERSARY: flag accesses (volatile, acquire/release, atomics, fences) without progress "
+       "after which a launch fails as hung (default 2^20)",
+       [] { env::whole("TANDEM_SIM_WATCHDOG", 1000, std::uint64_t(1) << 40); }},
+      {"TANDEM_SIM_HANG_SECONDS", [] { return std::string("1 to 86400"); },
+       "seconds a simulator thread may spin on a flag while no block makes progress before the launch fails as "
+       "hung (default 30)",
+       [] { env::whole("TANDEM_SIM_HANG_SECONDS", 1, 86400); }},
       {"TANDEM_DEBUG_MEMORY", [] { return std::string("0 or 1"); }, "1: report buffers still alive at exit",
        [] { env::flag("TANDEM_DEBUG_MEMORY"); }},
       {"TANDEM_PROFILE", [] { return std::string("a file path"); },

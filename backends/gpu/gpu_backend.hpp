@@ -39,9 +39,11 @@
 #include "kernels/probe.hpp"
 #include "kernels/reduce.hpp"
 #include "kernels/scan.hpp"
+#include "kernels/scan_lookback.hpp"
 #include "tandem/backend.hpp"
 #include "tandem/environment.hpp"
 #include "tandem/errors.hpp"
+#include "tandem/provenance.hpp"
 
 namespace tandem::gpu {
 
@@ -49,7 +51,8 @@ inline const std::vector<std::string>& reduce_variants() {
   static const std::vector<std::string> v = {"single_pass", "warp_shuffle", "shared_tree"};
   return v;
 }
-// A scan with no variant named takes three passes from this many elements (gpu_reductions.hpp).
+// A scan with no variant named takes three passes from this many elements, and at every size
+// while the look-back is not verified on hardware (gpu_reductions.hpp).
 inline constexpr std::size_t kScanThreePassFrom = std::size_t(1) << 20;
 inline const std::vector<std::string>& scan_variants() {
   static const std::vector<std::string> v = {"decoupled_lookback", "three_pass", "single_block"};

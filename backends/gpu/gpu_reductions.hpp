@@ -79,10 +79,14 @@ void GpuBackend<Runtime>::scan(Queue q, ScanKind kind, DType t, std::size_t n, c
         variant != "three_pass") {  // HIP: grid x block < 2^32 threads
       throw Unsupported("scan: the decoupled_lookback variant takes up to 2^35 elements; use variant three_pass");
     }
-    // No variant named: the single pass below 2^20 elements, three passes from there. On an H200
-    // (2026-11-27) the look-back led at 64K elements (39 against 31 GB/s) and trailed from 1M
-    // (378 against 441 GB/s; 866 against 1585 at 16M): its tiles wait on their predecessors.
-    const bool three_pass = variant == "three_pass" || (variant.empty() && n >= kScanThreePassFrom);
+    // No variant named: three passes, unless the look-back's kernel files are those of a GPU run
+    // whose check passed (cmake/TandemGpuSources.cmake): then the single pass below 2^20 elements.
+    // A kernel that waits on other blocks is trusted only once hardware has run it: a look-back
+    // that passed the simulator hung on an H200. There (2026-11-27) the look-back led at 64K
+    // elements (39 against 31 GB/s) and trailed from 1M (378 against 441 GB/s): its tiles wait.
+    const bool three_pass =
+        variant == "three_pass" ||
+        (variant.empty() && (!gpu_kernel_provenance().lookback_verified || n >= kScanThreePassFrom));
     if (three_pass) {
       Scratch sums(*this, q, tiles * sizeof(T));
       T* s = static_cast<T*>(sums.ptr);

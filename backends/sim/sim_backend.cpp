@@ -62,8 +62,9 @@ class SimRuntime {
   DeviceProperties properties() const {
     DeviceProperties p = host::cpu_properties(static_cast<int>(engine_.threads()));
     p.name = "tandem GPU simulator (warp " + std::to_string(engine_.warp_size()) + ", " +
-             std::to_string(engine_.threads()) + " OS threads, schedule seed " +
-             std::to_string(engine_.schedule_seed()) + ") on " + p.name;
+             (engine_.options().adversary ? std::string("adversary on one OS thread")
+                                          : std::to_string(engine_.threads()) + " OS threads") +
+             ", schedule seed " + std::to_string(engine_.schedule_seed()) + ") on " + p.name;
     p.kind = BackendKind::simulator;
     p.simd_width = static_cast<int>(engine_.warp_size());
     p.shared_memory_per_block = engine_.options().shared_memory_per_block;
@@ -110,6 +111,10 @@ EngineOptions options_for(unsigned warp) {
   o.warp_size = warp;
   o.seed = schedule_seed();
   o.threads = static_cast<unsigned>(env::whole("TANDEM_SIM_THREADS", 1, 1024).value_or(0));  // 0: the default
+  o.hang_seconds = static_cast<unsigned>(env::whole("TANDEM_SIM_HANG_SECONDS", 1, 86400).value_or(o.hang_seconds));
+  o.adversary = env::flag("TANDEM_SIM_ADVERSARY");
+  o.resident = static_cast<unsigned>(env::whole("TANDEM_SIM_RESIDENT", 1, 64).value_or(0));
+  o.watchdog = env::whole("TANDEM_SIM_WATCHDOG", 1000, std::uint64_t(1) << 40).value_or(o.watchdog);
   return o;
 }
 

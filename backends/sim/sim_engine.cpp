@@ -3,13 +3,14 @@
 // ready fiber (in a shuffled order) until it waits at a barrier or a warp exchange or ends, then
 // settles the waits: a warp exchange completes when all lanes of the warp reach it, a barrier
 // when all threads of the block reach the same one. Any other state is divergence, reported.
+// Under TANDEM_SIM_ADVERSARY the launch runs in sim_adversary.cpp instead, over the same rounds.
 #include "sim_engine.hpp"
+#include "sim_internal.hpp"
 
 #include <sys/mman.h>
 #include <unistd.h>
 
 #include <algorithm>
-#include <boost/context/fiber.hpp>
 #include <cstdlib>
 #include <cstring>
 #include <new>
@@ -22,13 +23,15 @@
 #define TANDEM_SIM_ASAN 1
 #endif
 
-namespace tandem::sim {
+namespace tandem::sim::internal {
+
+thread_local Running tl_running;
+
 namespace {
 
 namespace bctx = boost::context;
 
 constexpr std::size_t kStackBytes = 256 * 1024;  // per GPU thread; a page below it faults on overflow
-constexpr unsigned char kSharedPoison = 0xFF;    // NaN as f32/f64, -1 as i32
 
 std::size_t page_bytes() {
   static const std::size_t bytes = static_cast<std::size_t>(sysconf(_SC_PAGESIZE));
@@ -74,23 +77,6 @@ class StackPool {
 };
 thread_local StackPool tl_stacks;
 
-enum class State : unsigned char { ready, barrier, warp, exited };
-
-struct Fiber {
-  bctx::fiber context;  // the fiber, while suspended
-  bctx::fiber sink;     // the scheduler, while the fiber runs
-  gpu::Dim3 tid;
-  unsigned rank = 0;
-  State state = State::ready;
-  std::source_location where;
-  WarpOp op = WarpOp::sync;
-  std::uint64_t bits = 0;
-  unsigned param = 0;
-  std::uint64_t result = 0;
-  const void* stack_bottom = nullptr;
-  std::size_t stack_size = 0;
-};
-
 // Boost.Context stack allocator drawing on the thread's pool; tells the fiber where its stack is.
 struct PooledStack {
   Fiber* fiber;
@@ -103,39 +89,9 @@ struct PooledStack {
   void deallocate(bctx::stack_context& sc) noexcept { tl_stacks.give(sc); }
 };
 
-struct Block {
-  const std::atomic<bool>* launch_failed = nullptr;
-  const gpu::LaunchConfig* config = nullptr;
-  const std::function<void()>* body = nullptr;
-  gpu::Dim3 idx;
-  unsigned threads = 0;
-  unsigned warp = 32;
-  std::vector<Fiber> fibers;
-  std::vector<unsigned> order;
-  std::exception_ptr error;
-  std::vector<unsigned char> shared;
-  std::size_t shared_limit = 0;
-  std::size_t shared_top = 0;
-  std::vector<std::pair<const void*, std::size_t>> slots;
-  std::uint64_t rng = 0;
-  const void* scheduler_bottom = nullptr;
-  std::size_t scheduler_size = 0;
-  bool unwinding = false;  // the block failed: suspended fibers unwind when resumed
-};
+thread_local Block tl_block_storage;
 
-// Thrown inside a suspended fiber to unwind its stack when its block failed. The fibers are
-// unwound through the same (sanitizer-annotated) switches as every other resume, rather than by
-// Boost.Context's forced unwind, which AddressSanitizer cannot follow.
-struct Unwind {};
-
-// What this thread runs: the block, and the fiber while one runs. One thread-local, read once per
-// call: each read of a thread-local in a shared library is a call to __tls_get_addr, which
-// AddressSanitizer intercepts (with two, TLS lookups took a fifth of sim:matmul's time under ASan).
-struct Running {
-  Block* block = nullptr;
-  Fiber* fiber = nullptr;
-};
-thread_local Running tl_running;
+}  // namespace
 
 std::uint64_t splitmix(std::uint64_t& state) {
   std::uint64_t z = (state += 0x9e3779b97f4a7c15ull);
@@ -259,6 +215,7 @@ bool settle_warp(Block& b, unsigned w) {
   const Fiber* first = nullptr;
   for (unsigned l = 0; l < lanes; ++l) {
     const Fiber& f = b.fibers[base + l];
+    if (f.state == State::ready) return false;  // switched out on its way (adversary): not yet
     if (f.state == State::warp) {
       ++waiting;
       if (first == nullptr) first = &f;
@@ -337,104 +294,108 @@ void settle_barrier(Block& b) {
   for (Fiber& f : b.fibers) f.state = State::ready;
 }
 
-void run_fibers(Running& r) {
-  Block& b = *r.block;
-  for (;;) {
-    for (unsigned i = b.threads; i > 1; --i) std::swap(b.order[i - 1], b.order[splitmix(b.rng) % i]);
-    for (unsigned i : b.order) {
-      Fiber& f = b.fibers[i];
-      if (f.state != State::ready) continue;
-      resume(r, f);
-      if (b.error) std::rethrow_exception(b.error);
+
+bool step_block(Running& r, Block& b) {
+  r.block = &b;
+  for (unsigned i = b.threads; i > 1; --i) std::swap(b.order[i - 1], b.order[splitmix(b.rng) % i]);
+  for (unsigned i : b.order) {
+    Fiber& f = b.fibers[i];
+    if (f.state != State::ready) continue;
+    if (b.adversary != nullptr && f.skipped < 3 && splitmix(b.rng) % 8 == 0) {
+      ++f.skipped;  // starved for a round or three
+      continue;
     }
-    bool progressed = false;
-    const unsigned warps = (b.threads + b.warp - 1) / b.warp;
-    for (unsigned w = 0; w < warps; ++w) progressed = settle_warp(b, w) || progressed;
-    if (progressed) continue;
-    unsigned exited = 0;
-    for (const Fiber& f : b.fibers) exited += f.state == State::exited ? 1 : 0;
-    if (exited == b.threads) return;
-    settle_barrier(b);
+    f.skipped = 0;
+    resume(r, f);
+    if (f.state == State::exited) ++b.events;
+    if (b.error) std::rethrow_exception(b.error);
+  }
+  bool settled = false;
+  const unsigned warps = (b.threads + b.warp - 1) / b.warp;
+  for (unsigned w = 0; w < warps; ++w) settled = settle_warp(b, w) || settled;
+  if (settled) return false;
+  unsigned exited = 0;
+  for (const Fiber& f : b.fibers) {
+    if (f.state == State::ready) return false;
+    exited += f.state == State::exited ? 1 : 0;
+  }
+  if (exited == b.threads) return true;
+  settle_barrier(b);
+  ++b.events;
+  if (b.adversary != nullptr) adversary_barrier(b);
+  return false;
+}
+
+void init_block(Block& b, std::uint64_t linear, const gpu::LaunchConfig& cfg, const std::function<void()>& body,
+                const EngineOptions& options, std::uint64_t launch_index) {
+  b.config = &cfg;
+  b.body = &body;
+  b.linear = linear;
+  b.idx = {static_cast<unsigned>(linear % cfg.grid.x), static_cast<unsigned>((linear / cfg.grid.x) % cfg.grid.y),
+           static_cast<unsigned>(linear / (std::uint64_t(cfg.grid.x) * cfg.grid.y))};
+  b.threads = cfg.block.x * cfg.block.y * cfg.block.z;
+  b.warp = options.warp_size;
+  b.error = nullptr;
+  b.shared_limit = options.shared_memory_per_block;
+  if (b.shared.size() != b.shared_limit) b.shared.assign(b.shared_limit, kSharedPoison);
+  std::memset(b.shared.data(), kSharedPoison, cfg.dynamic_shared_bytes);
+  b.shared_top = cfg.dynamic_shared_bytes;
+  b.slots.clear();
+  std::uint64_t mix = options.seed ^ (launch_index * 0x9e3779b97f4a7c15ull);
+  b.rng = splitmix(mix) ^ linear;
+  b.order.resize(b.threads);
+  for (unsigned i = 0; i < b.threads; ++i) b.order[i] = i;
+  b.unwinding = false;
+  b.events = 0;
+
+  b.fibers.clear();
+  b.fibers.reserve(gpu::kMaxBlockThreads);  // fibers keep pointers into this vector: never reallocate
+  const unsigned bx = cfg.block.x, by = cfg.block.y;
+  for (unsigned r = 0; r < b.threads; ++r) {
+    Fiber& f = b.fibers.emplace_back();
+    f.tid = {r % bx, (r / bx) % by, r / (bx * by)};
+    f.rank = r;
+    f.context = bctx::fiber(std::allocator_arg, PooledStack{&f}, [&b, &f](bctx::fiber&& sink) -> bctx::fiber {
+#ifdef TANDEM_SIM_ASAN
+      __sanitizer_finish_switch_fiber(nullptr, &b.scheduler_bottom, &b.scheduler_size);
+#endif
+      f.sink = std::move(sink);
+      try {
+        (*b.body)();
+      } catch (const Unwind&) {
+      } catch (const bctx::detail::forced_unwind&) {
+        throw;
+      } catch (const tandem::Error&) {
+        if (!b.error) b.error = std::current_exception();
+      } catch (const std::exception& e) {
+        if (!b.error) {
+          b.error = std::make_exception_ptr(
+              DeviceError("simulator: " + kernel_and_block(b) + ", thread " + text(f.tid) + " threw: " + e.what()));
+        }
+      }
+      f.state = State::exited;
+#ifdef TANDEM_SIM_ASAN
+      __sanitizer_start_switch_fiber(nullptr, b.scheduler_bottom, b.scheduler_size);
+#endif
+      return std::move(f.sink);
+    });
   }
 }
 
-thread_local Block tl_block_storage;
-
-}  // namespace
-
-// ---- device side ----
-
-std::uint64_t warp_exchange(WarpOp op, std::uint64_t bits, unsigned param, const std::source_location& where) {
-  Running& r = running();
-  Fiber& f = *r.fiber;
-  f.state = State::warp;
-  f.op = op;
-  f.bits = bits;
-  f.param = param;
-  f.where = where;
-  suspend(r);
-  return f.result;
-}
-
-void* static_shared_slot(const void* site, std::size_t bytes, std::size_t align) {
-  Block& b = *running().block;
-  for (const auto& [s, offset] : b.slots) {
-    if (s == site) return b.shared.data() + offset;
+void unwind_block(Running& r, Block& b) noexcept {
+  r.block = &b;
+  b.unwinding = true;
+  for (Fiber& f : b.fibers) {
+    if (f.context) resume(r, f);
   }
-  align = std::max<std::size_t>(align, 16);
-  const std::size_t offset = (b.shared_top + align - 1) / align * align;
-  if (offset + bytes > b.shared_limit) {
-    fail(b, "shared memory exhausted: " + std::to_string(offset + bytes) + " bytes needed (static and dynamic), " +
-                std::to_string(b.shared_limit) + " available per block");
-  }
-  std::memset(b.shared.data() + offset, kSharedPoison, bytes);
-  b.slots.emplace_back(site, offset);
-  b.shared_top = offset + bytes;
-  return b.shared.data() + offset;
+  b.fibers.clear();
 }
 
-void check_abort() {
-  const Block& b = *running().block;
-  if (b.launch_failed->load(std::memory_order_relaxed)) {
-    fail(b, "stopped: another block of this launch failed (see that error)");
-  }
-}
-
-void misaligned(const void* p, std::size_t bytes, const char* what) {
-  const Running& r = running();
-  const auto past = reinterpret_cast<std::uintptr_t>(p) % bytes;
-  fail(*r.block, "thread " + text(r.fiber->tid) + ": " + what + " of " + std::to_string(bytes) +
-                     " bytes at an address " + std::to_string(past) + " bytes past a multiple of " +
-                     std::to_string(bytes) + " (a GPU faults there)");
-}
-
-void* dynamic_shared() {
-  Block& b = *running().block;
-  if (b.config->dynamic_shared_bytes == 0) {
-    fail(b, "the kernel uses dynamic shared memory but was launched with 0 bytes of it");
-  }
-  return b.shared.data();
-}
-
-}  // namespace tandem::sim
-
-namespace tandem::gpu {
-
-Dim3 thread_idx() { return sim::current_fiber().tid; }
-Dim3 block_idx() { return sim::running().block->idx; }
-Dim3 block_dim() { return sim::running().block->config->block; }
-Dim3 grid_dim() { return sim::running().block->config->grid; }
-unsigned warp_size() { return sim::running().block->warp; }
-void sync_threads(const std::source_location& where) {
-  sim::Running& r = sim::running();
-  r.fiber->state = sim::State::barrier;
-  r.fiber->where = where;
-  sim::suspend(r);
-}
-
-}  // namespace tandem::gpu
+}  // namespace tandem::sim::internal
 
 namespace tandem::sim {
+
+using namespace internal;
 
 // ---- host side ----
 
@@ -487,12 +448,18 @@ void SimEngine::run(const gpu::LaunchConfig& config, const std::function<void()>
                       " available per block");
   }
   std::lock_guard launch_lock(launch_mutex_);
+  ++launch_index_;
+  if (options_.adversary) {
+    run_adversarial(config, thread_body);
+    check_guards(config.kernel);
+    return;
+  }
   config_ = &config;
   body_ = &thread_body;
   blocks_ = std::uint64_t(g.x) * g.y * g.z;
-  ++launch_index_;
   next_block_ = 0;
   failed_ = false;
+  progress_ = 0;
   error_ = nullptr;
   {
     std::lock_guard lock(pool_mutex_);
@@ -518,6 +485,7 @@ void SimEngine::work() {
     if (linear >= blocks_) return;
     try {
       run_block(linear);
+      progress_.fetch_add(1, std::memory_order_relaxed);
     } catch (...) {
       std::lock_guard lock(error_mutex_);
       if (!error_) error_ = std::current_exception();
@@ -528,68 +496,18 @@ void SimEngine::work() {
 
 void SimEngine::run_block(std::uint64_t linear) {
   Block& b = tl_block_storage;
-  const gpu::LaunchConfig& cfg = *config_;
   b.launch_failed = &failed_;
-  b.config = &cfg;
-  b.body = body_;
-  b.idx = {static_cast<unsigned>(linear % cfg.grid.x), static_cast<unsigned>((linear / cfg.grid.x) % cfg.grid.y),
-           static_cast<unsigned>(linear / (std::uint64_t(cfg.grid.x) * cfg.grid.y))};
-  b.threads = cfg.block.x * cfg.block.y * cfg.block.z;
-  b.warp = options_.warp_size;
-  b.error = nullptr;
-  b.shared_limit = options_.shared_memory_per_block;
-  if (b.shared.size() != b.shared_limit) b.shared.assign(b.shared_limit, kSharedPoison);
-  std::memset(b.shared.data(), kSharedPoison, cfg.dynamic_shared_bytes);
-  b.shared_top = cfg.dynamic_shared_bytes;
-  b.slots.clear();
-  std::uint64_t mix = options_.seed ^ (launch_index_ * 0x9e3779b97f4a7c15ull);
-  b.rng = splitmix(mix) ^ linear;
-  b.order.resize(b.threads);
-  for (unsigned i = 0; i < b.threads; ++i) b.order[i] = i;
-
-  b.fibers.clear();
-  b.fibers.reserve(gpu::kMaxBlockThreads);  // fibers keep pointers into this vector: never reallocate
+  b.progress = &progress_;
+  b.hang_seconds = options_.hang_seconds;
+  b.adversary = nullptr;
   Running& now = tl_running;
   now.block = &b;
-  const unsigned bx = cfg.block.x, by = cfg.block.y;
-  for (unsigned r = 0; r < b.threads; ++r) {
-    Fiber& f = b.fibers.emplace_back();
-    f.tid = {r % bx, (r / bx) % by, r / (bx * by)};
-    f.rank = r;
-    f.context = bctx::fiber(std::allocator_arg, PooledStack{&f}, [&b, &f](bctx::fiber&& sink) -> bctx::fiber {
-#ifdef TANDEM_SIM_ASAN
-      __sanitizer_finish_switch_fiber(nullptr, &b.scheduler_bottom, &b.scheduler_size);
-#endif
-      f.sink = std::move(sink);
-      try {
-        (*b.body)();
-      } catch (const Unwind&) {
-      } catch (const bctx::detail::forced_unwind&) {
-        throw;
-      } catch (const tandem::Error&) {
-        if (!b.error) b.error = std::current_exception();
-      } catch (const std::exception& e) {
-        if (!b.error) {
-          b.error = std::make_exception_ptr(
-              DeviceError("simulator: " + kernel_and_block(b) + ", thread " + text(f.tid) + " threw: " + e.what()));
-        }
-      }
-      f.state = State::exited;
-#ifdef TANDEM_SIM_ASAN
-      __sanitizer_start_switch_fiber(nullptr, b.scheduler_bottom, b.scheduler_size);
-#endif
-      return std::move(f.sink);
-    });
-  }
-  b.unwinding = false;
+  init_block(b, linear, *config_, *body_, options_, launch_index_);
   try {
-    run_fibers(now);
-  } catch (...) {
-    b.unwinding = true;  // end every fiber still suspended, each through its own stack
-    for (Fiber& f : b.fibers) {
-      if (f.context) resume(now, f);
+    while (!step_block(now, b)) {
     }
-    b.fibers.clear();
+  } catch (...) {
+    unwind_block(now, b);
     now.block = nullptr;
     throw;
   }

@@ -19,6 +19,12 @@ struct EngineOptions {
   std::uint64_t seed = 0;
   unsigned threads = 0;  // OS threads running blocks; 0: one per hardware thread
   std::size_t shared_memory_per_block = 48 * 1024;
+  unsigned hang_seconds = 30;  // a thread spinning this long while nothing progresses: hung
+  // The adversary (sim_adversary.cpp): one OS thread, `resident` blocks at once (0: 1 to 4, drawn
+  // per launch), a launch whose threads make `watchdog` flag accesses with no progress fails as hung.
+  bool adversary = false;
+  unsigned resident = 0;
+  std::uint64_t watchdog = std::uint64_t(1) << 20;
 };
 
 class SimEngine final : public Engine {
@@ -44,6 +50,7 @@ class SimEngine final : public Engine {
 
  private:
   void release_all() noexcept;  // frees every buffer still allocated (at destruction)
+  void run_adversarial(const gpu::LaunchConfig& config, const std::function<void()>& thread_body);
   void work();  // runs blocks of the current launch until none is left
   void run_block(std::uint64_t linear);
 
@@ -57,6 +64,7 @@ class SimEngine final : public Engine {
   std::uint64_t launch_index_ = 0;
   std::atomic<std::uint64_t> next_block_{0};
   std::atomic<bool> failed_{false};
+  std::atomic<std::uint64_t> progress_{0};  // flag stores, atomics and finished blocks: the hang watch
   std::exception_ptr error_;
   std::mutex error_mutex_;
 

@@ -17,6 +17,7 @@
 #pragma once
 
 #include <atomic>
+#include <bit>
 #include <cstring>
 #include <functional>
 #include <source_location>
@@ -56,14 +57,46 @@ void launch(Backend& backend, const gpu::LaunchConfig& config, void (*kernel)(P.
 enum class WarpOp { shfl, shfl_down, shfl_up, shfl_xor, ballot, any, all, sync };
 std::uint64_t warp_exchange(WarpOp op, std::uint64_t bits, unsigned param, const std::source_location& where);
 void* static_shared_slot(const void* site, std::size_t bytes, std::size_t align);
-// Throws when another block of the launch has failed: a block spinning on a flag that the failed
-// block would have set (a look-back, a lock) ends instead of hanging.
-void check_abort();
+// Called every few thousand flag loads of a spinning thread: throws when another block of the
+// launch has failed (a block spinning on a flag that the failed block would have set ends instead
+// of hanging), or when no block has made progress for TANDEM_SIM_HANG_SECONDS (a hang, named).
+void spin_check(const std::source_location& where);
+// A flag store or an atomic: progress that a spinning block may be waiting for.
+void note_progress();
 inline thread_local unsigned volatile_loads = 0;
 void* dynamic_shared();
 // A GPU faults on a wide access (a 16-byte pack, a 32-bit pair of halves) at an address that is
 // not a multiple of its width; the simulator copies bytes, so kernel helpers call this instead.
 [[noreturn]] void misaligned(const void* p, std::size_t bytes, const char* what);
+
+// The adversary (TANDEM_SIM_ADVERSARY=1, sim_adversary.cpp): while it runs a launch, every flag
+// access, atomic and fence below goes through it. It is a place where the fiber may be switched
+// out, and a memory model: a store waits in a buffer until a fence, a release, a barrier or a
+// random delay makes it visible to other blocks; a load may return an older value of the address
+// than the newest one, never older than what this thread's fences, acquires and earlier reads of
+// it have shown. Plain C++ loads and stores are not seen: they act at once, in program order.
+enum class Scope : unsigned char { block, device, system };
+inline thread_local bool adversarial = false;  // this OS thread runs an adversarial launch
+std::uint64_t adversary_load(const void* p, std::size_t bytes, bool acquire, const std::source_location& where);
+void adversary_store(void* p, std::size_t bytes, std::uint64_t bits, bool release, const std::source_location& where);
+void adversary_fence(Scope scope, const std::source_location& where);
+// Around an atomic read-modify-write of p (which acts on the newest value, as on a GPU).
+void adversary_rmw_begin(void* p, std::size_t bytes, const std::source_location& where);
+void adversary_rmw_end(void* p, std::size_t bytes);
+
+template <class T>
+std::uint64_t to_flag_bits(T v) {
+  static_assert(sizeof(T) <= 8 && std::is_trivially_copyable_v<T>, "flag accesses move up to 8 bytes");
+  std::uint64_t bits = 0;
+  std::memcpy(&bits, &v, sizeof(T));
+  return bits;
+}
+template <class T>
+T from_flag_bits(std::uint64_t bits) {
+  T v;
+  std::memcpy(&v, &bits, sizeof(T));
+  return v;
+}
 
 template <class T>
 T& static_shared(const void* site) {
@@ -84,7 +117,20 @@ void sync_threads(const std::source_location& where = std::source_location::curr
 inline void sync_warp(const std::source_location& where = std::source_location::current()) {
   sim::warp_exchange(sim::WarpOp::sync, 0, 0, where);
 }
-inline void thread_fence() { std::atomic_thread_fence(std::memory_order_seq_cst); }
+inline void thread_fence(const std::source_location& w = std::source_location::current()) {
+  if (sim::adversarial) return sim::adversary_fence(sim::Scope::device, w);
+  std::atomic_thread_fence(std::memory_order_seq_cst);
+}
+inline void thread_fence_block(const std::source_location& w = std::source_location::current()) {
+  if (sim::adversarial) return sim::adversary_fence(sim::Scope::block, w);
+  std::atomic_thread_fence(std::memory_order_seq_cst);
+}
+inline void thread_fence_system(const std::source_location& w = std::source_location::current()) {
+  if (sim::adversarial) return sim::adversary_fence(sim::Scope::system, w);
+  std::atomic_thread_fence(std::memory_order_seq_cst);
+}
+// 1 + the index of the lowest set bit of m, 0 when m is 0 (as CUDA's __ffsll).
+inline unsigned find_first_set(lane_mask m) { return m == 0 ? 0u : static_cast<unsigned>(std::countr_zero(m)) + 1; }
 
 namespace sim_detail {
 template <class T>
@@ -125,37 +171,74 @@ inline bool all(bool p, const std::source_location& w = std::source_location::cu
   return sim::warp_exchange(sim::WarpOp::all, p ? 1 : 0, 0, w) != 0;
 }
 
-// Atomics: real ones, since blocks run on several OS threads.
-template <class T>
-T atomic_add(T* p, T v) {
-  return std::atomic_ref<T>(*p).fetch_add(v);
-}
-inline int atomic_max(int* p, int v) {
-  std::atomic_ref<int> a(*p);
-  int old = a.load();
-  while (old < v && !a.compare_exchange_weak(old, v)) {
+// Atomics: real ones, since blocks run on several OS threads. Under the adversary each is a point
+// where the fiber may be switched out, and acts on the newest value.
+namespace sim_detail {
+template <class T, class F>
+T rmw(T* p, const std::source_location& w, F&& f) {
+  if (sim::adversarial) sim::adversary_rmw_begin(p, sizeof(T), w);
+  const T old = f(std::atomic_ref<T>(*p));
+  if (sim::adversarial) {
+    sim::adversary_rmw_end(p, sizeof(T));
+  } else {
+    sim::note_progress();
   }
   return old;
 }
-inline int atomic_min(int* p, int v) {
-  std::atomic_ref<int> a(*p);
-  int old = a.load();
-  while (old > v && !a.compare_exchange_weak(old, v)) {
-  }
-  return old;
-}
-inline unsigned atomic_cas(unsigned* p, unsigned expected, unsigned desired) {
-  std::atomic_ref<unsigned>(*p).compare_exchange_strong(expected, desired);
-  return expected;
-}
+}  // namespace sim_detail
 template <class T>
-T load_volatile(const T* p) {
-  if ((++sim::volatile_loads & 4095u) == 0) sim::check_abort();
+T atomic_add(T* p, T v, const std::source_location& w = std::source_location::current()) {
+  return sim_detail::rmw(p, w, [&](std::atomic_ref<T> a) { return a.fetch_add(v); });
+}
+inline int atomic_max(int* p, int v, const std::source_location& w = std::source_location::current()) {
+  return sim_detail::rmw(p, w, [&](std::atomic_ref<int> a) {
+    int old = a.load();
+    while (old < v && !a.compare_exchange_weak(old, v)) {
+    }
+    return old;
+  });
+}
+inline int atomic_min(int* p, int v, const std::source_location& w = std::source_location::current()) {
+  return sim_detail::rmw(p, w, [&](std::atomic_ref<int> a) {
+    int old = a.load();
+    while (old > v && !a.compare_exchange_weak(old, v)) {
+    }
+    return old;
+  });
+}
+inline unsigned atomic_cas(unsigned* p, unsigned expected, unsigned desired,
+                           const std::source_location& w = std::source_location::current()) {
+  return sim_detail::rmw(p, w, [&](std::atomic_ref<unsigned> a) {
+    a.compare_exchange_strong(expected, desired);
+    return expected;
+  });
+}
+// Flag accesses: relaxed (volatile), or acquire / release at device scope.
+template <class T>
+T load_volatile(const T* p, const std::source_location& w = std::source_location::current()) {
+  if (sim::adversarial) return sim::from_flag_bits<T>(sim::adversary_load(p, sizeof(T), false, w));
+  if ((++sim::volatile_loads & 4095u) == 0) sim::spin_check(w);
   return std::atomic_ref<T>(*const_cast<T*>(p)).load(std::memory_order_acquire);
 }
 template <class T>
-void store_volatile(T* p, T v) {
+void store_volatile(T* p, T v, const std::source_location& w = std::source_location::current()) {
+  if (sim::adversarial) return sim::adversary_store(p, sizeof(T), sim::to_flag_bits(v), false, w);
   std::atomic_ref<T>(*p).store(v, std::memory_order_release);
+  sim::note_progress();
+}
+template <class T>
+T load_acquire(const T* p, const std::source_location& w = std::source_location::current()) {
+  static_assert(sizeof(T) == 4 || sizeof(T) == 8, "load_acquire: 4- or 8-byte types");
+  if (sim::adversarial) return sim::from_flag_bits<T>(sim::adversary_load(p, sizeof(T), true, w));
+  if ((++sim::volatile_loads & 4095u) == 0) sim::spin_check(w);
+  return std::atomic_ref<T>(*const_cast<T*>(p)).load(std::memory_order_acquire);
+}
+template <class T>
+void store_release(T* p, T v, const std::source_location& w = std::source_location::current()) {
+  static_assert(sizeof(T) == 4 || sizeof(T) == 8, "store_release: 4- or 8-byte types");
+  if (sim::adversarial) return sim::adversary_store(p, sizeof(T), sim::to_flag_bits(v), true, w);
+  std::atomic_ref<T>(*p).store(v, std::memory_order_release);
+  sim::note_progress();
 }
 
 }  // namespace tandem::gpu

@@ -10,6 +10,7 @@
 #include "tandem/errors.hpp"
 #include "tandem/memory.hpp"
 #include "tandem/ops.hpp"
+#include "tandem/provenance.hpp"
 #include "tandem/registry.hpp"
 #include "tandem/topology.hpp"
 #include "tandem/version.hpp"

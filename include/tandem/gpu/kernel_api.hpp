@@ -12,6 +12,9 @@
 //  - launch through the runtime's launch helper, never <<<...>>>.
 #pragma once
 
+#include <cstring>
+#include <type_traits>
+
 #include "tandem/gpu/types.hpp"
 
 #if defined(TANDEM_GPU_COMPILER)
@@ -36,7 +39,16 @@ TANDEM_DEVICE Dim3 block_dim() { return {blockDim.x, blockDim.y, blockDim.z}; }
 TANDEM_DEVICE Dim3 grid_dim() { return {gridDim.x, gridDim.y, gridDim.z}; }
 TANDEM_DEVICE unsigned warp_size() { return static_cast<unsigned>(warpSize); }
 TANDEM_DEVICE void sync_threads() { __syncthreads(); }
+// Fences, by scope: orders this thread's earlier memory accesses before its later ones as seen by
+// the threads of its block, of the device, or of the system (host and peers).
+TANDEM_DEVICE void thread_fence_block() { __threadfence_block(); }
 TANDEM_DEVICE void thread_fence() { __threadfence(); }
+TANDEM_DEVICE void thread_fence_system() { __threadfence_system(); }
+// 1 + the index of the lowest set bit of m, 0 when m is 0. Not std::countr_zero: nvcc folds the
+// host builtin behind it to the bit width in device code (it returned 64 for every mask).
+TANDEM_DEVICE unsigned find_first_set(lane_mask m) {
+  return static_cast<unsigned>(__ffsll(static_cast<long long>(m)));
+}
 
 #if defined(TANDEM_HIP)
 // HIP 5.2 has no *_sync warp functions: a wavefront runs in lock-step.
@@ -93,7 +105,8 @@ TANDEM_DEVICE unsigned atomic_cas(unsigned* p, unsigned expected, unsigned desir
   return atomicCAS(p, expected, desired);
 }
 // Loads and stores that other blocks' writes and reads see (flags between blocks; pair with
-// thread_fence()).
+// thread_fence()). In the PTX memory model these are relaxed accesses at system scope: they are
+// not ordered with this thread's other accesses without a fence.
 template <class T>
 TANDEM_DEVICE T load_volatile(const T* p) {
   return *static_cast<const volatile T*>(p);
@@ -101,6 +114,42 @@ TANDEM_DEVICE T load_volatile(const T* p) {
 template <class T>
 TANDEM_DEVICE void store_volatile(T* p, T v) {
   *static_cast<volatile T*>(p) = v;
+}
+// Acquire loads and release stores at device scope, of 4- or 8-byte T: a load that reads what a
+// release store wrote sees every access the writer made before that store.
+template <class T>
+TANDEM_DEVICE T load_acquire(const T* p) {
+  static_assert(sizeof(T) == 4 || sizeof(T) == 8, "load_acquire: 4- or 8-byte types");
+  using U = std::conditional_t<sizeof(T) == 4, std::uint32_t, std::uint64_t>;
+  U bits;
+#if defined(TANDEM_HIP)
+  bits = __hip_atomic_load(reinterpret_cast<const U*>(p), __ATOMIC_ACQUIRE, __HIP_MEMORY_SCOPE_AGENT);
+#else
+  if constexpr (sizeof(T) == 4) {
+    asm volatile("ld.acquire.gpu.b32 %0, [%1];" : "=r"(bits) : "l"(p) : "memory");
+  } else {
+    asm volatile("ld.acquire.gpu.b64 %0, [%1];" : "=l"(bits) : "l"(p) : "memory");
+  }
+#endif
+  T v;
+  std::memcpy(&v, &bits, sizeof v);
+  return v;
+}
+template <class T>
+TANDEM_DEVICE void store_release(T* p, T v) {
+  static_assert(sizeof(T) == 4 || sizeof(T) == 8, "store_release: 4- or 8-byte types");
+  using U = std::conditional_t<sizeof(T) == 4, std::uint32_t, std::uint64_t>;
+  U bits;
+  std::memcpy(&bits, &v, sizeof bits);
+#if defined(TANDEM_HIP)
+  __hip_atomic_store(reinterpret_cast<U*>(p), bits, __ATOMIC_RELEASE, __HIP_MEMORY_SCOPE_AGENT);
+#else
+  if constexpr (sizeof(T) == 4) {
+    asm volatile("st.release.gpu.b32 [%0], %1;" ::"l"(p), "r"(bits) : "memory");
+  } else {
+    asm volatile("st.release.gpu.b64 [%0], %1;" ::"l"(p), "l"(bits) : "memory");
+  }
+#endif
 }
 
 }  // namespace tandem::gpu

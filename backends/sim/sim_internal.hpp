@@ -1,0 +1,120 @@
+// What the simulator's two schedulers share: the fibers that run GPU threads, the blocks that own
+// them, and one scheduling round of a block. sim_engine.cpp runs blocks on a pool of OS threads,
+// each to its end; sim_adversary.cpp runs a few resident blocks at once on one OS thread, switching
+// fibers at every flag access, under its memory model.
+#pragma once
+
+#include <atomic>
+#include <boost/context/fiber.hpp>
+#include <chrono>
+#include <cstdint>
+#include <exception>
+#include <functional>
+#include <source_location>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "sim_engine.hpp"
+
+namespace tandem::sim {
+
+class Adversary;
+
+namespace internal {
+
+namespace bctx = boost::context;
+
+inline constexpr unsigned char kSharedPoison = 0xFF;  // NaN as f32/f64, -1 as i32
+
+enum class State : unsigned char { ready, barrier, warp, exited };
+
+struct Fiber {
+  bctx::fiber context;  // the fiber, while suspended
+  bctx::fiber sink;     // the scheduler, while the fiber runs
+  gpu::Dim3 tid;
+  unsigned rank = 0;
+  State state = State::ready;
+  std::source_location where;  // of the wait, or of the flag access it was switched out at
+  const char* access = nullptr;  // adversary: the flag access it was switched out at
+  WarpOp op = WarpOp::sync;
+  std::uint64_t bits = 0;
+  unsigned param = 0;
+  std::uint64_t result = 0;
+  const void* stack_bottom = nullptr;
+  std::size_t stack_size = 0;
+  // the hang watch of spinning threads (sim_engine.cpp)
+  std::uint64_t seen_progress = ~std::uint64_t(0);
+  std::chrono::steady_clock::time_point spin_since;
+  // the adversary's view of memory: the newest version every load must reach (fences, acquires),
+  // and per address the version this thread last read (a later read never goes back)
+  std::uint64_t view = 0;
+  std::unordered_map<const void*, std::uint64_t> last_read;
+  unsigned skipped = 0;  // rounds it was held back in a row (starvation, bounded)
+};
+
+struct Block {
+  const std::atomic<bool>* launch_failed = nullptr;
+  std::atomic<std::uint64_t>* progress = nullptr;  // the launch's flag stores, atomics, finished blocks
+  unsigned hang_seconds = 30;
+  Adversary* adversary = nullptr;  // set when the adversary runs this block
+  const gpu::LaunchConfig* config = nullptr;
+  const std::function<void()>* body = nullptr;
+  std::uint64_t linear = 0;
+  gpu::Dim3 idx;
+  unsigned threads = 0;
+  unsigned warp = 32;
+  std::vector<Fiber> fibers;
+  std::vector<unsigned> order;
+  std::exception_ptr error;
+  std::vector<unsigned char> shared;
+  std::size_t shared_limit = 0;
+  std::size_t shared_top = 0;
+  std::vector<std::pair<const void*, std::size_t>> slots;
+  std::uint64_t rng = 0;
+  const void* scheduler_bottom = nullptr;
+  std::size_t scheduler_size = 0;
+  bool unwinding = false;  // the block failed: suspended fibers unwind when resumed
+  std::uint64_t events = 0;   // barriers released and threads exited: progress
+};
+
+// Thrown inside a suspended fiber to unwind its stack when its block failed. The fibers are
+// unwound through the same (sanitizer-annotated) switches as every other resume, rather than by
+// Boost.Context's forced unwind, which AddressSanitizer cannot follow.
+struct Unwind {};
+
+// What this thread runs: the block, and the fiber while one runs. One thread-local, read once per
+// call: each read of a thread-local in a shared library is a call to __tls_get_addr, which
+// AddressSanitizer intercepts (with two, TLS lookups took a fifth of sim:matmul's time under ASan).
+struct Running {
+  Block* block = nullptr;
+  Fiber* fiber = nullptr;
+};
+extern thread_local Running tl_running;
+
+std::uint64_t splitmix(std::uint64_t& state);
+std::string text(gpu::Dim3 d);
+std::string text(const std::source_location& where);
+std::string kernel_and_block(const Block& b);
+[[noreturn]] void fail(const Block& b, const std::string& what);
+// This thread's block and fiber, from inside a kernel (InvalidArgument outside one).
+Running& running();
+Fiber& current_fiber();
+// From the running fiber back to the scheduler, until the scheduler resumes it.
+void suspend(Running& r);
+
+// Makes b ready to run block `linear` of the launch: shared memory, a fiber per thread.
+void init_block(Block& b, std::uint64_t linear, const gpu::LaunchConfig& config, const std::function<void()>& body,
+                const EngineOptions& options, std::uint64_t launch_index);
+// One round: every ready fiber runs until it waits, is switched out or ends (in a shuffled order;
+// under the adversary some are held back), then the warp exchanges and the barrier that all their
+// threads reached complete. True when every thread of the block has ended. Throws what a thread
+// threw, or DeviceError for divergence.
+bool step_block(Running& r, Block& b);
+// Ends every fiber of a failed block still suspended, each through its own stack.
+void unwind_block(Running& r, Block& b) noexcept;
+// The adversary's side of a barrier of block b (its stores become visible).
+void adversary_barrier(Block& b);
+
+}  // namespace internal
+}  // namespace tandem::sim
