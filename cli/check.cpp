@@ -7,11 +7,15 @@
 #include <vector>
 
 #include "options.hpp"
+#include "watchdog.hpp"
 #include "tandem/tandem.hpp"
 #include "tandem/verify.hpp"
 
 namespace tandem::cli {
 namespace {
+
+// The slowest case of a full check takes seconds on a GPU and under a minute on the simulator.
+constexpr double kDefaultCaseTimeout = 300;
 
 struct CheckArgs {
   verify::CheckOptions options;
@@ -20,6 +24,8 @@ struct CheckArgs {
   bool failures_only = false;
   std::uint64_t seed = 0;
   CLI::Option* seed_option = nullptr;
+  double case_timeout = 0;
+  CLI::Option* case_timeout_option = nullptr;
   JsonOption json;
 };
 
@@ -185,13 +191,20 @@ int run_check(CheckArgs& a) {
   }
   std::vector<Row> rows;
   std::size_t failed = 0;
+  // A case that hangs (a GPU kernel waiting for what never comes) is named, and the run ends (exit 1).
+  CaseWatchdog watchdog(a.case_timeout_option->count() != 0 ? a.case_timeout
+                                                             : CaseWatchdog::limit_from_environment(kDefaultCaseTimeout),
+                        "tandem check", 1);
   const auto start = std::chrono::steady_clock::now();
   auto said = start;  // with the table off (JSON on standard output), a progress line every 2 s
   for (Backend* be : targets) {
     for (const auto& c : verify::cases(*be, a.options)) {
       if (!a.family.empty() && c.family != a.family) continue;
       const auto t0 = std::chrono::steady_clock::now();
+      watchdog.start(c.algorithm + " " + be->name() + " " + c.tier + " " + c.dtype + " " + c.size +
+                     " (seed " + std::to_string(a.seed) + ")");
       Row row{verify::run_case(c, *be, reference, a.seed), c.family, 0};
+      watchdog.stop();
       row.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
       failed += !row.result.passed();
       if (text && (!a.failures_only || !row.result.passed())) {
@@ -250,6 +263,13 @@ Command add_check(CLI::App& app) {
   a->seed_option = sub->add_option("--seed", a->seed, "replay a run (the seed is printed; TANDEM_TEST_SEED works too)")
                        ->check(whole_number(0, UINT64_MAX));
   sub->add_flag("--failures-only", a->failures_only, "print only the rows that did not pass, and the summary");
+  a->case_timeout_option =
+      sub->add_option("--case-timeout", a->case_timeout,
+                      "seconds one case may run before the check stops, naming it as hung, with exit 1 (default: "
+                      "TANDEM_CASE_TIMEOUT, else " +
+                          std::to_string(int(kDefaultCaseTimeout)) + "; 0: no limit)")
+          ->check(CLI::Range(0.0, 86400.0))
+          ->type_name("SECONDS");
   a->json.add(sub, "every case");
   sub->add_option("--junit", a->junit, "a JUnit XML report for CI systems (one testsuite per backend)")
       ->type_name("FILE");

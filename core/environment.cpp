@@ -107,6 +107,10 @@ const std::vector<Checked>& table() {
       {"TANDEM_TEST_SEED", [] { return std::string("a whole number"); },
        "the seed of tandem check and the tests (printed by every run, to replay it)",
        [] { env::whole("TANDEM_TEST_SEED"); }},
+      {"TANDEM_CASE_TIMEOUT", [] { return std::string("0 to 86400"); },
+       "seconds one case of tandem check or of the test programs may run before the run stops, naming the "
+       "case as hung (default 300 for tandem check, 600 for the tests; 0: no limit)",
+       [] { env::whole("TANDEM_CASE_TIMEOUT", 0, 86400); }},
       {"TANDEM_SIM_SEED", [] { return std::string("a whole number"); }, "the simulator's thread order",
        [] { env::whole("TANDEM_SIM_SEED"); }},
       {"TANDEM_SIM_THREADS", [] { return std::string("1 to 1024"); }, "OS threads the simulator runs blocks on",

@@ -14,5 +14,8 @@ std::uint64_t seed();
 // F and VL), "avx2" (with FMA) or "generic"; and an ISA's place in that order (generic 0).
 std::string widest_isa();
 int isa_rank(const std::string& isa);
+// Names the case now running for the watchdog (main.cpp): past TANDEM_CASE_TIMEOUT it is reported
+// as hung and the program ends. Test cases are named on their own; the matrix names each of its cases.
+void watch_case(const std::string& name);
 
 }  // namespace tandem::test

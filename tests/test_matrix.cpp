@@ -45,6 +45,7 @@ void run_family(const std::string& family, bool non_finite) {
   double worst = 0;
   for (const auto& c : verify::cases(*be, options)) {
     if (c.family != family) continue;
+    test::watch_case(c.algorithm + " " + be->name() + " " + c.tier + " " + c.dtype + " " + c.size);
     const verify::CaseResult r = verify::run_case(c, *be, reference, test::seed());
     ++ran;
     worst = std::max(worst, r.comparison.worst_share);

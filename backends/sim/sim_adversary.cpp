@@ -12,8 +12,9 @@
 //    returns the thread's own buffered store, else any of the address's last versions that is not
 //    older than what the thread's fences and acquires have shown it (every version visible then)
 //    or than what it read there before (coherence).
-//  - Watchdog: a launch whose threads make `watchdog` flag accesses while nothing progresses (a
-//    store or atomic that changes memory, a barrier, a thread or block that ends or starts) fails,
+//  - Watchdog: a launch whose threads make `watchdog` flag accesses and warp exchanges while
+//    nothing progresses (a store or atomic that changes memory, a barrier, a thread or block that
+//    ends or starts) fails,
 //    naming each resident block's warps, where they wait, and the blocks not started. A thread
 //    that spins on a plain C++ load is never switched out: the simulator cannot see that spin.
 // Stronger orders than the PTX model asks for (a device fence shows the thread all that is
@@ -34,14 +35,19 @@ using namespace internal;
 
 class Adversary {
  public:
-  Adversary(const gpu::LaunchConfig& config, const std::function<void()>& body, const EngineOptions& options,
-            std::uint64_t launch_index, const std::atomic<bool>* failed, std::atomic<std::uint64_t>* progress)
+  // The engine's options, with the launch's seed in place of the engine's (blocks shuffle their
+  // threads from it too): the seed alone replays the launch.
+  Adversary(const gpu::LaunchConfig& config, const std::function<void()>& body, EngineOptions options,
+            const AdversaryOptions& adversary, std::uint64_t launch_index, const std::atomic<bool>* failed,
+            std::atomic<std::uint64_t>* progress)
       : config_(config), body_(body), options_(options), launch_index_(launch_index), failed_(failed),
         progress_counter_(progress) {
-    std::uint64_t mix = options.seed ^ (launch_index * 0xd1b54a32d192ed03ull);
+    options_.seed = adversary.seed;
+    options_.watchdog = adversary.watchdog;
+    std::uint64_t mix = adversary.seed;
     rng_ = splitmix(mix);
     blocks_ = std::uint64_t(config.grid.x) * config.grid.y * config.grid.z;
-    resident_ = options.resident != 0 ? options.resident : 1 + static_cast<unsigned>(draw() % 4);
+    resident_ = adversary.resident != 0 ? adversary.resident : 1 + static_cast<unsigned>(draw() % 4);
   }
 
   void run();
@@ -103,7 +109,7 @@ class Adversary {
 
   const gpu::LaunchConfig& config_;
   const std::function<void()>& body_;
-  const EngineOptions& options_;
+  EngineOptions options_;
   std::uint64_t launch_index_;
   const std::atomic<bool>* failed_;
   std::atomic<std::uint64_t>* progress_counter_;
@@ -117,7 +123,8 @@ class Adversary {
   std::uint64_t seq_ = 0;
   std::uint64_t progress_ = 0;  // memory changes, barriers, threads and blocks that ended or started
   std::uint64_t rmw_before_ = 0;
-  std::uint64_t accesses_ = 0;  // flag accesses: the watchdog counts those made since the last progress
+  // flag accesses and warp exchanges: the watchdog counts those made since the last progress
+  std::uint64_t accesses_ = 0;
 };
 
 std::uint64_t Adversary::next_block() {
@@ -139,15 +146,15 @@ void Adversary::start_block() {
   b->progress = progress_counter_;
   b->hang_seconds = options_.hang_seconds;
   b->adversary = this;
-  init_block(*b, next_block(), config_, body_, options_, launch_index_);
+  init_block(*b, next_block(), config_, body_, options_, 0);
   running_.push_back(std::move(b));
   ++progress_;
 }
 
 std::string Adversary::launch_text() const {
-  return "launch " + std::to_string(launch_index_) + " of this backend, schedule seed " +
-         std::to_string(options_.seed) + " (the same TANDEM_SIM_SEED replays it), at most " +
-         std::to_string(resident_) + " blocks resident";
+  return "launch " + std::to_string(launch_index_) + " of this backend, launch seed " + std::to_string(options_.seed) +
+         " (tandem::sim::launch_adversarial with it replays this launch; under TANDEM_SIM_ADVERSARY the same "
+         "TANDEM_SIM_SEED replays the program), at most " + std::to_string(resident_) + " blocks resident";
 }
 
 void Adversary::run() {
@@ -160,9 +167,10 @@ void Adversary::run() {
       if (running_.empty()) break;
       const std::size_t i = draw() % running_.size();
       Block& b = *running_[i];
-      const std::uint64_t events = b.events;
+      const std::uint64_t events = b.events, exchanges = b.exchanges;
       const bool done = step_block(r, b);
       progress_ += b.events - events;
+      accesses_ += b.exchanges - exchanges;  // a warp that spins on ballots alone is seen too
       if (done) {
         b.fibers.clear();
         running_.erase(running_.begin() + static_cast<std::ptrdiff_t>(i));
@@ -191,27 +199,9 @@ void Adversary::run() {
 // Names every resident block's warps by where their threads are, then the blocks not started.
 void Adversary::hung() {
   std::string report = "simulator: kernel '" + std::string(config_.kernel) + "' hung: nothing progressed in " +
-                       std::to_string(options_.watchdog) + " flag accesses (TANDEM_SIM_WATCHDOG; " + launch_text() +
+                       std::to_string(options_.watchdog) + " flag accesses and warp exchanges (TANDEM_SIM_WATCHDOG; " + launch_text() +
                        ")";
-  for (const auto& b : running_) {
-    report += "\n  block " + text(b->idx) + ":";
-    const unsigned warps = (b->threads + b->warp - 1) / b->warp;
-    for (unsigned w = 0; w < warps; ++w) {
-      std::map<std::string, unsigned> places;  // where -> threads
-      for (unsigned t = w * b->warp; t < std::min(b->threads, (w + 1) * b->warp); ++t) {
-        const Fiber& f = b->fibers[t];
-        std::string at = f.state == State::exited    ? "ended"
-                         : f.state == State::barrier ? "at the barrier at " + text(f.where)
-                         : f.state == State::warp    ? "at a warp exchange at " + text(f.where)
-                         : f.access != nullptr       ? std::string(f.access) + " at " + text(f.where)
-                                                     : "running";
-        ++places[at];
-      }
-      // appended piece by piece: GCC 12 warns falsely (-Wrestrict) on " " + std::string
-      report.append("\n    warp ").append(std::to_string(w)).append(":");
-      for (const auto& [at, n] : places) report.append(" ").append(std::to_string(n)).append(" threads ").append(at).append(";");
-    }
-  }
+  for (const auto& b : running_) report += where_threads_are(*b);
   const std::uint64_t waiting = blocks_ - started_;
   if (waiting > 0) {
     report += "\n  " + std::to_string(waiting) + " blocks not started: they start when a resident block ends";
@@ -363,10 +353,11 @@ namespace internal {
 void adversary_barrier(Block& b) { b.adversary->barrier(b); }
 }  // namespace internal
 
-void SimEngine::run_adversarial(const gpu::LaunchConfig& config, const std::function<void()>& thread_body) {
+void SimEngine::adversary_launch(const gpu::LaunchConfig& config, const std::function<void()>& thread_body,
+                                 const AdversaryOptions& options) {
   failed_ = false;
   progress_ = 0;
-  Adversary adversary(config, thread_body, options_, launch_index_, &failed_, &progress_);
+  Adversary adversary(config, thread_body, options_, options, launch_index_, &failed_, &progress_);
   adversary.run();
 }
 

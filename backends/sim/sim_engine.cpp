@@ -11,6 +11,8 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <chrono>
+#include <map>
 #include <cstdlib>
 #include <cstring>
 #include <new>
@@ -271,6 +273,7 @@ bool settle_warp(Block& b, unsigned w) {
     }
   }
   for (unsigned l = 0; l < lanes; ++l) b.fibers[base + l].state = State::ready;
+  ++b.exchanges;
   return true;
 }
 
@@ -382,6 +385,27 @@ void init_block(Block& b, std::uint64_t linear, const gpu::LaunchConfig& cfg, co
   }
 }
 
+std::string where_threads_are(const Block& b) {
+  std::string report = "\n  block " + text(b.idx) + ":";
+  const unsigned warps = (b.threads + b.warp - 1) / b.warp;
+  for (unsigned w = 0; w < warps; ++w) {
+    std::map<std::string, unsigned> places;  // where -> threads
+    for (unsigned t = w * b.warp; t < std::min(b.threads, (w + 1) * b.warp); ++t) {
+      const Fiber& f = b.fibers[t];
+      ++places[f.state == State::exited    ? "ended"
+               : f.state == State::barrier ? "at the barrier at " + text(f.where)
+               : f.state == State::warp    ? "at " + std::string(text(f.op)) + " at " + text(f.where)
+               : f.access != nullptr       ? std::string(f.access) + " at " + text(f.where)
+               : f.where.line() != 0       ? "running, last switched at " + text(f.where)
+                                           : "running"];
+    }
+    // appended piece by piece: GCC 12 warns falsely (-Wrestrict) on " " + std::string
+    report.append("\n    warp ").append(std::to_string(w)).append(":");
+    for (const auto& [at, n] : places) report.append(" ").append(std::to_string(n)).append(" threads ").append(at).append(";");
+  }
+  return report;
+}
+
 void unwind_block(Running& r, Block& b) noexcept {
   r.block = &b;
   b.unwinding = true;
@@ -430,7 +454,7 @@ SimEngine::~SimEngine() {
   release_all();
 }
 
-void SimEngine::run(const gpu::LaunchConfig& config, const std::function<void()>& thread_body) {
+void SimEngine::check_launch(const gpu::LaunchConfig& config) const {
   const auto& g = config.grid;
   const auto& k = config.block;
   const std::string name = std::string("simulator: launch of kernel '") + config.kernel + "'";
@@ -447,10 +471,25 @@ void SimEngine::run(const gpu::LaunchConfig& config, const std::function<void()>
                       " bytes of dynamic shared memory asked, " + std::to_string(options_.shared_memory_per_block) +
                       " available per block");
   }
+}
+
+void SimEngine::run_adversarial(const gpu::LaunchConfig& config, const std::function<void()>& thread_body,
+                                const AdversaryOptions& options) {
+  check_launch(config);
   std::lock_guard launch_lock(launch_mutex_);
   ++launch_index_;
-  if (options_.adversary) {
-    run_adversarial(config, thread_body);
+  adversary_launch(config, thread_body, options);
+  check_guards(config.kernel);
+}
+
+void SimEngine::run(const gpu::LaunchConfig& config, const std::function<void()>& thread_body) {
+  check_launch(config);
+  const auto& g = config.grid;
+  std::lock_guard launch_lock(launch_mutex_);
+  ++launch_index_;
+  if (options_.adversary) {  // a seed per launch, from the engine's seed and the launch's index
+    std::uint64_t mix = options_.seed ^ (launch_index_ * 0xd1b54a32d192ed03ull);
+    adversary_launch(config, thread_body, {splitmix(mix), options_.resident, options_.watchdog});
     check_guards(config.kernel);
     return;
   }
@@ -504,7 +543,22 @@ void SimEngine::run_block(std::uint64_t linear) {
   now.block = &b;
   init_block(b, linear, *config_, *body_, options_, launch_index_);
   try {
+    // The hang watch of a block whose warps go round without a barrier, an ending thread or
+    // progress elsewhere (a spin on warp exchanges alone): checked every 1024 rounds.
+    std::uint64_t rounds = 0, events = 0, progress = progress_.load(std::memory_order_relaxed);
+    auto quiet_since = std::chrono::steady_clock::now();
     while (!step_block(now, b)) {
+      if ((++rounds & 1023u) != 0) continue;
+      const auto t = std::chrono::steady_clock::now();
+      if (b.events != events || progress_.load(std::memory_order_relaxed) != progress) {
+        events = b.events;
+        progress = progress_.load(std::memory_order_relaxed);
+        quiet_since = t;
+      } else if (t - quiet_since > std::chrono::seconds(options_.hang_seconds)) {
+        fail(b, "hung: for " + std::to_string(options_.hang_seconds) +
+                    " s no thread of the block reached a barrier or ended, and no block of the launch stored a flag "
+                    "(TANDEM_SIM_HANG_SECONDS); its threads:" + where_threads_are(b));
+      }
     }
   } catch (...) {
     unwind_block(now, b);

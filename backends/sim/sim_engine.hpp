@@ -35,6 +35,8 @@ class SimEngine final : public Engine {
   SimEngine& operator=(const SimEngine&) = delete;
 
   void run(const gpu::LaunchConfig& config, const std::function<void()>& thread_body) override;
+  void run_adversarial(const gpu::LaunchConfig& config, const std::function<void()>& thread_body,
+                       const AdversaryOptions& options) override;
   unsigned warp_size() const override { return options_.warp_size; }
   std::uint64_t schedule_seed() const override { return options_.seed; }
   const EngineOptions& options() const { return options_; }
@@ -50,7 +52,9 @@ class SimEngine final : public Engine {
 
  private:
   void release_all() noexcept;  // frees every buffer still allocated (at destruction)
-  void run_adversarial(const gpu::LaunchConfig& config, const std::function<void()>& thread_body);
+  void check_launch(const gpu::LaunchConfig& config) const;  // throws DeviceError for a bad grid or block
+  void adversary_launch(const gpu::LaunchConfig& config, const std::function<void()>& thread_body,
+                        const AdversaryOptions& options);
   void work();  // runs blocks of the current launch until none is left
   void run_block(std::uint64_t linear);
 

@@ -75,7 +75,8 @@ struct Block {
   const void* scheduler_bottom = nullptr;
   std::size_t scheduler_size = 0;
   bool unwinding = false;  // the block failed: suspended fibers unwind when resumed
-  std::uint64_t events = 0;   // barriers released and threads exited: progress
+  std::uint64_t events = 0;     // barriers released and threads exited: progress
+  std::uint64_t exchanges = 0;  // warp exchanges completed (a spin may be made of these alone)
 };
 
 // Thrown inside a suspended fiber to unwind its stack when its block failed. The fibers are
@@ -111,6 +112,9 @@ void init_block(Block& b, std::uint64_t linear, const gpu::LaunchConfig& config,
 // threads reached complete. True when every thread of the block has ended. Throws what a thread
 // threw, or DeviceError for divergence.
 bool step_block(Running& r, Block& b);
+// Where the threads of b are, warp by warp ("\n  block (1,0,0):\n    warp 0: 32 threads at ..."),
+// for a report of a hang.
+std::string where_threads_are(const Block& b);
 // Ends every fiber of a failed block still suspended, each through its own stack.
 void unwind_block(Running& r, Block& b) noexcept;
 // The adversary's side of a barrier of block b (its stores become visible).

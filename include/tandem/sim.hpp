@@ -29,6 +29,15 @@
 
 namespace tandem::sim {
 
+// One launch under the adversary (TANDEM_SIM_ADVERSARY runs every launch so, with a seed drawn
+// per launch): blocks in a random order, few resident, threads switched at every flag access,
+// late stores and old loads where nothing orders them, and a watchdog.
+struct AdversaryOptions {
+  std::uint64_t seed = 0;  // the whole schedule: the same seed runs the launch the same way
+  unsigned resident = 0;   // blocks resident at once; 0: 1 to 4, drawn from the seed
+  std::uint64_t watchdog = std::uint64_t(1) << 20;  // flag accesses and warp exchanges with no progress: hung
+};
+
 // A simulator backend's execution engine.
 class Engine {
  public:
@@ -36,6 +45,9 @@ class Engine {
   // Runs thread_body once per GPU thread of the grid; returns when all are done. Throws
   // DeviceError for a failed check and rethrows what a kernel thread threw.
   virtual void run(const gpu::LaunchConfig& config, const std::function<void()>& thread_body) = 0;
+  // The same under the adversary with these options.
+  virtual void run_adversarial(const gpu::LaunchConfig& config, const std::function<void()>& thread_body,
+                               const AdversaryOptions& options) = 0;
   virtual unsigned warp_size() const = 0;
   // The seed the thread order is shuffled from (for replaying a run).
   virtual std::uint64_t schedule_seed() const = 0;
@@ -51,6 +63,16 @@ void launch(Backend& backend, const gpu::LaunchConfig& config, void (*kernel)(P.
   static_assert(sizeof...(P) == sizeof...(A), "launch: wrong number of kernel arguments");
   const std::tuple<std::decay_t<P>...> params(std::forward<A>(args)...);
   engine_of(backend).run(config, [&] { std::apply(kernel, params); });
+}
+
+// launch() under the adversary: a kernel that waits on other blocks, run with many seeds, shows
+// whether it leans on an order, a visibility or a residency that a GPU does not promise.
+template <class... P, class... A>
+void launch_adversarial(Backend& backend, const AdversaryOptions& options, const gpu::LaunchConfig& config,
+                        void (*kernel)(P...), A&&... args) {
+  static_assert(sizeof...(P) == sizeof...(A), "launch_adversarial: wrong number of kernel arguments");
+  const std::tuple<std::decay_t<P>...> params(std::forward<A>(args)...);
+  engine_of(backend).run_adversarial(config, [&] { std::apply(kernel, params); }, options);
 }
 
 // ---- device side: what kernel_api.hpp maps to in simulator builds ----
