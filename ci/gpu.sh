@@ -6,8 +6,10 @@
 #
 # Stages, in this order when none is named (name some to run a GPU session's few calls one by one):
 #   build       configure and build with CUDA (simulator, HIP, OpenBLAS, MPI, zlib, Kokkos off)
-#   tests       tandem info, tandem check --backend cuda, the whole CTest matrix with label cuda (a
-#               Skipped test there is a failure: this machine has the GPU they wait for)
+#   tests       tandem info, tandem check --backend cuda (and DIR/gpu-kernel-sources-<device>.json:
+#               the kernel sources' hashes and what the check said, for bench/results/), the whole
+#               CTest matrix with label cuda (a Skipped test there is a failure: this machine has
+#               the GPU they wait for); a case running past 60 s is named as hung
 #   sanitizers  compute-sanitizer memcheck (matrix, ML), racecheck and synccheck (shared memory)
 #   bench       tandem_bench_gpu (the GPU targets against CUB, cuBLAS and the device copy), tandem
 #               bench, tandem compare --crossover, bench bandwidth, bench memory
@@ -241,10 +243,28 @@ if wants tests || wants sanitizers || wants bench || wants ml; then
 fi
 
 if wants tests; then
-  step check "$build/tandem" check --backend cuda --json "$out/check.json"
+  # A case that hangs (a kernel waiting for a block or a flag that never comes) is named and ends
+  # the step within a minute (the per-case watchdog), instead of eating the deadline.
+  step check "$build/tandem" check --backend cuda --case-timeout 60 --json "$out/check.json"
+  check_rc=$?
+  # Which kernel sources ran here, and what the check said of them: committed as
+  # bench/results/gpu-kernel-sources-<device>.json, the build learns from it which kernels ran on
+  # hardware (tandem info; the look-back scan becomes a default only after a passed check).
+  if [ "$check_rc" -eq 0 ]; then
+    verdict=passed
+  elif hung=$(grep -o "HUNG: case '[^']*'" "$out/check.log" | head -1) && [ -n "$hung" ]; then
+    verdict="hung at ${hung#HUNG: case }"
+  elif [ "$check_rc" -eq 124 ] || [ "$check_rc" -eq 137 ]; then
+    verdict="stopped by the deadline"
+  else
+    verdict="failed (exit $check_rc): $(grep -c FAIL "$out/check.log" 2>/dev/null || echo 0) failing rows"
+  fi
+  device_slug=$(nvidia-smi --query-gpu=name --format=csv,noheader 2>/dev/null | head -1 | tr 'A-Z ' 'a-z-' | tr -cd 'a-z0-9-')
+  bash "$root/ci/gpu-provenance.sh" "$out/gpu-kernel-sources-${device_slug:-unknown}.json" "$verdict" >>"$summary" 2>&1 ||
+    note "FAILED  ci/gpu-provenance.sh: the kernel sources' record was not written"
   # The whole matrix (every family, the ML tests, NCCL's one-process test) on cuda.
-  step tests-cuda "${data[@]}" ctest --test-dir "$build" -L cuda -j 4 --output-on-failure --output-junit "$out/tests-cuda.xml" \
-    --no-tests=error
+  step tests-cuda "${data[@]}" env TANDEM_CASE_TIMEOUT=60 ctest --test-dir "$build" -L cuda -j 4 --output-on-failure \
+    --output-junit "$out/tests-cuda.xml" --no-tests=error
   if grep -q "Skipped" "$out/tests-cuda.log" 2>/dev/null; then
     note "FAILED  tests-cuda: some cuda tests were skipped on a machine with a GPU"
     failed=1

@@ -8,7 +8,13 @@
 // too much shared memory. Shared memory starts filled with 0xFF bytes (NaN for floats, -1 for
 // integers) so reading an element no thread wrote poisons the result; thread order inside a block
 // is shuffled per barrier round from a seed (TANDEM_SIM_SEED, else TANDEM_TEST_SEED, else random)
-// so a missing barrier shows up as a wrong result.
+// so a missing barrier shows up as a wrong result. A thread that spins on a flag while nothing
+// progresses fails after TANDEM_SIM_HANG_SECONDS, naming where it waits.
+//
+// The adversary (TANDEM_SIM_ADVERSARY=1, or launch_adversarial below) runs a launch as a GPU
+// may: blocks in a random order with few resident, threads switched at every flag access, flag
+// stores seen late and flag loads returning old values unless fences, acquire/release or barriers
+// order them, and a watchdog that names each waiting warp (backends/sim/sim_adversary.cpp).
 //
 // Running your own kernel (see README, "The simulator"):
 //   TANDEM_KERNEL void my_kernel(int n, float* out) { ... gpu::thread_idx() ... }

@@ -132,7 +132,7 @@ TANDEM_DEVICE T load_acquire(const T* p) {
   }
 #endif
   T v;
-  std::memcpy(&v, &bits, sizeof v);
+  __builtin_memcpy(&v, &bits, sizeof v);
   return v;
 }
 template <class T>
@@ -140,7 +140,7 @@ TANDEM_DEVICE void store_release(T* p, T v) {
   static_assert(sizeof(T) == 4 || sizeof(T) == 8, "store_release: 4- or 8-byte types");
   using U = std::conditional_t<sizeof(T) == 4, std::uint32_t, std::uint64_t>;
   U bits;
-  std::memcpy(&bits, &v, sizeof bits);
+  __builtin_memcpy(&bits, &v, sizeof bits);
 #if defined(TANDEM_HIP)
   __hip_atomic_store(reinterpret_cast<U*>(p), bits, __ATOMIC_RELEASE, __HIP_MEMORY_SCOPE_AGENT);
 #else
