@@ -7,6 +7,7 @@
 #include <string>
 #include <vector>
 
+#include "../backends/gpu/kernels/scan_lookback.hpp"
 #include "tandem/gpu/kernel_api.hpp"
 #include "tandem/tandem.hpp"
 
@@ -207,9 +208,51 @@ unsigned walk(bool bounded, bool miscompiled) {
   return static_cast<unsigned>(out.to_vector<std::int32_t>()[0]);
 }
 
+// The library's look-back scan kernel, launched as gpu_reductions.hpp does, under one seed and
+// residency: true when its inclusive scan of x (small integers, so every order of additions gives
+// the same bits) is exact. T = int32 publishes through packed 64-bit words, double through the
+// fenced two-array slots.
+template <class T>
+bool lookback_exact(std::size_t n, std::uint64_t seed, unsigned resident) {
+  using namespace tandem::gpu::kernels;
+  const std::size_t tiles = (n + kScanTile - 1) / kScanTile;
+  std::vector<T> h(n);
+  for (std::size_t i = 0; i < n; ++i) h[i] = T(std::int32_t(i * 7919 % 13) - 6);
+  const DType t = sizeof(T) == 4 ? DType::i32 : DType::f64;
+  Buffer x = Buffer::from(sim_backend(), h), out(sim_backend(), t, n);
+  Buffer counter(sim_backend(), DType::i32, 1), words(sim_backend(), DType::f64, tiles);
+  Buffer status(sim_backend(), DType::i32, tiles), values(sim_backend(), DType::f64, 2 * tiles);
+  fill(counter, 0.0);
+  fill(words, 0.0);  // 0.0: all bits zero
+  fill(status, 0.0);
+  LookbackSlots<T> slots{};
+  slots.words = static_cast<std::uint64_t*>(words.data());
+  slots.status = static_cast<unsigned*>(status.data());
+  slots.aggregates = static_cast<T*>(values.data());
+  slots.prefixes = slots.aggregates + tiles;
+  sim::launch_adversarial(sim_backend(), {seed, resident}, {"scan_lookback", {unsigned(tiles), 1, 1}, {kScanThreads, 1, 1}},
+                          scan_lookback_kernel<T>, static_cast<const T*>(x.data()), static_cast<T*>(out.data()), n, true,
+                          slots, static_cast<unsigned*>(counter.data()));
+  const auto got = out.to_vector<T>();
+  T acc = T(0);
+  for (std::size_t i = 0; i < n; ++i) {
+    acc += h[i];
+    if (got[i] != acc) return false;
+  }
+  return true;
+}
+
 }  // namespace
 
 TEST_SUITE("sim adversary") {
+  TEST_CASE("the look-back scan kernel is exact under every seed and residency tried, in both slot layouts") {
+    for (std::uint64_t seed = 1; seed <= 16; ++seed) {
+      const unsigned resident = 1 + unsigned(seed % 4);
+      CHECK_MESSAGE(lookback_exact<std::int32_t>(9 * 2048 + 5, seed, resident), "i32, seed ", seed);
+      CHECK_MESSAGE(lookback_exact<double>(9 * 2048 + 5, seed, resident), "f64, seed ", seed);
+    }
+  }
+
   TEST_CASE("message passing: stale data without fences, never with device fences or release/acquire") {
     CHECK(stale_messages(Order::none) > 0);
     CHECK(stale_messages(Order::writer_fence) > 0);  // the reader's loads reorder too
@@ -278,12 +321,26 @@ TEST_SUITE("sim adversary") {
   }
 }
 
-// Run only by the watchdog's CTest test (skipped otherwise, and excluded from discovery): a
-// kernel that spins on a flag nobody sets, on the plain engine, with the simulator's own hang
-// watch off, so that only the test program's watchdog can end it.
+// Run only by their own CTest tests (skipped otherwise, and excluded from discovery): a kernel
+// that spins on a flag nobody sets, on the plain engine. With the simulator's hang watch off only
+// the test program's watchdog can end it; with it on (TANDEM_SIM_HANG_SECONDS=1), it fails.
 TANDEM_KERNEL void never_set(const unsigned* flag) {
   while (tandem::gpu::load_volatile(flag) == 0u) {
   }
+}
+TEST_CASE("watchdog: the plain engine ends a spin on a flag nobody sets" * doctest::skip()) {
+  tandem::Buffer flag(tandem::get_backend("sim"), tandem::DType::i32, 1);
+  tandem::fill(flag, 0.0);
+  std::string what;
+  try {
+    tandem::sim::launch(tandem::get_backend("sim"), {"never_set", {2, 1, 1}, {32, 1, 1}}, never_set,
+                        static_cast<const unsigned*>(flag.data()));
+  } catch (const tandem::DeviceError& e) {
+    what = e.what();
+  }
+  CHECK(what.find("kernel 'never_set'") != std::string::npos);
+  CHECK(what.find("hung: thread (") != std::string::npos);
+  CHECK(what.find("has spun on a flag at test_sim_adversary.cpp") != std::string::npos);
 }
 TEST_CASE("watchdog: a kernel that never ends" * doctest::skip()) {
   ::setenv("TANDEM_SIM_HANG_SECONDS", "86400", 1);

@@ -364,7 +364,7 @@ void init_block(Block& b, std::uint64_t linear, const gpu::LaunchConfig& cfg, co
 #endif
       f.sink = std::move(sink);
       try {
-        (*b.body)();
+        if (!b.unwinding) (*b.body)();  // a thread first resumed to unwind its failed block never starts
       } catch (const Unwind&) {
       } catch (const bctx::detail::forced_unwind&) {
         throw;
