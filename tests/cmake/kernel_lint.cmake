@@ -4,8 +4,9 @@
 # 64, which hung the look-back scan on an H200. kernel_api.hpp has device versions
 # (gpu::find_first_set). Run as: cmake -DSOURCE_DIR=... -P kernel_lint.cmake
 file(GLOB sources ${SOURCE_DIR}/backends/gpu/kernels/*.hpp ${SOURCE_DIR}/include/tandem/gpu/*.hpp
-     ${SOURCE_DIR}/include/tandem/detail/scalar_math.hpp ${SOURCE_DIR}/include/tandem/op_table.hpp)
-set(pattern "std::(countr_zero|countl_zero|countr_one|countl_one|popcount|bit_width|bit_floor|bit_ceil|has_single_bit|rotl|rotr|byteswap|bit_cast)[ (<]|__builtin_(ctz|clz|popcount|ffs|parity)")
+     ${SOURCE_DIR}/include/tandem/detail/scalar_math.hpp ${SOURCE_DIR}/include/tandem/op_table.hpp
+     ${SOURCE_DIR}/include/tandem/dtype.hpp)
+set(pattern "std::(countr_zero|countl_zero|countr_one|countl_one|popcount|bit_width|bit_floor|bit_ceil|has_single_bit|rotl|rotr|byteswap)[ (<]|__builtin_(ctz|clz|popcount|ffs|parity)")
 set(found "")
 foreach(f IN LISTS sources)
   file(STRINGS ${f} lines REGEX "${pattern}")
