@@ -109,7 +109,7 @@ const std::vector<Checked>& table() {
        [] { env::whole("TANDEM_TEST_SEED"); }},
       {"TANDEM_CASE_TIMEOUT", [] { return std::string("0 to 86400"); },
        "seconds one case of tandem check or of the test programs may run before the run stops, naming the "
-       "case as hung (default 300 for tandem check, 600 for the tests; 0: no limit)",
+       "case as hung (default 300 for tandem check, 1200 for the tests; 0: no limit)",
        [] { env::whole("TANDEM_CASE_TIMEOUT", 0, 86400); }},
       {"TANDEM_SIM_SEED", [] { return std::string("a whole number"); }, "the simulator's thread order",
        [] { env::whole("TANDEM_SIM_SEED"); }},
@@ -124,8 +124,8 @@ const std::vector<Checked>& table() {
        "with TANDEM_SIM_ADVERSARY: blocks resident at once (default: 1 to 4, drawn per launch)",
        [] { env::whole("TANDEM_SIM_RESIDENT", 1, 64); }},
       {"TANDEM_SIM_WATCHDOG", [] { return std::string("1000 to 2^40"); },
-       "with TANDEM_SIM_ADVERSARY: flag accesses (volatile, acquire/release, atomics, fences) without progress "
-       "after which a launch fails as hung (default 2^20)",
+       "with TANDEM_SIM_ADVERSARY: flag accesses (volatile, acquire/release, atomics, fences) and warp exchanges "
+       "without progress after which a launch fails as hung (default 2^20)",
        [] { env::whole("TANDEM_SIM_WATCHDOG", 1000, std::uint64_t(1) << 40); }},
       {"TANDEM_SIM_HANG_SECONDS", [] { return std::string("1 to 86400"); },
        "seconds a simulator thread may spin on a flag while no block makes progress before the launch fails as "

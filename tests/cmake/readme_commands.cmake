@@ -1,9 +1,16 @@
-# Runs the tandem commands of the README's shell blocks as shown, in order (a later one may use a
-# file an earlier one wrote), each through bash in a scratch folder that has the shipped data:
+# Runs the tandem commands of the shell blocks of README.md and then of docs/*.md (in name order)
+# as shown, in order (a later one may use a file an earlier one wrote), each through bash in a
+# scratch folder that has the shipped data:
 #   cmake -DSOURCE_DIR=... -DTANDEM=<the built CLI> -DWORK_DIR=... -P readme_commands.cmake
 # A command that is not the CLI (set-up, cmake) is left to CI itself; mpirun lines are covered by
 # the MPI tests (label mpi) and skipped here. Each must exit 0.
 file(READ "${SOURCE_DIR}/README.md" readme)
+file(GLOB pages "${SOURCE_DIR}/docs/*.md")
+list(SORT pages)
+foreach(page IN LISTS pages)
+  file(READ "${page}" text)
+  string(APPEND readme "\n${text}")
+endforeach()
 file(REMOVE_RECURSE "${WORK_DIR}")
 file(MAKE_DIRECTORY "${WORK_DIR}")
 file(CREATE_LINK "${SOURCE_DIR}/data" "${WORK_DIR}/data" SYMBOLIC)
