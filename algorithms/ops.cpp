@@ -590,4 +590,9 @@ void mse(const Buffer& a, const Buffer& b, Buffer& result, Queue q) {
   be.mse(q, a.dtype(), a.size(), a.data(), b.data(), result.data());
 }
 
+// Buffer's own copy and fill: the public ops, so that they are checked (and profiled) like any
+// other copy or fill (declared in buffer.hpp, defined here so that core/ does not depend on ops).
+void Buffer::copy_from(const Buffer& src, Queue q) { tandem::copy(src, *this, q); }
+void Buffer::fill(double value, Queue q) { tandem::fill(*this, value, q); }
+
 }  // namespace tandem

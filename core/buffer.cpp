@@ -4,7 +4,6 @@
 #include <limits>
 #include <string>
 
-#include "tandem/ops.hpp"
 #include "tandem/profile.hpp"
 
 namespace tandem {
@@ -183,9 +182,8 @@ HostBuffer::HostBuffer(Backend& backend, DType dtype, std::size_t count) : size_
   storage_->ptr = backend.host_allocate(bytes, storage_->pinned);
 }
 
-// Through the public ops, so that they are checked (and profiled) like any other copy or fill.
-void Buffer::copy_from(const Buffer& src, Queue q) { tandem::copy(src, *this, q); }
-void Buffer::fill(double value, Queue q) { tandem::fill(*this, value, q); }
+// Buffer::copy_from and Buffer::fill go through the public ops: they are defined with them, in
+// algorithms/ops.cpp, so that core/ depends on nothing above it.
 
 bool HostBuffer::is_pinned() const { return storage_->pinned; }
 void* HostBuffer::data() { return storage_->ptr; }

@@ -258,8 +258,9 @@ class Backend : public std::enable_shared_from_this<Backend> {
   virtual void convert(Queue q, DType from, DType to, std::size_t n, const void* x, void* out) = 0;
   // The matmul tiers this backend has for input type ab (never "automatic").
   virtual std::vector<MatmulTier> matmul_tiers(DType ab) const = 0;
-  // Teaching variants a backend keeps of "reduce" or "scan" (the benchmark's ladder), the default
-  // first; empty when it has one way only.
+  // Teaching variants a backend keeps of "reduce" or "scan" (the benchmark's ladder); empty when it
+  // has one way only. The default (an empty variant) may depend on the size and, on the GPU
+  // backends, on which kernels have run on hardware (backends/gpu/gpu_reductions.hpp).
   virtual std::vector<std::string> variants(std::string_view algorithm) const;
   // The tier "automatic" resolves to for this problem.
   virtual MatmulTier choose_matmul_tier(const GemmArgs& args) const = 0;
