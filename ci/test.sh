@@ -6,7 +6,7 @@
 #   3. ThreadSanitizer: the concurrency tests. 4. libFuzzer: each file reader for 60 s (ci/fuzz.sh).
 #   Between 1 and 2: the Python package installed with pip, and tandem against Kokkos 4.6.01
 #   built from ../shared/deps into a cache (ci/kokkos4.sh; SKIPPED, saying why, without it).
-# Before them: the line budget (no source file over 600 lines).
+# Before them: the size rule (ci/size.py: no file over 800 lines, no function over 120).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 start=$(date +%s)
@@ -15,24 +15,13 @@ stage() { echo "== $* == ($(( $(date +%s) - start )) s so far)"; }
 bash ci/install-deps.sh
 jobs=$(nproc)
 
-stage "line budget: no source file over 600 lines (ARCHITECTURE.md)"
-patterns=('*.cpp' '*.hpp' '*.h' '*.cu' '*.cuh' '*.hip' '*.inl' '*.py' '*.sh' '*.cmake' '*CMakeLists.txt')
-if git rev-parse --is-inside-work-tree >/dev/null 2>&1; then
-  sources=$(git ls-files -co --exclude-standard -- "${patterns[@]}")
-else  # a copy without git: every such file outside the build folders
-  sources=$(find . \( -path ./build -o -path ./.deps \) -prune -o -type f \( -false $(printf -- '-o -name %s ' "${patterns[@]}") \) -print)
-fi
-over=$(echo "$sources" | xargs -r wc -l | awk '$2 != "total" && $1 > 600 {print "  " $2 ": " $1 " lines"}')
-if [ -n "$over" ]; then
-  echo "test.sh: these files are over the 600-line budget; split them by topic:" >&2
-  echo "$over" >&2
-  exit 1
-fi
-
-stage "Python: a virtual environment with nanobind, scikit-build-core, NumPy and pytest (PyPI)"
+stage "Python: a virtual environment with nanobind, scikit-build-core, NumPy, pytest and lizard (PyPI)"
 venv=build/venv
 [ -x "$venv/bin/python" ] || /usr/bin/python3 -m venv "$venv"
-"$venv/bin/pip" install -q --disable-pip-version-check nanobind scikit-build-core numpy pytest
+"$venv/bin/pip" install -q --disable-pip-version-check nanobind scikit-build-core numpy pytest lizard
+
+stage "size: lines per folder; no file over 800 lines, no function over 120 (ci/size.py, ARCHITECTURE.md)"
+"$venv/bin/python" ci/size.py
 
 stage "release build, warnings as errors"
 # A compiler cache for this run only (build/ccache, empty in a clean checkout): the pip stage
