@@ -81,9 +81,9 @@ void GpuBackend<Runtime>::scan(Queue q, ScanKind kind, DType t, std::size_t n, c
     }
     // No variant named: three passes, unless the look-back's kernel files are those of a GPU run
     // whose check passed (cmake/TandemGpuSources.cmake): then the single pass below 2^20 elements.
-    // A kernel that waits on other blocks is trusted only once hardware has run it: a look-back
-    // that passed the simulator hung on an H200. There (2026-11-27) the look-back led at 64K
-    // elements (39 against 31 GB/s) and trailed from 1M (378 against 441 GB/s): its tiles wait.
+    // A kernel that waits on other blocks is trusted only once hardware has run it (one that
+    // passed the simulator hung on a GPU). Past 2^20 elements its tiles' waits cost more than
+    // three passes' extra reads (H200: 378 against 441 GB/s at 1M).
     const bool three_pass =
         variant == "three_pass" ||
         (variant.empty() && (!gpu_kernel_provenance().lookback_verified || n >= kScanThreePassFrom));

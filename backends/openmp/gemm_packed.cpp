@@ -69,10 +69,9 @@ Blocking blocking(const MicroKernel<T>& uk, std::int64_t m, std::int64_t n, std:
   return b;
 }
 
-// Packing memory kept by each thread between calls, grown as needed: allocated afresh, the 3 MB
-// of a 1024^3 product cost some 840 page faults per call (about a tenth of its time on the EPYC
-// VM). slot 0: this thread's A blocks; slot 1: the B blocks of the products it calls. Blocks
-// past 256 MiB are not kept.
+// Packing memory kept by each thread between calls, grown as needed: allocated afresh, its pages
+// fault in again on every call (a tenth of a 1024^3 product's time). slot 0: this thread's A
+// blocks; slot 1: the B blocks of the products it calls. Blocks past 256 MiB are not kept.
 template <class T>
 struct PackBuffer {
   T* data = nullptr;
@@ -129,10 +128,9 @@ const MicroKernel<T>& pick() {
 
 // One MR-high panel of A, (kb, mr) with row i of the panel at [p * mr + i], zero below `rows`.
 // Both layouts are walked with p outermost, so the panel is written in order: op(A) = A reads mr
-// rows side by side, op(A) = A^T reads mr neighbours of one row. (Row by row, with the writes mr
-// elements apart, packing A took 3.9% of the samples of a one-thread 1024^3 product on a Zen 3
-// EPYC, A and B together 7.5% against OpenBLAS's 2.7%.) MR as a constant where it is one of the
-// kernels' (the inner loop unrolled).
+// rows side by side, op(A) = A^T reads mr neighbours of one row (row by row, with the writes mr
+// elements apart, packing cost twice as much). MR as a constant where it is one of the kernels'
+// (the inner loop unrolled).
 template <int MR, class TA, class T>
 void pack_a_panel(const GemmArgs& g, const TA* a, std::int64_t row0, std::int64_t rows, std::int64_t p0,
                   std::int64_t kb, int mr_runtime, T* out) {
@@ -195,8 +193,8 @@ void pack_a(const GemmArgs& g, const TA* a, std::int64_t i0, std::int64_t mb, st
 // Panels [first, last) of op(B)'s (kb, nb) block at (p0, col0) into NR-wide panels, each (kb, nr)
 // with column j of the panel at [p * nr + j], zero beyond nb. op(B) = B is walked row by row
 // across all the panels, so each thread reads its part of a row in order (panel by panel, every
-// row of a panel was a new cache line and a new page: the B packing took 3.6% of a one-thread
-// 1024^3 product on a Zen 3 EPYC); op(B) = B^T panel by panel, where a panel's columns are rows.
+// row of a panel would be a new cache line and a new page); op(B) = B^T panel by panel, where a
+// panel's columns are rows.
 template <class TA, class T>
 void pack_b_panels(const GemmArgs& g, const TA* b, std::int64_t p0, std::int64_t kb, std::int64_t col0, std::int64_t nb,
                    int nr, std::int64_t first, std::int64_t last, T* dst) {
@@ -255,10 +253,9 @@ inline void tile(const MicroKernel<T>& uk, std::int64_t kb, const T* ap, const T
 // packing the A block it takes, and B's packed block in chunks of panels the same way; the only
 // barrier per k block is the one after B is packed. Taken dynamically, a thread that runs slower
 // (a core shared with another program or VM, a smaller core) does less of the work instead of
-// holding the others at every barrier: with a busy loop on one of two Zen 3 vCPUs, rows split
-// evenly made 2 threads as slow as 1 (70-78 GFLOP/s at 2048^3 against 73-76). The row blocks are as even as they
-// come and their count a multiple of the threads, so that equal threads finish together (an
-// uneven split by mc blocks had left one of two threads a third idle at 1024^3). B's packed block
+// holding the others at every barrier (split evenly, one busy core made two threads as slow as
+// one). The row blocks are as even as they come and their count a multiple of the threads, so
+// that equal threads finish together (a split by mc blocks can leave a thread a third idle). B's packed block
 // is double-buffered, so packing the next one cannot overwrite the one a slower thread still reads.
 template <class TA, class T>
 void gemm_by_rows(const GemmArgs& g, const MicroKernel<T>& uk, const Blocking& blk, bool parallel, bool overwrite) {
@@ -394,11 +391,9 @@ void gemm_packed(const GemmArgs& g, const MicroKernel<T>& uk, const Blocking& gi
 // used). For f32 it is the first candidate of the calibration, which large products use.
 Blocking table_blocking(std::string_view isa, bool f32) {
   // AVX2 (6 x 16 f32 tile): kc 256 keeps a (kc, 16) panel of B (16 KiB) and a (6, kc) panel of A
-  // (6 KiB) in a 32 KiB L1, where 384 overflowed it; with a smaller A block, 1024^3 on two EPYC
-  // cores went from 86-89% to 92-95% of OpenBLAS, 2048^3 and 4096^3 stayed at 94-95%. AVX-512
-  // (tuned on a Xeon) and f64 as they were.
-  if (isa == "avx2" && f32) return {120, 256, 3072};
-  return f32 ? Blocking{192, 384, 3072} : Blocking{96, 256, 1536};
+  // (6 KiB) in a 32 KiB L1, where 384 overflowed it.
+  if (isa == "avx2" && f32) return {120, 256, 3072};  // Zen 3 EPYC, 1024^3: 86-89% -> 92-95% of OpenBLAS
+  return f32 ? Blocking{192, 384, 3072} : Blocking{96, 256, 1536};  // f32: Xeon (AVX-512), 134-136% of OpenBLAS
 }
 
 namespace {
@@ -448,13 +443,8 @@ std::vector<Blocking> gemm_blocking_candidates() {
         l3 == 0 ? table.nc : std::clamp<std::int64_t>(l3 / 2 / (kc * 4) / uk.nr * uk.nr, uk.nr, table.nc);
     // Not at the cost of an A block under kMinDeepMc rows: B's panel streams from L3 once per A
     // block, so a smaller one multiplies that traffic, which the calibration's (m, 1024) x (1024, n) timing
-    // below does not see and larger products pay for. On the Zen 3 VM (512 KiB L2: mc 60 at kc
-    // 1024) the calibration chose mc 60 in 7 of 21 runs; against OpenBLAS sgemm 2048^3 averaged
-    // 95.5% in those and 102% in the others, 4096^3 94% and 99% (medians), every miss of 90% at
-    // those sizes among them; in the next ten runs it was chosen three times, and 4096^3 ran at
-    // 81-89% of OpenBLAS in each. mc 84 there, and 120 at kc 1024 on Zen 4 (1 MiB L2, chosen over
-    // the AVX-512 table's 192 x 384), did not lose.
-    constexpr std::int64_t kMinDeepMc = 80;
+    // below does not see and larger products pay for.
+    constexpr std::int64_t kMinDeepMc = 80;  // mc 60 (Zen 3, 512 KiB L2): 4096^3 at 81-89% of OpenBLAS; 84 did not lose
     if (mc < kMinDeepMc) continue;
     out.push_back({mc, kc, nc});
   }
@@ -477,7 +467,7 @@ std::vector<double> measure_gemm_blockings(const std::vector<Blocking>& candidat
   // not divide it pays for its tail here, as there), 2048 columns so that B's block is past a
   // 2 MiB L2 as a large product's is, m growing with the threads so that each has rows for two of
   // the table's A blocks (at least 512, up to 32768 rows, 128 MiB of A; past 85 threads of an
-  // AVX-512 CPU fewer): 0.27-0.54 s for the six candidates' 18 products on two Zen 3 cores.
+  // AVX-512 CPU fewer): about half a second for the candidates' products on two cores.
   const std::int64_t threads = omp_get_max_threads();
   const std::int64_t mc = table_blocking(pick<float>().isa, true).mc;
   const std::int64_t m = std::clamp<std::int64_t>(2 * mc * threads, 512, 32768), n = 2048, k = 1024;
@@ -485,9 +475,8 @@ std::vector<double> measure_gemm_blockings(const std::vector<Blocking>& candidat
       c(new (std::nothrow) float[m * n]);
   if (!a || !b || !c) return {};
   // Written by all the threads, each a share of the rows: at 64 threads one thread would first
-  // touch 188 MiB alone (0.16 s on one thread of the Zen 3 VM, 0.10 s on its two), and put every
-  // page on its own memory node, where the product's threads, taking row blocks as they come,
-  // read from all of them.
+  // touch 188 MiB alone and put every page on its own memory node, where the product's threads,
+  // taking row blocks as they come, read from all of them.
   float* const pa = a.get();
   float* const pb = b.get();
   float* const pc = c.get();
@@ -513,8 +502,8 @@ std::vector<double> measure_gemm_blockings(const std::vector<Blocking>& candidat
   g.ldc = n;
   g.alpha = 1.0;
   const MicroKernel<float>& uk = pick<float>();
-  // Two rounds: with both orders there are up to eight candidates (as many rounds as candidates
-  // took 0.19 s with three on the Zen 3 VM, three rounds of six 0.48-0.53 s).
+  // Two rounds: with both orders there are up to eight candidates, and as many rounds as
+  // candidates would cost half a second or more.
   const std::vector<double> seconds = fastest_in_rotating_rounds(
       candidates.size(), 2, [&](std::size_t v) { gemm_packed<float, float>(g, uk, candidates[v], true); });
   std::vector<double> gflops;
@@ -527,8 +516,7 @@ const MicroKernel<double>& best_microkernel_f64() { return pick<double>(); }
 
 void matmul_register_blocked(const GemmArgs& g) {
   // With beta = 0 the first k block writes C without reading it (BLAS: C's old values, NaN
-  // included, do not count), which saves zeroing C and reading it back: in one-thread 1024^3
-  // products on a Zen 3 the zeroing alone took 0.5-0.7% of the samples. With k = 0 there is no k
+  // included, do not count), which saves zeroing C and reading it back. With k = 0 there is no k
   // block (the ops layer handles that case before the backend; C = beta C here too).
   const bool overwrite = g.beta == 0 && g.k > 0;
   if (!overwrite) prescale_c(g);

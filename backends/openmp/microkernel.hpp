@@ -19,9 +19,8 @@ struct MicroKernel {
 // Cache blocking of the register_blocked tier: an (mc, kc) block of A, a (kc, nc) block of B,
 // and which packed panel the micro-kernel calls share. a_in_l1 false: each (kc, nr) panel of B
 // stays in L1 while the (mr, kc) panels of the A block (in L2) stream past it; true: each A
-// panel stays in L1 while the B block's panels (in L2 or L3) stream past it (OpenBLAS's order on
-// the Zen 3 VM, where at k blocks of 512 the B panel, 32 KiB, no longer fit beside the A panels
-// in L1: 4096^3 on two threads ran at 146-155 GFLOP/s in this order against 141-145).
+// panel stays in L1 while the B block's panels (in L2 or L3) stream past it (OpenBLAS's order;
+// it wins where a k block's B panel no longer fits in L1 beside the A panels).
 struct Blocking {
   std::int64_t mc, kc, nc;
   bool a_in_l1 = false;

@@ -125,9 +125,8 @@ const std::vector<ReadPrefetch>& scan_prefetch_variants() {
   return variants;
 }
 
-// The table's first; then none, for CPUs whose hardware prefetchers do better alone (the Zen 3
-// EPYC VM: dot at 97-99% of a copy's bytes without, 72-82% with 2 KiB into L2, five alternations);
-// then into L1 (4 KiB and 1 KiB into L2 were never the fastest there).
+// The table's first; then none, for CPUs whose hardware prefetchers do better alone (Zen 3 EPYC:
+// dot 97-99% of copy without, 72-82% with the table's); then into L1.
 const std::vector<ReadPrefetch>& reduce_prefetch_variants() {
   static const std::vector<ReadPrefetch> variants = {kReducePrefetchTable, {0, false}, {2048, false}};
   return variants;
@@ -145,14 +144,14 @@ std::vector<double> gigabytes_per_second(double bytes_per_run, const std::vector
 }  // namespace
 
 std::vector<double> measure_reduce_prefetch(const CalibrationArrays& arrays, int reps) {
-  // A dot: two inputs prefetched per stream, where a prefetch that does not pay costs most (on
-  // the Zen 3 VM sum lost about 10% to it, dot about 20%).
+  // A dot: two inputs prefetched per stream, where a prefetch that does not pay costs most (twice
+  // what it costs a sum).
   if (!arrays.ok()) return {};
   const std::vector<ReadPrefetch>& variants = reduce_prefetch_variants();
   float result = 0;
   std::size_t done = 0;
-  // The median, not the fastest: on the Zen 3 VM a prefetch that costs 15-20% in most runs
-  // matched none in its fastest.
+  // The median, not the fastest: a prefetch that costs 15-20% in most runs can match none in its
+  // fastest.
   return gigabytes_per_second(
       2.0 * double(arrays.window * sizeof(float)), median_in_rotating_rounds(variants.size(), reps, [&](std::size_t v) {
         const std::size_t at = arrays.offset(done++);

@@ -75,11 +75,9 @@ class OpenMPBackend : public host::HostBackend {
   void mse(Queue q, DType t, std::size_t n, const void* a, const void* b, void* result) override;
   // The outputs of ops that move at least this many bytes (inputs and output together) are
   // written in interleaved runs, those that overlap no input with streaming (non-temporal) stores
-  // where store_tuning() says so: the last-level cache's size, or TANDEM_OPENMP_STREAM_FROM. (On
-  // the Zen 3 VM, 32 MiB of L3, streaming stores gained add 29% and 15% at 16 and 24 MiB outputs
-  // and relu 31% at 16 MiB, the scan and a copy 46-62% at 16 and 24 MiB, medians of six
-  // processes each, where the output alone had decided; at 36 MiB moved add tied, and an add
-  // followed by a sum lost 18% against plain stores.)
+  // where store_tuning() says so: the last-level cache's size, or TANDEM_OPENMP_STREAM_FROM. It is
+  // the bytes moved, not the output's size, because the inputs compete for the cache too; below
+  // the cache's size plain stores leave the output in cache for the next op.
   std::size_t stream_from_bytes() const { return stream_from_bytes_; }
 
  private:
@@ -92,10 +90,10 @@ class OpenMPBackend : public host::HostBackend {
   std::size_t stream_from_bytes_;
 };
 
-// How outputs past the last-level cache are written, chosen per CPU (tuning.cpp): on an Intel
-// Xeon four interleaved streaming-store runs per thread were fastest, on an AMD EPYC they moved a
-// third of what one run did. Measured by a calibration on first use (with the scan's and the
-// sums' prefetch, 0.33-0.53 s on the 2-vCPU Zen 3 VM) and cached per CPU model, thread count,
+// How outputs past the last-level cache are written, chosen per CPU (tuning.cpp): the number of
+// interleaved streaming-store runs per thread that is fastest differs between CPUs by up to a
+// factor of three. Measured by a calibration on first use (with the scan's and the sums'
+// prefetch, about half a second) and cached per CPU model, thread count,
 // tandem version and the kernels' ISA; TANDEM_TUNING=table skips it, TANDEM_OPENMP_STORES (streaming, plain) and
 // TANDEM_OPENMP_STORE_RUNS (1, 2, 4) force the choices (both forced: nothing is measured or read
 // from the cache, and the prefetches are the tables'), TANDEM_OPENMP_STREAM_FROM the bytes an op
@@ -115,13 +113,10 @@ const StoreTuning& store_tuning();
 
 // The calibrations' timing (the stores here, the gemm blocking): every time of `rounds` runs of
 // each of `count` variants (run(v) runs variant v), in seconds, per variant. One untimed run of
-// each (one untimed run in all saved a quarter of the store
-// calibration on the Zen 3 VM, but with it GCC 12's LeakSanitizer crashed at the exit of a
-// process that had calibrated the stores alone, reading a dynamic TLS block's bounds as 0xe58
-// and 16 GiB, in every run), then rounds that take the variants in turn, each round starting one
-// further on: timed one after another, the later variants gained up to a third over the first
-// ones on the EPYC VM (its memory speeding up during the calibration), which chose 4 store runs
-// where 1 was best.
+// each (one untimed run in all would be cheaper, but GCC 12's LeakSanitizer crashed at the exit
+// of a process that had calibrated so), then rounds that take the variants in turn, each round
+// starting one further on: timed one after another, the later variants gain from a memory that
+// speeds up during the calibration, and the choice goes wrong.
 template <class Run>
 std::vector<std::vector<double>> times_in_rotating_rounds(std::size_t count, int rounds, Run run) {
   rounds = std::max(rounds, 1);  // every variant has a time
@@ -160,11 +155,10 @@ std::vector<double> median_in_rotating_rounds(std::size_t count, int rounds, Run
 
 // The calibration's three arrays of n floats, written first window by window by the threads
 // that use each part of it, as the kernels' own buffers are (a 0, b i & 255, c i & 127). One set for the store, scan
-// and sum calibrations: each allocating its own spent about a quarter of the calibration in first touches (45 ms per 64
-// MiB on the Zen 3 VM, against 13 for a pass over them). A timed run covers one window of them, the next run the next
-// window, round the arrays: a run costs the same whatever the size of the last-level cache (full passes over arrays of
-// twice a 105 MiB cache took the calibration to 2.2 s on the Zen 3 VM), while what a run reads was last touched all the
-// arrays ago, as with full passes, so it comes from memory.
+// and sum calibrations: each allocating its own spent about a quarter of the calibration in first touches (a first
+// touch costs three passes). A timed run covers one window of them, the next run the next window, round the arrays: a
+// run costs the same whatever the size of the last-level cache (full passes over arrays twice a large cache take
+// seconds), while what a run reads was last touched all the arrays ago, as with full passes, so it comes from memory.
 class CalibrationArrays {
  public:
   // Arrays of about `bytes` each (a whole number of windows, at least one), in windows of about

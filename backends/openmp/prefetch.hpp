@@ -1,8 +1,7 @@
 // How far ahead, and into which cache, a memory-bound loop asks for the lines it will read: the
 // scan's next piece (scan_blocks.inl) and the reductions' streams (reduce.inl). Each is chosen per
-// CPU by the store calibration (tuning.cpp), as a software prefetch helped one CPU and cost
-// another: on the 2-vCPU Xeon VM the reductions' 2 KiB into L2 took sum from ~91% to ~95% of the
-// copy bandwidth; on the Zen 3 EPYC VM the same prefetch cost them ~10% against none.
+// CPU by the store calibration (tuning.cpp), as the same software prefetch gains a few points of
+// copy bandwidth on one CPU and costs another a tenth against none.
 #pragma once
 
 namespace tandem::openmp {
@@ -13,10 +12,7 @@ struct ReadPrefetch {  // the defaults: the scan's table
 };
 
 // The tables' choices, used without a calibration and for inputs that fit in the last-level cache.
-// The scan's: on a 2-vCPU AMD EPYC (Zen 4) 4 KiB into L2 moved 94-96% of a copy's bytes where this
-// 2 KiB into L1 (measured on a Zen 2/3 EPYC) moved 83-86% (five alternations); none at all lost
-// 15% there. The reductions': 2 KiB into L2, measured on the Xeon.
-constexpr ReadPrefetch kScanPrefetchTable{2048, false};
-constexpr ReadPrefetch kReducePrefetchTable{2048, true};
+constexpr ReadPrefetch kScanPrefetchTable{2048, false};   // Zen 2/3 EPYC: 83-86% of copy (Zen 4 prefers l2:4096)
+constexpr ReadPrefetch kReducePrefetchTable{2048, true};  // Xeon: sum ~91% -> ~95% of copy
 
 }  // namespace tandem::openmp

@@ -3,9 +3,8 @@
 // into several vector registers, so additions do not wait on each other); the threads' partials
 // are combined in order. Several streams per thread matter once the data comes from RAM: one
 // sequential stream per core leaves the memory system idle between the prefetcher's requests
-// (on the 2-vCPU Xeon VM, 4 streams per thread take sum from ~20 to ~28 GB/s at 256 MB). Each
-// stream may also ask for its lines ahead (ReadPrefetch, prefetch.hpp: calibrated per CPU, as
-// it helped the Xeon and cost the Zen 3 EPYC).
+// (four streams per thread: a third more bytes per second). Each stream may also ask for its
+// lines ahead (ReadPrefetch, prefetch.hpp: calibrated per CPU, as it helps some and costs others).
 // min/max/argmax compare without branches and track NaN on the side, so they vectorise too.
 
 constexpr int kLanes = 8;    // lanes per stream of the min/max loops

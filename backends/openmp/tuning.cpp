@@ -50,7 +50,7 @@ std::string describe(const std::vector<StoreVariant>& measured) {
 }
 
 // Intel's Xeons gained from four streaming runs per thread; AMD's EPYC lost two thirds with four
-// and was best with one or two (issue 18's measurements). Used without a calibration.
+// and was best with one or two. Used without a calibration.
 StoreTuning from_table() {
   StoreTuning t;
   const std::string vendor = host::cpu_vendor();
@@ -80,9 +80,9 @@ std::map<std::string, std::string> cache_key() {
 }
 
 // A store entry is also the elementwise kernels' ISA: its choices were timed in their code, the
-// line loops and the scan's passes compiled per ISA (on the Zen 3 VM four interleaved streaming
-// runs per thread moved 10.9-11.7 GB/s with the generic kernels, 13.6-14.2 with AVX2's), so
-// TANDEM_CPU_ISA=avx2 on an AVX-512 CPU must not take the AVX-512 kernels' entry.
+// line loops and the scan's passes compiled per ISA (the same variant moves a fifth more bytes
+// with AVX2's kernels than with the generic ones), so TANDEM_CPU_ISA=avx2 on an AVX-512 CPU must
+// not take the AVX-512 kernels' entry.
 std::map<std::string, std::string> store_cache_key() {
   auto key = cache_key();
   key["kernels"] = cpu_kernels().isa;
@@ -104,8 +104,7 @@ fs::path cache_file(const char* kind, const std::map<std::string, std::string>& 
 
 // The index of the first of `speeds`, in the order the candidates are listed (the table's
 // first), within 3% of the fastest: within the noise, keep what was measured on more CPUs, or the
-// simpler (the Zen 3 VM's sums ran 10-25% faster without a prefetch, but one calibration in six
-// timed a prefetch into L1 1.5% faster, and its benchmark's sum missed its target).
+// simpler (a variant 1.5% faster in one calibration can be 10-25% slower in the next).
 std::size_t first_near_the_fastest(const std::vector<double>& speeds) {
   const double fastest = *std::max_element(speeds.begin(), speeds.end());
   std::size_t v = 0;
@@ -215,8 +214,7 @@ StoreTuning calibrate() {
   const std::size_t window = std::max<std::size_t>(std::size_t(32) << 20, std::size_t(omp_get_max_threads()) << 21);
   const double t0 = omp_get_wtime();
   const CalibrationArrays arrays(bytes, window);
-  // Three rounds: on the Zen 3 VM four took a third longer and chose as three did (streaming
-  // stores in two runs per thread in four calibrations of each; in place two or four, which tie).
+  // Three rounds: four took a third longer and chose as three did (Zen 3 EPYC, 4 calibrations each).
   const std::vector<StoreVariant> measured = measure_store_variants(arrays, 3);
   if (measured.empty()) {
     StoreTuning t = from_table();
