@@ -16,6 +16,7 @@
 #include <limits>
 #include <numbers>
 
+#include "tandem/detail/checked.hpp"
 #include "tandem/errors.hpp"
 
 namespace tandem::data {
@@ -106,6 +107,20 @@ std::uint32_t be32(const unsigned char* p) {
 
 // ---- Dataset ----
 
+void Dataset::check(const char* who) const {
+  std::size_t values = 0;
+  if (!detail::mul_fits(rows, cols, values) || values != features.size()) {
+    throw ShapeMismatch(std::string(who) + ": the data set " + (source.empty() ? "given" : source) + " says " +
+                        std::to_string(rows) + " rows of " + std::to_string(cols) + " features but holds " +
+                        std::to_string(features.size()) + " values; set rows, cols and features together");
+  }
+  if (!targets.empty() && targets.size() != rows) {
+    throw ShapeMismatch(std::string(who) + ": the data set " + (source.empty() ? "given" : source) + " has " +
+                        std::to_string(targets.size()) + " targets for " + std::to_string(rows) +
+                        " rows; give one per row, or none");
+  }
+}
+
 std::vector<std::int32_t> Dataset::class_labels() const {
   std::vector<std::int32_t> labels(targets.size());
   for (std::size_t i = 0; i < targets.size(); ++i) {
@@ -129,6 +144,7 @@ std::int32_t Dataset::class_count() const {
 }
 
 Dataset Dataset::select(std::span<const std::size_t> indices) const {
+  check("Dataset::select");
   Dataset d;
   d.rows = indices.size();
   d.cols = cols;
@@ -312,6 +328,7 @@ Dataset read_idx(const std::string& images_path, const std::string& labels_path)
 // ---- split, standardisation ----
 
 Split train_test_split(const Dataset& d, double test_fraction, std::uint64_t seed) {
+  d.check("train_test_split");
   if (!(test_fraction >= 0 && test_fraction < 1)) {
     throw InvalidArgument("train_test_split: the test fraction must be in [0, 1), not " +
                           std::to_string(test_fraction));
@@ -327,6 +344,7 @@ Split train_test_split(const Dataset& d, double test_fraction, std::uint64_t see
 }
 
 Standardizer Standardizer::fit(const Dataset& d) {
+  d.check("Standardizer::fit");
   if (d.rows == 0) throw InvalidArgument("Standardizer::fit: the data set is empty");
   Standardizer s;
   s.mean.assign(d.cols, 0);
@@ -370,6 +388,11 @@ Standardizer Standardizer::fit(const Dataset& d) {
 }
 
 void Standardizer::apply(Dataset& d) const {
+  d.check("Standardizer::apply");
+  if (scale.size() != mean.size()) {
+    throw ShapeMismatch("Standardizer::apply: " + std::to_string(mean.size()) + " means but " +
+                        std::to_string(scale.size()) + " scales; fit the standardiser or load it whole");
+  }
   if (d.cols != mean.size()) {
     throw ShapeMismatch("Standardizer::apply: fitted on " + std::to_string(mean.size()) + " features, the data has " +
                         std::to_string(d.cols));

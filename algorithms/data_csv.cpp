@@ -282,6 +282,8 @@ Dataset read_csv(const std::string& path, const CsvOptions& options) {
 }
 
 void attach_targets(Dataset& d, const Dataset& t) {
+  d.check("attach_targets");
+  t.check("attach_targets");
   if (t.cols != 1 || !t.targets.empty()) {
     fail(t.source,
          "a target file has one column; this one has " + std::to_string(t.cols + (t.targets.empty() ? 0 : 1)));

@@ -6,6 +6,8 @@
 #include <memory>
 #include <string>
 
+#include "tandem/detail/checked.hpp"
+#include "tandem/errors.hpp"
 #include "tandem/registry.hpp"
 
 namespace tandem {
@@ -110,12 +112,15 @@ DLManagedTensor* to_dlpack(const Buffer& buffer) {
 DLManagedTensor* to_dlpack(const Tensor& tensor) {
   const Buffer& buffer = tensor.buffer;
   const DLDevice device = dlpack_device(buffer);  // checks the handle and the memory's kind
-  std::int64_t product = 1;
   for (std::int64_t d : tensor.shape) {
     if (d < 0) throw InvalidArgument("to_dlpack: negative dimension " + std::to_string(d));
-    product *= d;
   }
-  if (static_cast<std::size_t>(product) != buffer.size()) {
+  std::int64_t product = 0;
+  if (!detail::element_count(tensor.shape, product)) {
+    throw ShapeMismatch("to_dlpack: the shape's element count does not fit in 64 bits; the buffer holds " +
+                        std::to_string(buffer.size()));
+  }
+  if (static_cast<std::uint64_t>(product) != buffer.size()) {
     throw ShapeMismatch("to_dlpack: the shape holds " + std::to_string(product) + " elements, the buffer " +
                         std::to_string(buffer.size()));
   }
@@ -161,12 +166,17 @@ Tensor from_dlpack(Backend& backend, DLManagedTensor* managed) {
   }
   const DType dtype = dtype_from_dlpack(t.dtype);
   if (t.ndim < 0) throw InvalidArgument("from_dlpack: negative ndim " + std::to_string(t.ndim));
+  if (t.ndim > 0 && t.shape == nullptr) throw InvalidArgument("from_dlpack: null shape for " + std::to_string(t.ndim) + " dimensions");
   Tensor out;
-  std::int64_t count = 1;
   for (int i = 0; i < t.ndim; ++i) {
     if (t.shape[i] < 0) throw InvalidArgument("from_dlpack: negative dimension " + std::to_string(t.shape[i]));
     out.shape.push_back(t.shape[i]);
-    count *= t.shape[i];
+  }
+  std::int64_t count = 0;
+  if (!detail::element_count(out.shape, count)) {
+    std::string dims;
+    for (std::int64_t d : out.shape) dims += (dims.empty() ? "" : " x ") + std::to_string(d);
+    throw InvalidArgument("from_dlpack: the shape " + dims + " holds more elements than 64 bits count");
   }
   if (t.strides != nullptr && count > 0) {  // must be those of the compact row-major layout
     std::int64_t expected = 1;

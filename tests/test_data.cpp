@@ -16,6 +16,7 @@
 #include "tandem/data.hpp"
 #include "tandem/errors.hpp"
 #include "tandem/mlp.hpp"
+#include "tandem/regression.hpp"
 #include "tandem/registry.hpp"
 
 namespace {
@@ -405,4 +406,50 @@ TEST_CASE("Rng::below(0) is refused with a typed error, not a division by zero")
   tandem::data::Rng rng(1);
   CHECK_THROWS_WITH_AS(rng.below(0), doctest::Contains("below(0)"), tandem::InvalidArgument);
   CHECK(rng.below(1) == 0);
+}
+
+TEST_CASE("a Dataset whose fields disagree is refused by every function that takes one, before any access") {
+  using namespace tandem;
+  // 4 rows of 2 features claimed, 3 values held: Standardizer::apply wrote past the vector (SIGSEGV),
+  // fit, select and the regression read past it.
+  data::Dataset bad;
+  bad.rows = 4;
+  bad.cols = 2;
+  bad.features = {1, 2, 3};
+  bad.targets = {1, 2, 3, 4};
+  bad.source = "made.csv";
+  const auto refused = [](auto&& f) {
+    CHECK_THROWS_WITH_AS(f(), doctest::Contains("made.csv says 4 rows of 2 features but holds 3 values"),
+                         ShapeMismatch);
+  };
+  refused([&] { (void)data::Standardizer::fit(bad); });
+  const data::Standardizer fitted{{0, 0}, {1, 1}};
+  refused([&] { fitted.apply(bad); });
+  const std::size_t first[] = {0};
+  refused([&] { (void)bad.select(first); });
+  refused([&] { (void)data::train_test_split(bad, 0.5, 1); });
+  Backend& ref = get_backend("reference");
+  refused([&] { (void)ml::fit_linear_regression(ref, bad); });
+  ml::LinearModel line;
+  line.coefficients = {1, 1};
+  refused([&] { (void)ml::predict(ref, line, bad); });
+  ml::Mlp model(ref, ml::layers_from_widths({2, 3, 2}));
+  refused([&] { (void)ml::evaluate(model, bad); });
+  refused([&] { (void)ml::predict_classes(model, bad); });
+  refused([&] { (void)ml::train(model, bad, nullptr, {}); });
+  // rows * cols overflowing to the held size is refused too, and targets must be one per row.
+  data::Dataset wraps = bad;
+  wraps.rows = (std::size_t(1) << 63) + 1;
+  wraps.features = {1, 2};
+  CHECK_THROWS_AS(data::Standardizer::fit(wraps), ShapeMismatch);
+  data::Dataset short_targets = bad;
+  short_targets.features = {1, 2, 3, 4, 5, 6, 7, 8};
+  short_targets.targets = {1, 2};
+  CHECK_THROWS_WITH_AS(data::Standardizer::fit(short_targets), doctest::Contains("2 targets for 4 rows"),
+                       ShapeMismatch);
+  // A standardiser whose means and scales disagree is refused before it indexes either.
+  const data::Standardizer torn{{0, 0}, {1}};
+  data::Dataset good = short_targets;
+  good.targets.clear();
+  CHECK_THROWS_WITH_AS(torn.apply(good), doctest::Contains("2 means but 1 scales"), ShapeMismatch);
 }

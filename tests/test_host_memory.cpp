@@ -98,4 +98,25 @@ TEST_CASE("dlpack: strided, odd-typed and foreign tensors are refused and stay t
   CHECK(test::g_deleted == 1);
   t->deleter(t);
 }
+
+TEST_CASE("dlpack: a shape whose element count overflows is refused, never read as a smaller one") {
+  Backend* be = backend_or_skip();
+  DLManagedTensor* t = be == nullptr ? nullptr : host_tensor_or_skip(*be);
+  if (t == nullptr) return;
+  const std::int64_t rows = t->dl_tensor.shape[0], cols = t->dl_tensor.shape[1];
+  // (2^32, 2^32) multiplies to 2^64, which wrapped to a 0-element buffer over 32 floats.
+  t->dl_tensor.shape[0] = t->dl_tensor.shape[1] = std::int64_t(1) << 32;
+  CHECK_THROWS_WITH_AS(from_dlpack(*be, t), doctest::Contains("holds more elements than 64 bits count"),
+                       InvalidArgument);
+  t->dl_tensor.shape[0] = rows;
+  t->dl_tensor.shape[1] = cols;
+  t->deleter(t);
+  // Exported: (2^62 + 1, 4) wrapped to 4 elements and was handed out over a 4-element buffer.
+  Buffer four = Buffer::from(*be, std::vector<float>{1, 2, 3, 4});
+  CHECK_THROWS_WITH_AS(to_dlpack(Tensor{four, {(std::int64_t(1) << 62) + 1, 4}}), doctest::Contains("64 bits"),
+                       ShapeMismatch);
+  DLManagedTensor* empty = to_dlpack(Tensor{Buffer(*be, DType::f32, 0), {std::int64_t(1) << 62, 8, 0}});
+  CHECK(empty->dl_tensor.ndim == 3);  // a zero extent makes 0 elements, whatever the others
+  empty->deleter(empty);
+}
 #endif

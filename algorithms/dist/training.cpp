@@ -15,6 +15,7 @@ namespace tandem::dist {
 using namespace internal;
 
 ml::LinearModel fit_linear_regression(Communicator& comm, Backend& be, const data::Dataset& d) {
+  d.check("distributed regression");
   const std::size_t p = d.cols;
   if (d.rows > 0 && d.targets.size() != d.rows) {
     throw InvalidArgument("distributed regression: " + d.source + " has no targets (one per row)");
@@ -120,6 +121,8 @@ std::vector<ml::EpochReport> train(Communicator& comm, ml::Mlp& model, const dat
                                    const data::Dataset* test, ml::TrainOptions options,
                                    const std::function<void(const ml::EpochReport&)>& on_epoch,
                                    const DataParallelOptions& parallel) {
+  train_set.check("distributed train");
+  if (test != nullptr) test->check("distributed train (the test set)");
   for (Buffer& p : model.parameters()) comm.broadcast(p, 0);
   options.replica = static_cast<std::size_t>(comm.rank());
   options.replicas = static_cast<std::size_t>(comm.size());

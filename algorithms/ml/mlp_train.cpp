@@ -114,6 +114,7 @@ class TrustLabels {
 }  // namespace detail
 
 Evaluation evaluate(Mlp& model, const data::Dataset& d, std::size_t batch_size) {
+  d.check("evaluate");
   if (d.rows == 0) throw InvalidArgument("evaluate: the data set is empty");
   if (batch_size == 0) throw InvalidArgument("evaluate: the batch size must be at least 1");
   if (d.cols != model.inputs()) {
@@ -268,6 +269,8 @@ std::vector<EpochReport> train(Mlp& model, const data::Dataset& train_set, const
         "once, when the pass is recorded, not at every batch");
   }
   if (options.epochs == 0) throw InvalidArgument("train: epochs must be at least 1");
+  train_set.check("train");
+  if (test != nullptr) test->check("train (the test set)");
   if (options.batch_size == 0) throw InvalidArgument("train: the batch size must be at least 1");
   if (train_set.rows == 0) throw InvalidArgument("train: the training set is empty");
   if (options.replicas == 0 || options.replica >= options.replicas) {
@@ -415,6 +418,7 @@ std::vector<EpochReport> train(Mlp& model, const data::Dataset& train_set, const
 }
 
 std::vector<std::int32_t> predict_classes(Mlp& model, const data::Dataset& d, std::size_t batch_size) {
+  d.check("predict_classes");
   if (batch_size == 0) throw InvalidArgument("predict_classes: the batch size must be at least 1");
   if (d.cols != model.inputs()) {
     throw ShapeMismatch("predict_classes: the model takes " + std::to_string(model.inputs()) + " features, " +

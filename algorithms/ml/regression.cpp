@@ -93,6 +93,7 @@ void solve_upper_transposed(const Dense& r, std::size_t p, std::vector<double>& 
 }
 
 void check_data(const data::Dataset& d, const char* what) {
+  d.check(what);
   if (d.targets.size() != d.rows) {
     throw InvalidArgument(std::string(what) + ": the data set " + d.source +
                           " has no targets (give a target column or a target file)");
@@ -385,6 +386,7 @@ LinearModel fit_linear_regression(Backend& be, const data::Dataset& d, const Reg
 }
 
 std::vector<double> predict(Backend& be, const LinearModel& model, const data::Dataset& d, DType dtype) {
+  d.check("predict");
   check_dtype(dtype);
   if (model.coefficients.size() != d.cols) {
     throw ShapeMismatch("predict: the model has " + std::to_string(model.coefficients.size()) +

@@ -30,6 +30,10 @@ struct Dataset {
   std::int32_t class_count() const;
   // The samples at these indices, in this order.
   Dataset select(std::span<const std::size_t> indices) const;
+  // Throws ShapeMismatch naming `who` and the source when the fields disagree: features must
+  // hold rows * cols values (without overflow), targets none or one per row. The fields are
+  // public, so every function that takes a Dataset calls this before it indexes one.
+  void check(const char* who) const;
 };
 
 // Reads a whole file, inflating it when it is gzip-compressed (detected by its magic bytes, not
