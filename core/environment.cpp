@@ -113,7 +113,9 @@ const std::vector<Checked>& table() {
        [] { env::whole("TANDEM_CASE_TIMEOUT", 0, 86400); }},
       {"TANDEM_SIM_SEED", [] { return std::string("a whole number"); }, "the simulator's thread order",
        [] { env::whole("TANDEM_SIM_SEED"); }},
-      {"TANDEM_SIM_THREADS", [] { return std::string("1 to 1024"); }, "OS threads the simulator runs blocks on",
+      {"TANDEM_SIM_THREADS", [] { return std::string("1 to 1024"); },
+       "OS threads the simulator runs blocks on (default: one per core; at most what vm.max_map_count allows "
+       "its fiber stacks, 15 at Linux's default, which an error says)",
        [] { env::whole("TANDEM_SIM_THREADS", 1, 1024); }},
       {"TANDEM_SIM_ADVERSARY", [] { return std::string("0 or 1"); },
        "1: the simulator breaks what a GPU does not promise: blocks start in a random order, few resident at "

@@ -5,8 +5,10 @@
 #include <charconv>
 #include <cstdio>
 #include <cstdlib>
+#include <filesystem>
 #include <fstream>
 #include <functional>
+#include <limits>
 #include <map>
 #include <mutex>
 #include <sstream>
@@ -198,6 +200,10 @@ std::shared_ptr<Backend> create_backend(std::string_view requested) {
 Crossover crossover_for(std::string_view algorithm) {
   const char* path = std::getenv("TANDEM_CROSSOVER");
   if (path == nullptr || path[0] == '\0') return {};
+  std::error_code ec;
+  if (std::filesystem::is_directory(path, ec)) {
+    throw DataError(std::string(path) + ": is a directory, not a crossover file (TANDEM_CROSSOVER)");
+  }
   std::ifstream in(path);
   if (!in) throw DataError(std::string(path) + ": cannot open the crossover file (TANDEM_CROSSOVER)");
   std::string line;
@@ -212,7 +218,13 @@ Crossover crossover_for(std::string_view algorithm) {
       throw DataError(std::string(path) + ": line " + std::to_string(number) +
                       ": expected 'algorithm backend size' (e.g. 'matmul cuda 256'), got '" + line + "'");
     }
-    if (algo == algorithm) return {backend, static_cast<std::size_t>(std::stoull(size))};
+    std::uint64_t from = 0;
+    if (std::from_chars(size.data(), size.data() + size.size(), from).ec != std::errc{} ||
+        from > std::numeric_limits<std::size_t>::max()) {
+      throw DataError(std::string(path) + ": line " + std::to_string(number) + ": the size " + size +
+                      " is past what a size can hold (2^64 - 1)");
+    }
+    if (algo == algorithm) return {backend, static_cast<std::size_t>(from)};
   }
   return {};
 }

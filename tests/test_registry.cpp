@@ -163,6 +163,14 @@ TEST_CASE("backend_for picks the CPU below the measured crossover and the named 
     f << "add reference\n";
   }
   CHECK_THROWS_WITH_AS(crossover_for("add"), doctest::Contains("line 1: expected 'algorithm backend size'"), DataError);
+  {
+    std::ofstream f(path);
+    f << "scan reference 5000\nadd reference 99999999999999999999999\n";  // 23 digits: past 2^64
+  }
+  CHECK_THROWS_WITH_AS(crossover_for("add"), doctest::Contains("line 2: the size 99999999999999999999999 is past"),
+                       DataError);
+  setenv("TANDEM_CROSSOVER", ".", 1);  // a directory read as an empty file before
+  CHECK_THROWS_WITH_AS(crossover_for("add"), doctest::Contains("is a directory"), DataError);
   setenv("TANDEM_CROSSOVER", "/nonexistent/crossover.txt", 1);
   CHECK_THROWS_AS(backend_for("add", 1), DataError);
   unsetenv("TANDEM_CROSSOVER");

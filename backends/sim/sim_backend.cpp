@@ -2,13 +2,16 @@
 // backends/gpu over a runtime whose device is the engine in sim_engine.cpp. Memory is host
 // memory with guard zones; queues are synchronous (every launch finishes before it returns), so
 // events read the host clock.
+#include <algorithm>
 #include <atomic>
 #include <chrono>
+#include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <new>
 #include <random>
 #include <string>
+#include <thread>
 
 #include "../../core/factories.hpp"
 #include "../../core/host_event.hpp"
@@ -106,11 +109,33 @@ class SimRuntime {
 
 using SimBackend = gpu::GpuBackend<SimRuntime>;
 
+// The OS threads the fiber stacks allow: each GPU thread's stack is two memory maps (the stack and
+// the guard page below it), an OS thread may hold a block of 1024 GPU threads, and the kernel
+// refuses maps past vm.max_map_count (65530 by default): with 1024 OS threads the stacks failed
+// as std::bad_alloc in the middle of a launch. Half the limit is left for everything else.
+unsigned most_threads_the_maps_allow() {
+  std::uint64_t limit = 65530;
+  if (std::FILE* f = std::fopen("/proc/sys/vm/max_map_count", "r")) {
+    unsigned long long v = 0;
+    if (std::fscanf(f, "%llu", &v) == 1 && v > 0) limit = v;
+    std::fclose(f);
+  }
+  return static_cast<unsigned>(std::max<std::uint64_t>(1, limit / 2 / (2 * gpu::kMaxBlockThreads)));
+}
+
 EngineOptions options_for(unsigned warp) {
   EngineOptions o;
   o.warp_size = warp;
   o.seed = schedule_seed();
   o.threads = static_cast<unsigned>(env::whole("TANDEM_SIM_THREADS", 1, 1024).value_or(0));  // 0: the default
+  const unsigned most = most_threads_the_maps_allow();
+  if (o.threads > most) {
+    throw InvalidArgument("TANDEM_SIM_THREADS=" + std::to_string(o.threads) + ": the simulator's fiber stacks take " +
+                          "two memory maps per GPU thread, up to " + std::to_string(gpu::kMaxBlockThreads) +
+                          " per OS thread, and this system allows " + std::to_string(most) +
+                          " OS threads within half of vm.max_map_count; give at most " + std::to_string(most));
+  }
+  if (o.threads == 0) o.threads = std::min(most, std::max(1u, std::thread::hardware_concurrency()));
   o.hang_seconds = static_cast<unsigned>(env::whole("TANDEM_SIM_HANG_SECONDS", 1, 86400).value_or(o.hang_seconds));
   o.adversary = env::flag("TANDEM_SIM_ADVERSARY");
   o.resident = static_cast<unsigned>(env::whole("TANDEM_SIM_RESIDENT", 1, 64).value_or(0));

@@ -57,8 +57,11 @@ class StackPool {
     } else {
       base = mmap(nullptr, kStackBytes + page_bytes(), PROT_READ | PROT_WRITE,
                   MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
-      if (base == MAP_FAILED) throw std::bad_alloc();
-      mprotect(base, page_bytes(), PROT_NONE);
+      if (base == MAP_FAILED || mprotect(base, page_bytes(), PROT_NONE) != 0) {
+        if (base != MAP_FAILED) munmap(base, kStackBytes + page_bytes());
+        throw DeviceError("simulator: no memory map left for a GPU thread's stack (two maps each, at most "
+                          "vm.max_map_count in a process): use fewer OS threads (TANDEM_SIM_THREADS) or smaller blocks");
+      }
     }
     bctx::stack_context sc;
     sc.size = kStackBytes;
