@@ -35,6 +35,13 @@ class JsonOption {
 // Writes text to path ("-": standard output); IoError when it cannot.
 void write_text(const std::string& path, const std::string& text);
 
+// doc as JSON text. JSON strings are UTF-8; a string that is not (a file name with other bytes)
+// is written with each byte outside a UTF-8 character as \xHH and each backslash doubled, so that
+// nothing is lost (nlohmann/json threw, and the finished result with it).
+std::string json_text(const Json& doc);
+// That escape of one string: itself when it is UTF-8.
+std::string utf8_or_escaped(const std::string& s);
+
 // A number for JSON: NaN and Inf, which JSON lacks, become null.
 Json number(double x);
 const char* kind_name(BackendKind k);

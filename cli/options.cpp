@@ -140,7 +140,7 @@ bool JsonOption::to_stdout() const { return wanted() && (path_.empty() || path_ 
 
 void JsonOption::write(const Json& doc) const {
   if (!wanted()) return;
-  write_text(to_stdout() ? "-" : path_, doc.dump(2) + "\n");
+  write_text(to_stdout() ? "-" : path_, json_text(doc));
 }
 
 }  // namespace tandem::cli

@@ -52,7 +52,7 @@ void plot_json(const Json& doc, const std::string& dir, const std::string& file)
   fs::create_directories(dir, ec);
   if (ec) throw IoError("--plot: cannot create " + dir + " (" + ec.message() + ")");
   const fs::path data = fs::path(dir) / file;
-  write_text(data.string(), doc.dump(2) + "\n");
+  write_text(data.string(), json_text(doc));
   // The script: installed beside the CLI (share/tandem), else in the source tree it was built from.
   std::vector<fs::path> candidates;
   const fs::path self = fs::read_symlink("/proc/self/exe", ec);

@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "../cli/cli.hpp"
+#include "../cli/json.hpp"
 #include "../cli/sweep.hpp"
 #include "tandem/mlp.hpp"
 #include "tandem/regression.hpp"
@@ -106,6 +107,19 @@ TEST_CASE("train --save, then predict scores the saved classifier on labelled da
   // An accuracy target the model misses exits 1.
   CHECK(tandem_cli({"predict", "--model", model, "--data", data_file("digits.csv.gz"), "--backend", "reference",
                     "--min-accuracy", "0.9999"}) == 1);
+}
+
+TEST_CASE("a file name that is not UTF-8 reaches --json escaped, losing neither the result nor a byte") {
+  // train --json threw nlohmann's type_error.316 after training (exit 4, no JSON).
+  const std::string data = scratch("n\xff\xfe.csv.gz"), out = scratch("utf8.json");
+  fs::copy_file(data_file("digits.csv.gz"), data, fs::copy_options::overwrite_existing);
+  REQUIRE(tandem_cli({"train", "--data", data, "--epochs", "1", "--backend", "reference", "--json", out}) == 0);
+  const nlohmann::json doc = read_json(out);
+  const std::string written = doc["data"].get<std::string>();
+  CHECK(written.ends_with("n\\xFF\\xFE.csv.gz"));
+  CHECK(cli::utf8_or_escaped("a\\b") == "a\\b");                  // UTF-8: as it is
+  CHECK(cli::utf8_or_escaped("a\\b\xff") == "a\\\\b\\xFF");    // else backslashes doubled, bytes as \xHH
+  CHECK(cli::utf8_or_escaped("\xc3\xa9\xed\xa0\x80") == "\xc3\xa9\\xED\\xA0\\x80");  // é kept; a surrogate is not UTF-8
 }
 
 TEST_CASE("an unwritable --save path stops train before it trains, as a file error") {
