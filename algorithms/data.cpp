@@ -321,7 +321,10 @@ Dataset read_idx(const std::string& images_path, const std::string& labels_path)
     fail(images_path, "image " + std::to_string(at / d.cols) + ", value " + std::to_string(at % d.cols) + " is " +
                           std::to_string(*bad) + ", not a finite number");
   }
-  (void)d.class_labels();  // labels must be class indices
+  Dataset label_check;  // labels must be class indices; the error names the labels file
+  label_check.source = labels_path;
+  label_check.targets = d.targets;
+  (void)label_check.class_labels();
   return d;
 }
 

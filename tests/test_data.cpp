@@ -256,6 +256,10 @@ TEST_SUITE("data") {
 
     labels.write(idx_u8({2}, {7, 0}));
     expect_data_error([&] { data::read_idx(images.str(), labels.str()); }, {"2 labels for 3 images"});
+    // A label that is not a class index (int32 -1) is blamed on the labels file, not the images.
+    labels.write(std::vector<unsigned char>{0, 0, 0x0C, 1, 0, 0, 0, 3, 0, 0, 0, 7, 0xff, 0xff, 0xff, 0xff, 0, 0, 0, 9});
+    expect_data_error([&] { data::read_idx(images.str(), labels.str()); },
+                      {labels.str(), "sample 1 has the target -1"});
     auto bytes = idx_u8({3, 2, 2}, {0, 1, 2});
     expect_data_error([&] { data::parse_idx(bytes, "t.idx"); }, {"t.idx", "truncated", "12 values"});
     bytes = {1, 0, 8, 1};
