@@ -259,10 +259,9 @@ class BatchStream {
   std::vector<Event> copied_, consumed_;
 };
 
-}  // namespace
-
-std::vector<EpochReport> train(Mlp& model, const data::Dataset& train_set, const data::Dataset* test,
-                               const TrainOptions& options, const std::function<void(const EpochReport&)>& on_epoch) {
+// What train() refuses before it allocates anything.
+void check_train_arguments(const Mlp& model, const data::Dataset& train_set, const data::Dataset* test,
+                           const TrainOptions& options) {
   if (options.graphs && options.gradients_ready) {
     throw InvalidArgument(
         "train: graphs cannot be combined with gradients_ready (the overlapped allreduce): its callbacks would run "
@@ -286,6 +285,13 @@ std::vector<EpochReport> train(Mlp& model, const data::Dataset& train_set, const
     throw ShapeMismatch("train: the model takes " + std::to_string(model.inputs()) + " features, " + train_set.source +
                         " has " + std::to_string(train_set.cols));
   }
+}
+
+}  // namespace
+
+std::vector<EpochReport> train(Mlp& model, const data::Dataset& train_set, const data::Dataset* test,
+                               const TrainOptions& options, const std::function<void(const EpochReport&)>& on_epoch) {
+  check_train_arguments(model, train_set, test, options);
   Backend& be = model.backend();
   const DType dt = model.options().dtype;
   const std::size_t n = train_set.rows, cols = train_set.cols, out = model.outputs();
