@@ -118,10 +118,16 @@ data::Dataset DataArgs::load() const {
   return data::read_csv(data, o);
 }
 
-void check_writable(const std::string& path) {
+void check_writable(const std::string& path, std::initializer_list<std::string> inputs) {
   namespace fs = std::filesystem;
   std::error_code ec;
   if (fs::is_directory(path, ec)) throw IoError(path + ": is a directory; give a file name to write");
+  for (const std::string& input : inputs) {
+    std::error_code e1, e2;
+    const bool same = !input.empty() && (fs::equivalent(path, input, e1) ||
+                                         fs::weakly_canonical(path, e1) == fs::weakly_canonical(input, e2));
+    if (same) throw IoError(path + ": is an input of this command (" + input + "); writing it would destroy it");
+  }
   const fs::path parent = fs::path(path).has_parent_path() ? fs::path(path).parent_path() : fs::path(".");
   if (!fs::is_directory(parent, ec)) throw IoError(path + ": the folder " + parent.string() + " does not exist");
   if (access(parent.c_str(), W_OK) != 0) {

@@ -4,6 +4,7 @@
 
 #include <CLI/CLI.hpp>
 #include <functional>
+#include <initializer_list>
 #include <string>
 #include <vector>
 
@@ -35,8 +36,9 @@ struct DataArgs {
 };
 
 // Throws IoError now when path cannot be written later (a directory, or a folder not writable),
-// so that no work is lost to a bad --save path.
-void check_writable(const std::string& path);
+// so that no work is lost to a bad --save path, or when it is one of the command's inputs
+// (writing it would destroy the data: --save equal to --data).
+void check_writable(const std::string& path, std::initializer_list<std::string> inputs = {});
 
 // The subcommands (each in its own file).
 Command add_info(CLI::App& app);

@@ -28,7 +28,7 @@ int run_regress(RegressArgs& a) {
     throw InvalidArgument(
         "give the target either as a file (--target y.csv) or as a column of --data (--target-column last)");
   }
-  if (!a.save.empty()) check_writable(a.save);
+  if (!a.save.empty()) check_writable(a.save, {a.data, a.target});
   ml::RegressionOptions o = a.o;
   o.solver = a.solver == "closed-form" ? ml::Solver::closed_form : ml::Solver::gradient_descent;
   o.dtype = a.dtype == "f32" ? DType::f32 : DType::f64;

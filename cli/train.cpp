@@ -65,7 +65,7 @@ class Progress {
 };
 
 int run_train(TrainArgs& a) {
-  if (!a.save.empty()) check_writable(a.save);  // before training, not after it
+  if (!a.save.empty()) check_writable(a.save, {a.source.data, a.source.labels});  // before training, not after it
   std::uint64_t split_seed = 42;
   if (a.seed_option->count() > 0) a.model.seed = a.train.seed = split_seed = a.seed;
   a.model.optimizer.kind = a.optimizer == "adam" ? ml::OptimizerKind::adam : ml::OptimizerKind::sgd;

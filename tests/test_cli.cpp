@@ -122,6 +122,18 @@ TEST_CASE("a file name that is not UTF-8 reaches --json escaped, losing neither 
   CHECK(cli::utf8_or_escaped("\xc3\xa9\xed\xa0\x80") == "\xc3\xa9\\xED\\xA0\\x80");  // é kept; a surrogate is not UTF-8
 }
 
+TEST_CASE("--save naming an input file is refused before the work, and the input survives") {
+  // train --data X --save X overwrote the data set with the model and exited 0.
+  const std::string data = scratch("own.csv.gz");
+  fs::copy_file(data_file("digits.csv.gz"), data, fs::copy_options::overwrite_existing);
+  const auto before = fs::file_size(data);
+  CHECK(tandem_cli({"train", "--data", data, "--epochs", "1", "--save", data}) == cli::kDataError);
+  CHECK(tandem_cli({"train", "--data", data, "--epochs", "1", "--save", scratch("./own.csv.gz")}) == cli::kDataError);
+  CHECK(tandem_cli({"regress", "--data", data_file("diabetes_data_raw.csv.gz"), "--target", data, "--save", data}) ==
+        cli::kDataError);
+  CHECK(fs::file_size(data) == before);
+}
+
 TEST_CASE("an unwritable --save path stops train before it trains, as a file error") {
   CHECK(tandem_cli({"train", "--data", data_file("digits.csv.gz"), "--save", fs::temp_directory_path().string()}) ==
         cli::kDataError);
