@@ -10,6 +10,7 @@
 #include "options.hpp"
 #include "tandem/environment.hpp"
 #include "tandem/errors.hpp"
+#include "tandem/profile.hpp"
 #include "tandem/version.hpp"
 
 namespace tandem::cli {
@@ -78,7 +79,12 @@ int run(int argc, const char* const* argv) {
     if (chosen == nullptr) return kUsage;  // require_subcommand makes this unreachable
     name = "tandem " + (chosen->app->get_parent() != &app ? chosen->app->get_parent()->get_name() + " " : "") +
            chosen->app->get_name();
-    return chosen->run();
+    // The profile is an output too: checked before the work, written before the exit code is known.
+    const auto profile_path = env::text("TANDEM_PROFILE");
+    if (profile_path) check_writable(*profile_path);
+    const int code = chosen->run();
+    if (profile_path && profile::enabled()) (void)profile::stop();
+    return code;
   } catch (const std::exception& e) {
     std::string lead;
     const int code = exit_code_of(e, lead);

@@ -3,11 +3,15 @@
 
 #include <atomic>
 #include <chrono>
+#include <cerrno>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <exception>
 #include <map>
 #include <mutex>
+
+#include "tandem/errors.hpp"
 
 namespace tandem::profile {
 namespace {
@@ -28,8 +32,8 @@ State& state();
 void write_at_exit() {
   try {
     (void)stop();
-  } catch (...) {
-    // a failed write at exit is reported by stop(); nothing else to do
+  } catch (const std::exception& e) {  // nothing can be thrown at exit: said, as the last word
+    std::fprintf(stderr, "tandem: %s\n", e.what());
   }
 }
 
@@ -94,8 +98,7 @@ std::size_t stop() {
   s.on = false;
   std::FILE* f = std::fopen(s.path.c_str(), "w");
   if (f == nullptr) {
-    std::fprintf(stderr, "tandem: cannot write the profile to %s (TANDEM_PROFILE)\n", s.path.c_str());
-    return 0;
+    throw IoError(s.path + ": cannot write the profile there (" + std::strerror(errno) + "; TANDEM_PROFILE)");
   }
   // One trace process per backend, one thread per queue; the memory in use as a counter track.
   std::map<std::string, int> pid;
@@ -124,9 +127,9 @@ std::size_t stop() {
                  p, r.start_us + r.duration_us, r.memory_in_use);
   }
   std::fprintf(f, "\n]}\n");
-  const bool ok = std::fclose(f) == 0;
-  if (!ok) std::fprintf(stderr, "tandem: writing the profile to %s failed\n", s.path.c_str());
-  return ok ? s.records.size() : 0;
+  const bool ok = std::ferror(f) == 0;
+  if (std::fclose(f) != 0 || !ok) throw IoError(s.path + ": writing the profile failed (TANDEM_PROFILE)");
+  return s.records.size();
 }
 
 OpTimer::OpTimer(Backend& backend, Queue q, const char* name) : backend_(backend), q_(q), name_(name) {

@@ -33,6 +33,7 @@ bool enabled();
 // Starts recording (clearing earlier records); the trace goes to `path` at stop() or at exit.
 void start(const std::string& path);
 // Writes the trace and stops recording; returns the number of ops written. No-op when not recording.
+// IoError when the file cannot be written (recording stops either way; at exit the error is printed).
 std::size_t stop();
 // The ops recorded so far.
 std::vector<Record> records();
