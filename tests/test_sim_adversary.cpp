@@ -167,8 +167,8 @@ int hangs(bool by_ticket, std::string& first_report) {
   return n;
 }
 
-// What nvcc made of the look-back's lane search at d73522a: std::countr_zero in device code became
-// the bit width, so the lowest set lane of any non-zero ballot read as 64.
+// What nvcc made of the look-back's lane search when it used std::countr_zero: in device code it
+// became the bit width, so the lowest set lane of any non-zero ballot read as 64.
 unsigned lowest_lane_as_nvcc_compiled(g::lane_mask m, unsigned none) { return m == 0 ? none : 64u; }
 unsigned lowest_lane(g::lane_mask m, unsigned none) {
   const unsigned first = g::find_first_set(m);
@@ -176,7 +176,7 @@ unsigned lowest_lane(g::lane_mask m, unsigned none) {
 }
 
 // The look-back's window walk (scan_lookback.hpp) over `tile` predecessors that have all published
-// their inclusive prefix 1 (flags[j] = 2, values[j] = j + 1), in its d73522a form (bounded 0: the
+// their inclusive prefix (flags[j] = 2, values[j] = j + 1), in the form that hung (bounded 0: the
 // loop ends only when a lane finds the nearest prefix) or its bounded form.
 TANDEM_KERNEL void lookback_walk(const unsigned* flags, const unsigned* values, unsigned tile, int bounded,
                                  int miscompiled, unsigned* out) {
@@ -282,11 +282,11 @@ TEST_SUITE("sim adversary") {
     CHECK(hangs(true, none) == 0);  // waiting on earlier tickets only: every seed finishes
   }
 
-  TEST_CASE("the look-back walk as nvcc compiled it at d73522a hangs, bounded it ends (wrong, so checks see it)") {
-    CHECK(walk(false, false) == 40);  // every predecessor published 1
+  TEST_CASE("the look-back walk as nvcc compiled countr_zero hangs, bounded it ends (wrong, so checks see it)") {
+    CHECK(walk(false, false) == 40);  // the nearest predecessor's inclusive prefix (tile 39: 40)
     CHECK(walk(true, false) == 40);
     // With lowest_lane reading 64, the unbounded walk never leaves the windows before tile 0: on
-    // the H200 the scan hung. The simulator runs host code, where countr_zero is right, so no mode
+    // a GPU the scan hung. The simulator runs host code, where countr_zero is right, so no mode
     // of it could see that miscompilation; what it sees is the loop that nothing bounds.
     std::string what;
     try {

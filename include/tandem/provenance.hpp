@@ -20,7 +20,8 @@ struct KernelProvenance {
   std::vector<HardwareRun> runs;
   // The decoupled look-back scan's files equal those of a run whose check passed.
   bool lookback_verified = false;
-  // "built from a1b2...: the same as ran on NVIDIA H200 (2026-11-27, check passed)", or which files differ.
+  // The sources' hash, then per recorded run its device, date, commit and check, and which kernel
+  // files changed since; last, whether the look-back is verified.
   std::string summary() const;
 };
 

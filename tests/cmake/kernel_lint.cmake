@@ -1,7 +1,7 @@
 # Fails when GPU kernel code calls a host function that nvcc accepts in device code (through
 # --expt-relaxed-constexpr) but compiles wrongly there: <bit>'s functions call compiler built-ins
 # that device code does not have, and nvcc folded std::countr_zero of any non-zero 64-bit mask to
-# 64, which hung the look-back scan on an H200. kernel_api.hpp has device versions
+# 64, which hung the look-back scan on a GPU. kernel_api.hpp has device versions
 # (gpu::find_first_set). Run as: cmake -DSOURCE_DIR=... -P kernel_lint.cmake
 file(GLOB sources ${SOURCE_DIR}/backends/gpu/kernels/*.hpp ${SOURCE_DIR}/include/tandem/gpu/*.hpp
      ${SOURCE_DIR}/include/tandem/detail/scalar_math.hpp ${SOURCE_DIR}/include/tandem/op_table.hpp
