@@ -114,17 +114,29 @@ void classes_in_range(const Buffer& labels, std::int64_t classes, Queue q, const
   }
 }
 
-void variant_in(const Backend& backend, std::string_view algorithm, std::string_view variant) {
-  if (variant.empty()) return;
-  const auto known = backend.variants(algorithm);
-  for (const auto& v : known) {
-    if (v == variant) return;
-  }
+namespace {
+
+template <class V>
+void variant_in(const Backend& backend, std::string_view algorithm, V variant, const std::vector<V>& known) {
+  if (variant == V::automatic) return;
   std::string list;
-  for (const auto& v : known) list += (list.empty() ? "" : ", ") + v;
+  for (const V v : known) {
+    if (v == variant) return;
+    list.append(list.empty() ? "" : ", ").append(name_of(v));
+  }
   throw Unsupported(std::string(algorithm) + ": backend '" + backend.name() + "' has no variant '" +
-                    std::string(variant) + "'; " +
+                    std::string(name_of(variant)) + "'; " +
                     (known.empty() ? std::string("it has one way only (pass no variant)") : "it has: " + list));
+}
+
+}  // namespace
+
+void variant_in(const Backend& backend, ReduceVariant variant) {
+  variant_in(backend, "reduce", variant, backend.reduce_variants());
+}
+
+void variant_in(const Backend& backend, ScanVariant variant) {
+  variant_in(backend, "scan", variant, backend.scan_variants());
 }
 
 }  // namespace tandem::checks

@@ -28,8 +28,9 @@ void no_overlap(const Buffer& out, const Buffer& in, const char* op, const char*
 // Every i32 label (read back on queue q) is a class in [0, classes), else InvalidArgument naming the row.
 void classes_in_range(const Buffer& labels, std::int64_t classes, Queue q, const char* op);
 
-// variant is empty or one of backend.variants(algorithm), else Unsupported listing them.
-void variant_in(const Backend& backend, std::string_view algorithm, std::string_view variant);
+// variant is automatic or one the backend keeps, else Unsupported listing them.
+void variant_in(const Backend& backend, ReduceVariant variant);
+void variant_in(const Backend& backend, ScanVariant variant);
 
 std::string list_dtypes(std::initializer_list<DType> allowed);
 

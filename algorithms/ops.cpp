@@ -398,7 +398,7 @@ void matmul(const Matrix& a, const Matrix& b, Matrix& c, const MatmulOptions& op
   be.matmul(q, g);
 }
 
-void reduce(ReduceOp op, const Buffer& x, Buffer& result, Queue q, std::string_view variant) {
+void reduce(ReduceOp op, const Buffer& x, Buffer& result, Queue q, ReduceVariant variant) {
   const ReduceTraits r = traits_of(op);
   const std::string name(r.name);
   Backend& be = backend_of(x, name.c_str(), "x");
@@ -411,7 +411,7 @@ void reduce(ReduceOp op, const Buffer& x, Buffer& result, Queue q, std::string_v
   same_dtype(r.index_result ? DType::i32 : x.dtype(), result, name.c_str(), "result");
   same_size(1, result, name.c_str(), "result");
   checks::no_overlap(result, x, name.c_str(), "result", "x");
-  checks::variant_in(be, "reduce", variant);
+  checks::variant_in(be, variant);
   if (x.size() == 0) {
     if (r.empty_is_zero) {
       be.fill(q, result.dtype(), 1, 0.0, result.data());
@@ -423,7 +423,10 @@ void reduce(ReduceOp op, const Buffer& x, Buffer& result, Queue q, std::string_v
     throw InvalidArgument(name + ": x has more than 2^31 - 1 elements; the index would not fit the i32 result");
   }
   profile::OpTimer timer(be, q, "reduce");
-  if (timer.on()) timer.set(cat({name_of(op), " ", vec(x), variant.empty() ? "" : " ", variant}), x.bytes());
+  if (timer.on()) {
+    const bool named = variant != ReduceVariant::automatic;
+    timer.set(cat({name_of(op), " ", vec(x), named ? " " : "", named ? name_of(variant) : ""}), x.bytes());
+  }
   be.reduce(q, op, x.dtype(), x.size(), x.data(), result.data(), variant);
 }
 
@@ -514,28 +517,31 @@ void reduce_axis(bool per_row, ReduceOp op, const Matrix& x, Buffer& out, Queue 
   }
 }
 
-void scan(ScanKind kind, const Buffer& x, Buffer& out, Queue q, std::string_view variant) {
+void scan(ScanKind kind, const Buffer& x, Buffer& out, Queue q, ScanVariant variant) {
   const char* name = kind == ScanKind::inclusive ? "inclusive_scan" : "exclusive_scan";
   Backend& be = backend_of(x, name, "x");
   same_backend(be, out, name, "out");
   dtype_in(x.dtype(), {DType::f32, DType::f64, DType::i32}, name, "x");
   same_dtype(x.dtype(), out, name, "out");
   same_size(x.size(), out, name, "out");
-  checks::variant_in(be, "scan", variant);
+  checks::variant_in(be, variant);
   if (x.size() == 0) return;
   if (x.data() != out.data()) checks::no_overlap(out, x, name, "out", "x (partially: use the same view or none)");
   profile::OpTimer timer(be, q, "scan");
-  if (timer.on()) timer.set(cat({vec(x), variant.empty() ? "" : " ", variant}), 2 * x.bytes());
+  if (timer.on()) {
+    const bool named = variant != ScanVariant::automatic;
+    timer.set(cat({vec(x), named ? " " : "", named ? name_of(variant) : ""}), 2 * x.bytes());
+  }
   be.scan(q, kind, x.dtype(), x.size(), x.data(), out.data(), variant);
 }
 }  // namespace
 
 void reduce_rows(ReduceOp op, const Matrix& x, Buffer& out, Queue q) { reduce_axis(true, op, x, out, q); }
 void reduce_cols(ReduceOp op, const Matrix& x, Buffer& out, Queue q) { reduce_axis(false, op, x, out, q); }
-void inclusive_scan(const Buffer& x, Buffer& out, Queue q, std::string_view variant) {
+void inclusive_scan(const Buffer& x, Buffer& out, Queue q, ScanVariant variant) {
   scan(ScanKind::inclusive, x, out, q, variant);
 }
-void exclusive_scan(const Buffer& x, Buffer& out, Queue q, std::string_view variant) {
+void exclusive_scan(const Buffer& x, Buffer& out, Queue q, ScanVariant variant) {
   scan(ScanKind::exclusive, x, out, q, variant);
 }
 

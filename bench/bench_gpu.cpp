@@ -99,9 +99,17 @@ void expect_close(const std::string& what, const std::vector<float>& got, const 
   }
 }
 
+// "vendor" where the backend keeps the vendor library's variant of reduce or scan, else "".
 std::string peer_variant(Backend& be, const std::string& algorithm) {
-  for (const std::string& v : be.variants(algorithm)) {
-    if (v == "cub" || v == "rocprim") return v;
+  if (algorithm == "reduce") {
+    for (ReduceVariant v : be.reduce_variants()) {
+      if (v == ReduceVariant::vendor) return "vendor";
+    }
+  }
+  if (algorithm == "scan") {
+    for (ScanVariant v : be.scan_variants()) {
+      if (v == ScanVariant::vendor) return "vendor";
+    }
   }
   return "";
 }
@@ -206,7 +214,7 @@ int main(int argc, char** argv) {
         const double ms = paired_ms(be, reps, ours, {}).first;
         rows.push_back({group, "sum f32 (1 read)", "GB/s", gb / ms * 1e3, 0, "", 0});
       } else {
-        const Work peer = [&] { tandem::reduce(ReduceOp::sum, x, pr, Queue{}, reduce_peer); };
+        const Work peer = [&] { tandem::reduce(ReduceOp::sum, x, pr, Queue{}, parse_reduce_variant(reduce_peer)); };
         auto [ms, peer_ms] = paired_ms(be, reps, ours, peer);
         expect_close("sum at " + group, r.to_vector<float>(), pr.to_vector<float>(), 1e-6, magnitude);
         rows.push_back({group, "sum f32 (1 read)", "GB/s", gb / ms * 1e3, gb / peer_ms * 1e3, reduce_peer, 0.95});
@@ -218,7 +226,7 @@ int main(int argc, char** argv) {
         const double ms = paired_ms(be, reps, scan_ours, {}).first;
         rows.push_back({group, "inclusive_scan f32 (1 read + 1 write)", "GB/s", 2 * gb / ms * 1e3, 0, "", 0});
       } else {
-        const Work peer = [&] { tandem::inclusive_scan(x, po, Queue{}, scan_peer); };
+        const Work peer = [&] { tandem::inclusive_scan(x, po, Queue{}, parse_scan_variant(scan_peer)); };
         auto [ms, peer_ms] = paired_ms(be, reps, scan_ours, peer);
         // The last partial sums: within rounding of the running magnitude.
         const std::size_t tail = std::min<std::size_t>(n, 1024);
@@ -227,10 +235,12 @@ int main(int argc, char** argv) {
         rows.push_back({group, "inclusive_scan f32 (1 read + 1 write)", "GB/s", 2 * gb / ms * 1e3,
                         2 * gb / peer_ms * 1e3, scan_peer, 0.90});
         // Each of tandem's own grid schemes, so one run shows which the default should take.
-        for (const std::string& v : be.variants("scan")) {
-          if (v == "single_block" || v == scan_peer) continue;  // one block for 2^28: minutes
+        for (const ScanVariant sv : be.scan_variants()) {
+          const std::string v(name_of(sv));
+          // one block for 2^28: minutes
+          if (sv == ScanVariant::single_block || sv == parse_scan_variant(scan_peer)) continue;
           auto [v_ms, v_peer_ms] = paired_ms(
-              be, reps, [&] { tandem::inclusive_scan(x, o, Queue{}, v); }, peer);
+              be, reps, [&] { tandem::inclusive_scan(x, o, Queue{}, sv); }, peer);
           expect_close("inclusive_scan " + v + " at " + group, ot.to_vector<float>(), pt.to_vector<float>(), 1e-6,
                        magnitude);
           rows.push_back({group, "inclusive_scan f32, variant " + v, "GB/s", 2 * gb / v_ms * 1e3,

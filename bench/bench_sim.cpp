@@ -68,17 +68,17 @@ int main(int argc, char** argv) {
     add(x, y, z);
     be.synchronize({});
   });
-  for (const char* v : {"single_pass", "warp_shuffle", "shared_tree"}) {
-    both(std::string("sum f32 (") + v + ")", nn, [&](Backend& be) {
+  for (ReduceVariant v : sim.reduce_variants()) {
+    both(std::string("sum f32 (").append(name_of(v)) + ")", nn, [&](Backend& be) {
       Buffer x = Buffer::from(be, host), r(be, DType::f32, 1);
-      reduce(ReduceOp::sum, x, r, {}, &be == &sim ? v : "");
+      reduce(ReduceOp::sum, x, r, {}, &be == &sim ? v : ReduceVariant::automatic);
       be.synchronize({});
     });
   }
-  for (const char* v : {"decoupled_lookback", "three_pass", "single_block"}) {
-    both(std::string("inclusive_scan f32 (") + v + ")", nn, [&](Backend& be) {
+  for (ScanVariant v : sim.scan_variants()) {
+    both(std::string("inclusive_scan f32 (").append(name_of(v)) + ")", nn, [&](Backend& be) {
       Buffer x = Buffer::from(be, host), r(be, DType::f32, n);
-      inclusive_scan(x, r, {}, &be == &sim ? v : "");
+      inclusive_scan(x, r, {}, &be == &sim ? v : ScanVariant::automatic);
       be.synchronize({});
     });
   }

@@ -139,10 +139,14 @@ Op kernel_of(const std::string& algorithm, const std::string& variant, std::size
   if (algorithm == "add") return [&x, &y, &o, q] { add(x, y, o, q); };
   if (algorithm == "axpy") return [&x, &y, q] { axpy(1e-3, x, y, q); };
   if (algorithm == "sum") {
-    return [&x, &o, q, variant] { tandem::reduce(ReduceOp::sum, x, o, q, std::string_view(variant)); };
+    const ReduceVariant v = parse_reduce_variant(variant);
+    return [&x, &o, q, v] { tandem::reduce(ReduceOp::sum, x, o, q, v); };
   }
   if (algorithm == "dot") return [&x, &y, &o, q] { dot(x, y, o, q); };
-  if (algorithm == "scan") return [&x, &o, q, variant] { tandem::inclusive_scan(x, o, q, std::string_view(variant)); };
+  if (algorithm == "scan") {
+    const ScanVariant v = parse_scan_variant(variant);
+    return [&x, &o, q, v] { tandem::inclusive_scan(x, o, q, v); };
+  }
   const auto N = static_cast<std::int64_t>(n);
   if (algorithm == "softmax") {  // softmax_cross_entropy over rows of 1024: x logits, o probabilities
     const std::int64_t cols = std::min<std::int64_t>(N, 1024), rows = N / cols;
@@ -318,8 +322,12 @@ void check_same(const Setup& s, std::span<const float> got, const char* way, con
 std::vector<std::string> variants_of(Backend& be, const std::string& algorithm, bool all) {
   if (!all) return {""};
   std::vector<std::string> v;
-  if (algorithm == "sum") v = be.variants("reduce");
-  if (algorithm == "scan") v = be.variants("scan");
+  if (algorithm == "sum") {
+    for (ReduceVariant r : be.reduce_variants()) v.emplace_back(name_of(r));
+  }
+  if (algorithm == "scan") {
+    for (ScanVariant s : be.scan_variants()) v.emplace_back(name_of(s));
+  }
   if (algorithm == "matmul") {
     for (MatmulTier t : be.matmul_tiers(DType::f32)) v.emplace_back(name_of(t));
   }

@@ -22,7 +22,8 @@ Backend::Backend() : memory_(std::make_unique<detail::CachingAllocator>(*this)) 
 
 Backend::~Backend() = default;
 
-std::vector<std::string> Backend::variants(std::string_view) const { return {}; }
+std::vector<ReduceVariant> Backend::reduce_variants() const { return {}; }
+std::vector<ScanVariant> Backend::scan_variants() const { return {}; }
 
 void Backend::bias_activation(Queue q, DType t, std::int64_t rows, std::int64_t cols, const void* x, std::int64_t ldx,
                               const void* bias, UnaryOp act, void* z, std::int64_t ldz, void* out, std::int64_t ldo) {

@@ -1,4 +1,5 @@
 // Names of enums and the errors' message formatting.
+#include <initializer_list>
 #include <string>
 
 #include "tandem/backend.hpp"
@@ -83,6 +84,55 @@ MatmulTier parse_matmul_tier(std::string_view name) {
   }
   throw InvalidArgument("unknown matmul tier '" + std::string(name) +
                         "': use one of auto, naive, tiled, register_blocked, tensor_core, vendor");
+}
+
+namespace {
+
+template <class E>
+E parse_variant(std::string_view name, std::initializer_list<E> all, std::string_view what) {
+  if (name.empty()) return E::automatic;
+  if (name == "cub" || name == "rocprim") return E::vendor;
+  std::string names;
+  for (E v : all) {
+    if (name == name_of(v)) return v;
+    names.append(names.empty() ? "" : ", ").append(name_of(v));
+  }
+  throw InvalidArgument("unknown " + std::string(what) + " variant '" + std::string(name) + "': use one of " + names +
+                        " (cub and rocprim name vendor too)");
+}
+
+}  // namespace
+
+std::string_view name_of(ReduceVariant variant) {
+  switch (variant) {
+    case ReduceVariant::automatic: return "auto";
+    case ReduceVariant::single_pass: return "single_pass";
+    case ReduceVariant::warp_shuffle: return "warp_shuffle";
+    case ReduceVariant::shared_tree: return "shared_tree";
+    case ReduceVariant::vendor: return "vendor";
+  }
+  return "?";
+}
+
+std::string_view name_of(ScanVariant variant) {
+  switch (variant) {
+    case ScanVariant::automatic: return "auto";
+    case ScanVariant::decoupled_lookback: return "decoupled_lookback";
+    case ScanVariant::three_pass: return "three_pass";
+    case ScanVariant::single_block: return "single_block";
+    case ScanVariant::vendor: return "vendor";
+  }
+  return "?";
+}
+
+ReduceVariant parse_reduce_variant(std::string_view name) {
+  using enum ReduceVariant;
+  return parse_variant(name, {automatic, single_pass, warp_shuffle, shared_tree, vendor}, "reduce");
+}
+
+ScanVariant parse_scan_variant(std::string_view name) {
+  using enum ScanVariant;
+  return parse_variant(name, {automatic, decoupled_lookback, three_pass, single_block, vendor}, "scan");
 }
 
 std::string describe(const MemoryPlace& place) {

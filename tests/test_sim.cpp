@@ -440,8 +440,8 @@ TEST_SUITE("sim") {
       Buffer x = Buffer::from(sim_backend(), h), chosen(sim_backend(), DType::f32, n);
       Buffer lookback(sim_backend(), DType::f32, n), three(sim_backend(), DType::f32, n);
       inclusive_scan(x, chosen);
-      inclusive_scan(x, lookback, {}, "decoupled_lookback");
-      inclusive_scan(x, three, {}, "three_pass");
+      inclusive_scan(x, lookback, {}, ScanVariant::decoupled_lookback);
+      inclusive_scan(x, three, {}, ScanVariant::three_pass);
       const auto c = chosen.to_vector<float>(), l = lookback.to_vector<float>(), t = three.to_vector<float>();
       REQUIRE(l != t);  // else the bits could not tell the two apart
       CHECK_MESSAGE((verified && n < (std::size_t(1) << 20) ? c == l : c == t), "n = ", n, ", verified ", verified);
@@ -452,19 +452,29 @@ TEST_SUITE("sim") {
     CHECK_THROWS_AS(g::thread_idx(), InvalidArgument);
   }
 
-  TEST_CASE("variants: every one listed runs, an unknown one is Unsupported") {
-    CHECK(sim_backend().variants("reduce").size() == 3);
-    CHECK(sim_backend().variants("scan").size() == 3);
+  TEST_CASE("variants: every one listed runs, one the backend lacks is Unsupported, an unknown name is refused") {
+    CHECK(sim_backend().reduce_variants().size() == 3);
+    CHECK(sim_backend().scan_variants().size() == 3);
     Buffer x = Buffer::from(sim_backend(), iota_ints(5000)), r(sim_backend(), DType::i32, 1);
-    for (const auto& v : sim_backend().variants("reduce")) {
+    for (const ReduceVariant v : sim_backend().reduce_variants()) {
       reduce(ReduceOp::sum, x, r, {}, v);
       CHECK(r.to_vector<int>()[0] == 5000 * 4999 / 2);
     }
-    expect_error<Unsupported>([&] { reduce(ReduceOp::sum, x, r, {}, "atomics"); },
-                              {"has no variant 'atomics'; it has: single_pass, warp_shuffle, shared_tree"});
-    expect_error<Unsupported>([&] { inclusive_scan(x, x, {}, "nope"); }, {"decoupled_lookback"});
+    expect_error<Unsupported>([&] { reduce(ReduceOp::sum, x, r, {}, ReduceVariant::vendor); },
+                              {"has no variant 'vendor'; it has: single_pass, warp_shuffle, shared_tree"});
+    expect_error<Unsupported>([&] { inclusive_scan(x, x, {}, ScanVariant::vendor); }, {"decoupled_lookback"});
     Buffer on_cpu = Buffer::from(get_backend("reference"), iota_ints(3)), rc(get_backend("reference"), DType::i32, 1);
-    expect_error<Unsupported>([&] { reduce(ReduceOp::sum, on_cpu, rc, {}, "single_pass"); }, {"one way only"});
+    expect_error<Unsupported>([&] { reduce(ReduceOp::sum, on_cpu, rc, {}, ReduceVariant::single_pass); },
+                              {"one way only"});
+    // The names, at the edges (CLI, Python): one table both ways.
+    for (const ReduceVariant v : sim_backend().reduce_variants()) CHECK(parse_reduce_variant(name_of(v)) == v);
+    for (const ScanVariant v : sim_backend().scan_variants()) CHECK(parse_scan_variant(name_of(v)) == v);
+    CHECK(parse_scan_variant("") == ScanVariant::automatic);
+    CHECK(parse_scan_variant("auto") == ScanVariant::automatic);
+    CHECK(parse_reduce_variant("cub") == ReduceVariant::vendor);
+    CHECK(parse_scan_variant("rocprim") == ScanVariant::vendor);
+    expect_error<InvalidArgument>([&] { parse_reduce_variant("atomics"); },
+                                  {"unknown reduce variant 'atomics'", "single_pass, warp_shuffle, shared_tree, vendor"});
   }
 
   TEST_CASE("tensor_core: mma fragments give the exact product of small integers, every transpose and edge") {

@@ -22,13 +22,16 @@ Host values_for(std::mt19937_64& rng, DType t, std::size_t n, bool non_finite) {
   return x;
 }
 
-// The backend's teaching variants of an algorithm, or one unnamed default ("" shown as "-").
-std::vector<std::string> variants_of(const Backend& be, std::string_view algorithm) {
-  std::vector<std::string> v = be.variants(algorithm);
-  if (v.empty()) v.emplace_back();
+// The backend's variants of reduce or scan, or its one default (automatic, shown as "-").
+template <class V>
+std::vector<V> or_default(std::vector<V> v) {
+  if (v.empty()) v.push_back(V::automatic);
   return v;
 }
-std::string tier_label(const std::string& variant) { return variant.empty() ? "-" : variant; }
+template <class V>
+std::string tier_label(V variant) {
+  return variant == V::automatic ? "-" : std::string(name_of(variant));
+}
 
 }  // namespace
 
@@ -39,7 +42,7 @@ void add_reduce_cases(std::vector<CheckCase>& out, const Backend& backend, const
       for (ReduceOp op : {ReduceOp::sum, ReduceOp::min, ReduceOp::max, ReduceOp::argmax, ReduceOp::norm2}) {
         if (integer(t) && op == ReduceOp::norm2) continue;
         if (n == 0 && op != ReduceOp::sum && op != ReduceOp::norm2) continue;  // undefined: a bad-input test
-        for (const std::string& variant : variants_of(backend, "reduce")) {
+        for (const ReduceVariant variant : or_default(backend.reduce_variants())) {
           CheckCase c{"reduce", std::string(name_of(op)), tier_label(variant), dt, std::to_string(n), {}};
           c.run = [c, t, n, op, o, variant](Backend& be, Backend& ref, std::uint64_t seed) {
             auto rng = case_rng(seed, c);
@@ -146,7 +149,7 @@ void add_scan_cases(std::vector<CheckCase>& out, const Backend& backend, const C
       for (ScanKind kind : {ScanKind::inclusive, ScanKind::exclusive}) {
         for (bool in_place : {false, true}) {
           if (in_place && n != 1001 && n != 300007) continue;
-          for (const std::string& variant : variants_of(backend, "scan")) {
+          for (const ScanVariant variant : or_default(backend.scan_variants())) {
             const std::string name = std::string(kind == ScanKind::inclusive ? "inclusive_scan" : "exclusive_scan") +
                                      (in_place ? " in-place" : "");
             CheckCase c{"scan", name, tier_label(variant), std::string(name_of(t)), std::to_string(n), {}};

@@ -47,15 +47,17 @@
 
 namespace tandem::gpu {
 
-inline const std::vector<std::string>& reduce_variants() {
-  static const std::vector<std::string> v = {"single_pass", "warp_shuffle", "shared_tree"};
+inline const std::vector<ReduceVariant>& reduce_variants() {
+  static const std::vector<ReduceVariant> v = {ReduceVariant::single_pass, ReduceVariant::warp_shuffle,
+                                               ReduceVariant::shared_tree};
   return v;
 }
 // A scan with no variant named takes three passes from this many elements, and at every size
 // while the look-back is not verified on hardware (gpu_reductions.hpp).
 inline constexpr std::size_t kScanThreePassFrom = std::size_t(1) << 20;
-inline const std::vector<std::string>& scan_variants() {
-  static const std::vector<std::string> v = {"decoupled_lookback", "three_pass", "single_block"};
+inline const std::vector<ScanVariant>& scan_variants() {
+  static const std::vector<ScanVariant> v = {ScanVariant::decoupled_lookback, ScanVariant::three_pass,
+                                             ScanVariant::single_block};
   return v;
 }
 
@@ -161,11 +163,8 @@ class GpuBackend : public Backend {
     rt_.synchronize_event(e.impl());
   }
 
-  std::vector<std::string> variants(std::string_view algorithm) const override {
-    if (algorithm == "reduce") return reduce_variants();
-    if (algorithm == "scan") return scan_variants();
-    return {};
-  }
+  std::vector<ReduceVariant> reduce_variants() const override { return gpu::reduce_variants(); }
+  std::vector<ScanVariant> scan_variants() const override { return gpu::scan_variants(); }
 
   // ---- elementwise ----
   void binary(Queue q, BinaryOp op, DType t, std::size_t n, const void* x, const void* y, void* out) override {
@@ -388,16 +387,16 @@ class GpuBackend : public Backend {
 
   // ---- reductions (reduce, reduce_rows, reduce_cols, scan, run_reduce: gpu_reductions.hpp) ----
   void reduce(Queue q, ReduceOp op, DType t, std::size_t n, const void* x, void* result,
-              std::string_view variant) override;
+              ReduceVariant variant) override;
   void dot(Queue q, DType t, std::size_t n, const void* x, const void* y, void* result) override {
     detail::dispatch_float(t, [&]<class T>() {
-      run_reduce<kernels::SumOp<T>>(q, {}, kernels::Products<T>{as<T>(x), as<T>(y)}, n, as<T>(result),
+      run_reduce<kernels::SumOp<T>>(q, ReduceVariant::automatic, kernels::Products<T>{as<T>(x), as<T>(y)}, n, as<T>(result),
                                     kernels::Finish::value);
     });
   }
   void mse(Queue q, DType t, std::size_t n, const void* a, const void* b, void* result) override {
     detail::dispatch_float(t, [&]<class T>() {
-      run_reduce<kernels::SumOp<T>>(q, {}, kernels::SquaredDifferences<T>{as<T>(a), as<T>(b)}, n, as<T>(result),
+      run_reduce<kernels::SumOp<T>>(q, ReduceVariant::automatic, kernels::SquaredDifferences<T>{as<T>(a), as<T>(b)}, n, as<T>(result),
                                     kernels::Finish::mean);
     });
   }
@@ -408,7 +407,7 @@ class GpuBackend : public Backend {
 
   // ---- scans ----
   void scan(Queue q, ScanKind kind, DType t, std::size_t n, const void* x, void* out,
-            std::string_view variant) override;
+            ScanVariant variant) override;
 
   // ---- ML ----
   void softmax_cross_entropy(Queue q, DType t, std::int64_t rows, std::int64_t cols, const void* logits,
@@ -506,7 +505,7 @@ class GpuBackend : public Backend {
   }
 
   template <class R, class S, class Out>
-  void run_reduce(Queue q, std::string_view variant, S src, std::size_t n, Out* result, kernels::Finish finish);
+  void run_reduce(Queue q, ReduceVariant variant, S src, std::size_t n, Out* result, kernels::Finish finish);
 
   std::string name_;
   mutable Runtime rt_;

@@ -7,7 +7,7 @@ namespace tandem::gpu {
 
 template <class Runtime>
 void GpuBackend<Runtime>::reduce(Queue q, ReduceOp op, DType t, std::size_t n, const void* x, void* result,
-                                 std::string_view variant) {
+                                 ReduceVariant variant) {
   detail::dispatch_numeric(t, [&]<class T>() {
     using namespace kernels;
     const T* xs = as<T>(x);
@@ -65,18 +65,18 @@ void GpuBackend<Runtime>::reduce_cols(Queue q, ReduceOp op, DType t, std::int64_
 
 template <class Runtime>
 void GpuBackend<Runtime>::scan(Queue q, ScanKind kind, DType t, std::size_t n, const void* x, void* out,
-                               std::string_view variant) {
+                               ScanVariant variant) {
   if (n == 0) return;
   detail::dispatch_numeric(t, [&]<class T>() {
     const bool inclusive = kind == ScanKind::inclusive;
     const std::size_t tiles = (n + kernels::kScanTile - 1) / kernels::kScanTile;
     const Dim3 block{kernels::kScanThreads, 1, 1};
-    if (variant == "single_block") {
+    if (variant == ScanVariant::single_block) {
       return launch(q, "scan_single_block", Dim3{}, block, 0, kernels::scan_single_block_kernel<T>, as<T>(x),
                     as<T>(out), n, inclusive);
     }
-    if (tiles > (std::size_t(1) << 24) && !variant.empty() &&
-        variant != "three_pass") {  // HIP: grid x block < 2^32 threads
+    if (tiles > (std::size_t(1) << 24) &&
+        variant == ScanVariant::decoupled_lookback) {  // HIP: grid x block < 2^32 threads
       throw Unsupported("scan: the decoupled_lookback variant takes up to 2^35 elements; use variant three_pass");
     }
     // No variant named: three passes, unless the look-back's kernel files are those of a GPU run
@@ -85,8 +85,8 @@ void GpuBackend<Runtime>::scan(Queue q, ScanKind kind, DType t, std::size_t n, c
     // passed the simulator hung on a GPU). Past 2^20 elements its tiles' waits cost more than
     // three passes' extra reads (H200: 378 against 441 GB/s at 1M).
     const bool three_pass =
-        variant == "three_pass" ||
-        (variant.empty() && (!gpu_kernel_provenance().lookback_verified || n >= kScanThreePassFrom));
+        variant == ScanVariant::three_pass ||
+        (variant == ScanVariant::automatic && (!gpu_kernel_provenance().lookback_verified || n >= kScanThreePassFrom));
     if (three_pass) {
       Scratch sums(*this, q, tiles * sizeof(T));
       T* s = static_cast<T*>(sums.ptr);
@@ -124,11 +124,11 @@ void GpuBackend<Runtime>::scan(Queue q, ScanKind kind, DType t, std::size_t n, c
 
 template <class Runtime>
 template <class R, class S, class Out>
-void GpuBackend<Runtime>::run_reduce(Queue q, std::string_view variant, S src, std::size_t n, Out* result,
+void GpuBackend<Runtime>::run_reduce(Queue q, ReduceVariant variant, S src, std::size_t n, Out* result,
                                      kernels::Finish finish) {
   using Acc = typename R::Acc;
   const unsigned grid = blocks((n + 4 * kernels::kBlock - 1) / (4 * kernels::kBlock));
-  if (variant.empty() || variant == "single_pass") {
+  if (variant == ReduceVariant::automatic || variant == ReduceVariant::single_pass) {
     Scratch scratch(*this, q, 16 + grid * sizeof(Acc));
     auto* ticket = static_cast<unsigned*>(scratch.ptr);
     rt_.memset(stream(q), ticket, 0, sizeof(unsigned));
@@ -137,7 +137,7 @@ void GpuBackend<Runtime>::run_reduce(Queue q, std::string_view variant, S src, s
            n, partials, ticket, result, finish);
     return;
   }
-  const auto how = variant == "shared_tree" ? kernels::BlockReduce::shared_tree : kernels::BlockReduce::warp_shuffle;
+  const auto how = variant == ReduceVariant::shared_tree ? kernels::BlockReduce::shared_tree : kernels::BlockReduce::warp_shuffle;
   Scratch scratch(*this, q, grid * sizeof(Acc));
   auto* partials = static_cast<Acc*>(scratch.ptr);
   launch(q, "reduce_partials", Dim3{grid, 1, 1}, block_1d(), 0, kernels::reduce_partials_kernel<R, S>, src, n, partials,

@@ -1,5 +1,5 @@
-// A vendor's device-wide reduce and scan as a variant of a GPU backend (`cub` on cuda, `rocprim` on
-// hip): the peer the benchmark compares tandem's own variants with, answering with tandem's rules
+// A vendor's device-wide reduce and scan as the `vendor` variant of a GPU backend (CUB on cuda,
+// rocPRIM on hip): the peer the benchmark compares tandem's own variants with, answering with tandem's rules
 // (vendor_semantics.hpp). Written once; a Lib struct maps the calls onto the vendor's library:
 //   name, Stream, Error, success, max_items (the largest n the library takes),
 //   error_text(e), reduce(tmp, bytes, in, out, n, op, init, stream) for any input iterator,
@@ -25,15 +25,20 @@ class VendorVariants : public GpuBackend<DeviceRuntime> {
  public:
   using GpuBackend::GpuBackend;
 
-  std::vector<std::string> variants(std::string_view algorithm) const override {
-    std::vector<std::string> v = GpuBackend::variants(algorithm);
-    if (algorithm == "reduce" || algorithm == "scan") v.emplace_back(Lib::name);
+  std::vector<ReduceVariant> reduce_variants() const override {
+    std::vector<ReduceVariant> v = GpuBackend::reduce_variants();
+    v.push_back(ReduceVariant::vendor);
+    return v;
+  }
+  std::vector<ScanVariant> scan_variants() const override {
+    std::vector<ScanVariant> v = GpuBackend::scan_variants();
+    v.push_back(ScanVariant::vendor);
     return v;
   }
 
   void reduce(Queue q, ReduceOp op, DType t, std::size_t n, const void* x, void* result,
-              std::string_view variant) override {
-    if (variant != Lib::name) return GpuBackend::reduce(q, op, t, n, x, result, variant);
+              ReduceVariant variant) override {
+    if (variant != ReduceVariant::vendor) return GpuBackend::reduce(q, op, t, n, x, result, variant);
     check_count(n, "reduce");
     const auto s = stream_of(q);
     detail::dispatch_numeric(t, [&]<class T>() {
@@ -85,8 +90,8 @@ class VendorVariants : public GpuBackend<DeviceRuntime> {
   }
 
   void scan(Queue q, ScanKind kind, DType t, std::size_t n, const void* x, void* out,
-            std::string_view variant) override {
-    if (variant != Lib::name) return GpuBackend::scan(q, kind, t, n, x, out, variant);
+            ScanVariant variant) override {
+    if (variant != ScanVariant::vendor) return GpuBackend::scan(q, kind, t, n, x, out, variant);
     if (n == 0) return;
     check_count(n, "scan");
     const auto s = stream_of(q);
@@ -111,7 +116,7 @@ class VendorVariants : public GpuBackend<DeviceRuntime> {
   }
   void check_count(std::size_t n, const char* what) const {
     if (n > Lib::max_items) {
-      throw Unsupported(std::string(what) + ": the " + Lib::name + " variant takes up to " +
+      throw Unsupported(std::string(what) + ": the vendor variant (" + Lib::name + ") takes up to " +
                         std::to_string(Lib::max_items) + " elements, not " + std::to_string(n) +
                         "; use tandem's own variants");
     }

@@ -199,7 +199,7 @@ class KokkosBackend : public tandem::Backend {  // created as detail::Owned<Kokk
   }
 
   void reduce(Queue q, ReduceOp op, DType t, std::size_t n_elems, const void* x, void* result,
-              std::string_view) override {
+              ReduceVariant) override {
     const auto lock = enter(q);
     const std::int64_t n = count(n_elems);
     detail::dispatch_numeric(t, [&]<class T>() {
@@ -270,7 +270,7 @@ class KokkosBackend : public tandem::Backend {  // created as detail::Owned<Kokk
       }
     });
   }
-  void scan(Queue q, ScanKind kind, DType t, std::size_t n, const void* x, void* out, std::string_view) override {
+  void scan(Queue q, ScanKind kind, DType t, std::size_t n, const void* x, void* out, ScanVariant) override {
     const auto lock = enter(q);
     detail::dispatch_numeric(t, [&]<class T>() {
       kokkos_backend::scan<T>(kind == ScanKind::inclusive, count(n), as<T>(x), as<T>(out),

@@ -248,7 +248,7 @@ void OpenMPBackend::adam_step(Queue q, DType t, std::size_t n, const AdamParams&
 }
 
 void OpenMPBackend::reduce(Queue q, ReduceOp op, DType t, std::size_t n, const void* x, void* result,
-                           std::string_view) {
+                           ReduceVariant) {
   check_queue(q);
   // min, max and argmax do not prefetch: they neither need the calibration nor wait for it.
   const bool sums = op == ReduceOp::sum || op == ReduceOp::norm2;
@@ -284,7 +284,7 @@ void OpenMPBackend::softmax_cross_entropy(Queue q, DType t, std::int64_t rows, s
   cpu_kernels().softmax_cross_entropy(t, rows, cols, logits, ld_logits, labels, probs, ld_probs, losses);
 }
 
-void OpenMPBackend::scan(Queue q, ScanKind kind, DType t, std::size_t n, const void* x, void* out, std::string_view) {
+void OpenMPBackend::scan(Queue q, ScanKind kind, DType t, std::size_t n, const void* x, void* out, ScanVariant) {
   check_queue(q);
   // Like the stores, the prefetch is tuned for data past the last-level cache; a smaller scan
   // takes the table's and does not wait for a calibration.

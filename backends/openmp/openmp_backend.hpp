@@ -62,13 +62,13 @@ class OpenMPBackend : public host::HostBackend {
   std::vector<MatmulTier> matmul_tiers(DType ab) const override;
   MatmulTier choose_matmul_tier(const GemmArgs& args) const override;
   void matmul(Queue q, const GemmArgs& args) override;
-  void reduce(Queue q, ReduceOp op, DType t, std::size_t n, const void* x, void* result, std::string_view) override;
+  void reduce(Queue q, ReduceOp op, DType t, std::size_t n, const void* x, void* result, ReduceVariant) override;
   void dot(Queue q, DType t, std::size_t n, const void* x, const void* y, void* result) override;
   void reduce_rows(Queue q, ReduceOp op, DType t, std::int64_t rows, std::int64_t cols, const void* x, std::int64_t ldx,
                    void* out) override;
   void reduce_cols(Queue q, ReduceOp op, DType t, std::int64_t rows, std::int64_t cols, const void* x, std::int64_t ldx,
                    void* out) override;
-  void scan(Queue q, ScanKind kind, DType t, std::size_t n, const void* x, void* out, std::string_view) override;
+  void scan(Queue q, ScanKind kind, DType t, std::size_t n, const void* x, void* out, ScanVariant) override;
   void softmax_cross_entropy(Queue q, DType t, std::int64_t rows, std::int64_t cols, const void* logits,
                              std::int64_t ld_logits, const std::int32_t* labels, void* probs, std::int64_t ld_probs,
                              void* losses) override;

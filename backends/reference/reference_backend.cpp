@@ -188,7 +188,7 @@ class ReferenceBackend : public host::HostBackend {
     });
   }
 
-  void reduce(Queue q, ReduceOp op, DType t, std::size_t n, const void* x, void* result, std::string_view) override {
+  void reduce(Queue q, ReduceOp op, DType t, std::size_t n, const void* x, void* result, ReduceVariant) override {
     check_queue(q);
     dispatch_numeric(t, [&]<class T>() {
       const T* v = static_cast<const T*>(x);
@@ -230,7 +230,7 @@ class ReferenceBackend : public host::HostBackend {
     reduce_axis(q, op, t, cols, rows, x, 1, ldx, out);
   }
 
-  void scan(Queue q, ScanKind kind, DType t, std::size_t n, const void* x, void* out, std::string_view) override {
+  void scan(Queue q, ScanKind kind, DType t, std::size_t n, const void* x, void* out, ScanVariant) override {
     check_queue(q);
     dispatch_numeric(t, [&]<class T>() {
       const T* v = static_cast<const T*>(x);

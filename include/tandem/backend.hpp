@@ -42,6 +42,12 @@ class CachingAllocator;  // core/caching_allocator.hpp
 enum class ScanKind { inclusive, exclusive };
 enum class Transpose { no, yes };
 enum class MatmulTier { automatic, naive, tiled, register_blocked, tensor_core, vendor };
+// The ways a backend may keep of a whole-array reduction and a scan: teaching variants (the
+// benchmark's ladder) and the vendor library's device-wide call (CUB on cuda, rocPRIM on hip: the
+// peer the benchmark compares with). `automatic` is the backend's default, which may depend on the
+// size and, on the GPU backends, on which kernels have run on hardware.
+enum class ReduceVariant { automatic, single_pass, warp_shuffle, shared_tree, vendor };
+enum class ScanVariant { automatic, decoupled_lookback, three_pass, single_block, vendor };
 
 std::string_view name_of(BinaryOp op);
 std::string_view name_of(UnaryOp op);
@@ -51,6 +57,12 @@ UnaryOp parse_activation(std::string_view name);  // an activation; InvalidArgum
 std::string activation_names();
 std::string_view name_of(MatmulTier tier);
 MatmulTier parse_matmul_tier(std::string_view name);  // "naive", "tiled", ..., "auto"
+// "auto", "single_pass", ...; the vendor variant is "vendor", and parses from "cub" and "rocprim"
+// too. Parsing throws InvalidArgument listing the names; "" parses as automatic.
+std::string_view name_of(ReduceVariant variant);
+std::string_view name_of(ScanVariant variant);
+ReduceVariant parse_reduce_variant(std::string_view name);
+ScanVariant parse_scan_variant(std::string_view name);
 
 // Where memory lives, in the terms DLPack uses for devices.
 struct MemoryPlace {
@@ -258,18 +270,18 @@ class Backend : public std::enable_shared_from_this<Backend> {
   virtual void convert(Queue q, DType from, DType to, std::size_t n, const void* x, void* out) = 0;
   // The matmul tiers this backend has for input type ab (never "automatic").
   virtual std::vector<MatmulTier> matmul_tiers(DType ab) const = 0;
-  // Teaching variants a backend keeps of "reduce" or "scan" (the benchmark's ladder); empty when it
-  // has one way only. The default (an empty variant) may depend on the size and, on the GPU
-  // backends, on which kernels have run on hardware (backends/gpu/gpu_reductions.hpp).
-  virtual std::vector<std::string> variants(std::string_view algorithm) const;
+  // The variants this backend keeps of reduce and scan (never automatic); empty when it has one
+  // way only. What automatic takes: backends/gpu/gpu_reductions.hpp.
+  virtual std::vector<ReduceVariant> reduce_variants() const;
+  virtual std::vector<ScanVariant> scan_variants() const;
   // The tier "automatic" resolves to for this problem.
   virtual MatmulTier choose_matmul_tier(const GemmArgs& args) const = 0;
   virtual void matmul(Queue q, const GemmArgs& args) = 0;
   // result[0] = op(x[0..n)); n >= 1. result has x's dtype, except argmax which writes an i32 index
   // (the first maximum; the first NaN if any). min, max and argmax propagate NaN.
-  // variant: one of variants("reduce"), or empty for the default (the public API checks it).
+  // variant: automatic or one of reduce_variants() (the public API checks it).
   virtual void reduce(Queue q, ReduceOp op, DType t, std::size_t n, const void* x, void* result,
-                      std::string_view variant) = 0;
+                      ReduceVariant variant) = 0;
   // result[0] = sum x[i] * y[i]; f32 or f64.
   virtual void dot(Queue q, DType t, std::size_t n, const void* x, const void* y, void* result) = 0;
   // Per row (out has rows elements) or per column (cols elements) sum or max of x (rows, cols).
@@ -279,9 +291,9 @@ class Backend : public std::enable_shared_from_this<Backend> {
                            std::int64_t ldx, void* out) = 0;
   // Inclusive: out[i] = x[0] + ... + x[i]; exclusive: out[i] = x[0] + ... + x[i-1], out[0] = 0.
   // f32, f64, i32 (i32 wraps modulo 2^32). out may alias x.
-  // variant: one of variants("scan"), or empty for the default.
+  // variant: automatic or one of scan_variants().
   virtual void scan(Queue q, ScanKind kind, DType t, std::size_t n, const void* x, void* out,
-                    std::string_view variant) = 0;
+                    ScanVariant variant) = 0;
   // Row-wise stable softmax of logits (rows, cols) into probs, and losses[r] = -log probs[r][label[r]]
   // (NaN where a label is outside [0, cols)). labels are i32.
   virtual void softmax_cross_entropy(Queue q, DType t, std::int64_t rows, std::int64_t cols, const void* logits,

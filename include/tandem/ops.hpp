@@ -85,9 +85,10 @@ MatmulTier resolve_matmul_tier(const Matrix& a, const Matrix& b, const Matrix& c
 
 // ---- reductions (f32, f64, i32; dot, norm2 and mse f32/f64) ----
 // result (1 element, x's dtype; i32 for argmax) = op(x). x must not be empty.
-// variant: one of x's backend's variants("reduce") (teaching variants, for the benchmark), or
-// empty for the default; an unknown one throws Unsupported listing them.
-void reduce(ReduceOp op, const Buffer& x, Buffer& result, Queue q = {}, std::string_view variant = {});
+// variant: automatic (the backend's default) or one of x's backend's reduce_variants() (teaching
+// variants and the vendor library's, for the benchmark); another throws Unsupported listing them.
+void reduce(ReduceOp op, const Buffer& x, Buffer& result, Queue q = {},
+            ReduceVariant variant = ReduceVariant::automatic);
 void dot(const Buffer& x, const Buffer& y, Buffer& result, Queue q = {});
 // Convenience forms that wait and return the value on the host.
 double sum(const Buffer& x);
@@ -102,9 +103,9 @@ void reduce_rows(ReduceOp op, const Matrix& x, Buffer& out, Queue q = {});
 void reduce_cols(ReduceOp op, const Matrix& x, Buffer& out, Queue q = {});
 
 // ---- scans (f32, f64, i32; out may be x) ----
-// variant: one of variants("scan"), or empty for the default.
-void inclusive_scan(const Buffer& x, Buffer& out, Queue q = {}, std::string_view variant = {});
-void exclusive_scan(const Buffer& x, Buffer& out, Queue q = {}, std::string_view variant = {});
+// variant: automatic or one of x's backend's scan_variants().
+void inclusive_scan(const Buffer& x, Buffer& out, Queue q = {}, ScanVariant variant = ScanVariant::automatic);
+void exclusive_scan(const Buffer& x, Buffer& out, Queue q = {}, ScanVariant variant = ScanVariant::automatic);
 
 // ---- ML helpers ----
 // probs = row-wise softmax(logits); losses[r] = -log probs[r][labels[r]]. labels: i32, rows elements.

@@ -149,8 +149,21 @@ void bind_core(nb::module_& m) {
           },
           nb::arg("dtype") = nb::none())
       .def(
-          "variants", [](const Backend& b, const std::string& algorithm) { return b.variants(algorithm); },
-          nb::arg("algorithm"), "The teaching variants of 'reduce' or 'scan' this backend keeps (the default first).")
+          "variants",
+          [](const Backend& b, const std::string& algorithm) {
+            std::vector<std::string> names;
+            if (algorithm == "reduce") {
+              for (ReduceVariant v : b.reduce_variants()) names.emplace_back(name_of(v));
+            } else if (algorithm == "scan") {
+              for (ScanVariant v : b.scan_variants()) names.emplace_back(name_of(v));
+            } else {
+              throw InvalidArgument("variants: algorithm '" + algorithm + "' has no variants; use 'reduce' or 'scan'");
+            }
+            return names;
+          },
+          nb::arg("algorithm"),
+          "The variants of 'reduce' or 'scan' this backend keeps (teaching variants, and 'vendor' where the vendor "
+          "library is linked); empty when it has one way only.")
       .def(
           "synchronize", [](Backend& b) { b.synchronize(Queue{}); }, nb::call_guard<nb::gil_scoped_release>(),
           "Waits until the work queued on the default queue is done.")

@@ -242,11 +242,12 @@ void bind_ops(nb::module_& m) {
       [](const std::string& op, const Array& x, const std::string& variant) {
         const ReduceOp r = parse_reduce(op);
         Buffer result(backend_of(x), r == ReduceOp::argmax ? DType::i32 : x.buffer.dtype(), 1);
-        tandem::reduce(r, x.buffer, result, {}, variant);
+        tandem::reduce(r, x.buffer, result, {}, parse_reduce_variant(variant));
         return read_scalar(result);
       },
       nb::arg("op"), nb::arg("x"), nb::arg("variant") = "", Release(),
-      "op (sum, min, max, argmax, norm2) over x, with one of the backend's teaching variants if named.");
+      "op (sum, min, max, argmax, norm2) over x, with one of the backend's variants if named "
+      "(Backend.variants('reduce')).");
   m.def(
       "reduce_rows",
       [](const Array& x, const std::string& op) {
@@ -272,9 +273,9 @@ void bind_ops(nb::module_& m) {
         [inclusive](const Array& x, const Array* out, const std::string& variant) {
           Array o = output(out, backend_of(x), x.buffer.dtype(), x.shape, "scan");
           if (inclusive) {
-            tandem::inclusive_scan(x.buffer, o.buffer, {}, variant);
+            tandem::inclusive_scan(x.buffer, o.buffer, {}, parse_scan_variant(variant));
           } else {
-            tandem::exclusive_scan(x.buffer, o.buffer, {}, variant);
+            tandem::exclusive_scan(x.buffer, o.buffer, {}, parse_scan_variant(variant));
           }
           return o;
         },
