@@ -95,7 +95,7 @@ void outputs(const Common& c, const std::vector<sweep::Result>& results, const s
 // Backends tandem knows but cannot run here, with the reason (what a comparison is missing).
 void print_missing() {
   for (const auto& info : backends()) {
-    if (!info.available && (info.name == "cuda" || info.name == "hip")) {
+    if (!info.available && info.kind == BackendKind::gpu) {
       std::printf("  %s: %s\n", info.name.c_str(), info.reason.c_str());
     }
   }

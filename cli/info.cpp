@@ -62,10 +62,8 @@ std::string tiers_text(Backend& be) {
   return text;
 }
 
-// The backends that run the kernels of backends/gpu/kernels.
-bool runs_gpu_kernels(const std::string& backend) {
-  return backend == "cuda" || backend == "hip" || backend == "sim" || backend == "sim64";
-}
+// The backends that run the kernels of backends/gpu/kernels: the GPUs and their simulators.
+bool runs_gpu_kernels(const BackendInfo& b) { return b.kind != BackendKind::cpu; }
 
 Json provenance_json(const KernelProvenance& k) {
   Json runs = Json::array();
@@ -134,7 +132,7 @@ void print_text(const std::vector<BackendInfo>& list, const std::string& chosen)
     std::printf("           features:      %s\n", isa.empty() ? "-" : isa.c_str());
     std::printf("           matmul tiers:  %s\n", tiers_text(be).c_str());
     for (const auto& [k, v] : p.tuning) std::printf("           tuning:        %s: %s\n", k.c_str(), v.c_str());
-    if (runs_gpu_kernels(b.name)) {
+    if (runs_gpu_kernels(b)) {
       std::string text;  // the summary's lines under this column
       for (char c : gpu_kernel_provenance().summary()) text += c == '\n' ? std::string("\n") + std::string(24, ' ') : std::string(1, c);
       std::printf("           kernels:       %s\n", text.c_str());
@@ -150,10 +148,10 @@ int run_info(const InfoArgs& a) {
   Json doc{{"command", "info"}, {"version", version_string}, {"auto", chosen}, {"host", topology_json(cpu_topology())}};
   Json entries = Json::array();
   for (const auto& b : list) {
-    Json entry{{"name", b.name},     {"built", b.built},   {"available", b.available},
+    Json entry{{"name", b.name},     {"kind", kind_name(b.kind)}, {"built", b.built}, {"available", b.available},
                {"reason", b.reason}, {"module", b.module}, {"devices", b.device_count}};
     if (b.available) entry["properties"] = properties_json(get_backend(b.name).properties());
-    if (runs_gpu_kernels(b.name)) entry["kernels"] = provenance_json(gpu_kernel_provenance());
+    if (runs_gpu_kernels(b)) entry["kernels"] = provenance_json(gpu_kernel_provenance());
     entries.push_back(std::move(entry));
   }
   doc["backends"] = std::move(entries);

@@ -21,11 +21,11 @@ namespace tandem {
 
 namespace detail {
 // The factories of the backends built into this library (cmake/TandemBackends.cmake).
-#define TANDEM_BUILT_BACKEND(n)           \
-  int n##_device_count(std::string& why); \
+#define TANDEM_BUILT_BACKEND(n, kind, auto) \
+  int n##_device_count(std::string& why);   \
   std::shared_ptr<Backend> make_##n##_backend(int device);
-#define TANDEM_ABSENT_BACKEND(n, why)
-#define TANDEM_MODULE_BACKEND(n)
+#define TANDEM_ABSENT_BACKEND(n, kind, auto, why)
+#define TANDEM_MODULE_BACKEND(n, kind, auto)
 #include "tandem_backends.inc"
 #undef TANDEM_BUILT_BACKEND
 #undef TANDEM_ABSENT_BACKEND
@@ -36,6 +36,8 @@ namespace {
 
 struct Entry {
   const char* name;
+  BackendKind kind;
+  int auto_rank;  // its place in the order "auto" tries (1 first); 0: never
   bool built;
   const char* not_built_reason;  // when !built: how to get it
   std::function<int(std::string&)> device_count;
@@ -43,15 +45,17 @@ struct Entry {
   bool module = false;  // in libtandem-<name>.so, loaded on first use (modules.hpp)
 };
 
-// In the order of TANDEM_BACKENDS (cmake/TandemBackends.cmake), which `tandem info` and --help
-// follow; "auto" picks by auto_order below.
-// The simulator is never chosen by "auto": it is a correctness tool, not a fast path.
+// The rows of cmake/TandemBackends.cmake, in its order, which `tandem info` and --help follow.
+// The simulators are never chosen by "auto": they are correctness tools, not fast paths.
 const std::vector<Entry>& entries() {
   static const std::vector<Entry> list = {
-#define TANDEM_BUILT_BACKEND(n) {#n, true, "", detail::n##_device_count, detail::make_##n##_backend},
-#define TANDEM_ABSENT_BACKEND(n, why) {#n, false, why, nullptr, nullptr},
-#define TANDEM_MODULE_BACKEND(n)                                          \
+#define TANDEM_BUILT_BACKEND(n, kind, auto) \
+  {#n, BackendKind::kind, auto, true, "", detail::n##_device_count, detail::make_##n##_backend},
+#define TANDEM_ABSENT_BACKEND(n, kind, auto, why) {#n, BackendKind::kind, auto, false, why, nullptr, nullptr},
+#define TANDEM_MODULE_BACKEND(n, kind, auto)                              \
   {#n,                                                                    \
+   BackendKind::kind,                                                     \
+   auto,                                                                  \
    true,                                                                  \
    "",                                                                    \
    [](std::string& why) { return detail::module_device_count(#n, why); }, \
@@ -64,8 +68,6 @@ const std::vector<Entry>& entries() {
   };
   return list;
 }
-
-constexpr std::string_view auto_order[] = {"cuda", "hip", "openmp", "reference"};
 
 std::string known_names() {
   std::string text;
@@ -148,6 +150,7 @@ std::vector<BackendInfo> backends() {
   for (const auto& entry : entries()) {
     BackendInfo info;
     info.name = entry.name;
+    info.kind = entry.kind;
     info.built = entry.built;
     if (!entry.built) {
       info.reason = entry.not_built_reason;
@@ -163,12 +166,16 @@ std::vector<BackendInfo> backends() {
 
 std::string auto_backend_name() {
   const auto list = backends();  // probes each backend's devices once
-  for (const auto& name : auto_order) {
-    for (const auto& info : list) {
-      if (info.name == name && info.available) return std::string(name);
+  std::string best = "reference";
+  int best_rank = std::numeric_limits<int>::max();
+  for (std::size_t i = 0; i < list.size(); ++i) {
+    const int rank = entries()[i].auto_rank;
+    if (rank > 0 && rank < best_rank && list[i].available) {
+      best = list[i].name;
+      best_rank = rank;
     }
   }
-  return "reference";
+  return best;
 }
 
 Backend& get_backend(std::string_view requested) {

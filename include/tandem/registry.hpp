@@ -13,6 +13,7 @@ namespace tandem {
 
 struct BackendInfo {
   std::string name;      // "openmp", "cuda", ...
+  BackendKind kind = BackendKind::cpu;  // cpu: its buffers are host memory; gpu; simulator (GPU kernels on the CPU)
   bool built = false;    // compiled into this library
   bool available = false;  // built and has a usable device here
   std::string reason;    // why not available ("" when available)

@@ -61,6 +61,7 @@ nb::list backend_list() {
   for (const BackendInfo& info : backends()) {
     nb::dict d;
     d["name"] = info.name;
+    d["kind"] = info.kind == BackendKind::cpu ? "cpu" : info.kind == BackendKind::gpu ? "gpu" : "simulator";
     d["built"] = info.built;
     d["available"] = info.available;
     d["reason"] = info.reason;
