@@ -1,6 +1,6 @@
 // The openmp backend's copies (host memory is its device memory): split over the threads, and
 // past the last-level cache written around it with streaming stores. Plain SSE2 on every x86
-// CPU: a copy is bound by memory, not by the vector width (the kernels per ISA: kernels.hpp).
+// CPU: a copy is bound by memory, not by the vector width (the kernels per ISA: kernels.inl).
 #include <omp.h>
 #if defined(__SSE2__)
 #include <emmintrin.h>

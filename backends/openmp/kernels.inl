@@ -1,4 +1,6 @@
-// Included by kernels_<isa>.cpp after kernels_prelude.hpp, with
+// The openmp backend of one ISA: its kernels (elementwise.inl, reduce.inl, scan.inl) and the
+// final class whose primitives call them (Kernels). A new primitive is its kernel and its method
+// here. Included by kernels_<isa>.cpp after kernels_prelude.hpp, with
 //   TANDEM_ISA          the namespace and name of this variant (avx512, avx2, generic)
 //   TANDEM_ISA_TARGET   the GCC/clang target it is compiled for ("avx2,fma"; unset: baseline)
 //   TANDEM_ISA_AVX512   1 where the scan may take its AVX-512 pass (scan_avx512.cpp)
@@ -38,38 +40,132 @@ namespace scans {
 #include "scan.inl"
 }  // namespace scans
 
+// The backend of this ISA: every primitive calls its kernel here, directly.
+class Kernels : public OpenMPBackend {
+ public:
+  void binary(Queue q, BinaryOp op, DType t, std::size_t n, const void* x, const void* y, void* out) override {
+    check_queue(q);
+    elementwise::binary(op, t, n, x, y, out, stream_from_bytes());
+  }
+  void unary(Queue q, UnaryOp op, DType t, std::size_t n, const void* x, void* out) override {
+    check_queue(q);
+    elementwise::unary(op, t, n, x, out, stream_from_bytes());
+  }
+  void axpy(Queue q, DType t, std::size_t n, double alpha, const void* x, void* y) override {
+    check_queue(q);
+    elementwise::axpy(t, n, alpha, x, y, stream_from_bytes());
+  }
+  void scale(Queue q, DType t, std::size_t n, double alpha, const void* x, void* out) override {
+    check_queue(q);
+    elementwise::scale(t, n, alpha, x, out, stream_from_bytes());
+  }
+  void fill(Queue q, DType t, std::size_t n, double value, void* out) override {
+    check_queue(q);
+    elementwise::fill(t, n, value, out, stream_from_bytes());
+  }
+  void add_row_vector(Queue q, DType t, std::int64_t rows, std::int64_t cols, const void* x, std::int64_t ldx,
+                      const void* bias, void* out, std::int64_t ldo) override {
+    check_queue(q);
+    elementwise::add_row_vector(t, rows, cols, x, ldx, bias, out, ldo);
+  }
+  void bias_activation(Queue q, DType t, std::int64_t rows, std::int64_t cols, const void* x, std::int64_t ldx,
+                       const void* bias, UnaryOp act, void* z, std::int64_t ldz, void* out, std::int64_t ldo) override {
+    check_queue(q);
+    elementwise::bias_activation(t, rows, cols, x, ldx, bias, act, z, ldz, out, ldo);
+  }
+  void matrix_add(Queue q, DType t, std::int64_t rows, std::int64_t cols, double alpha, const void* a, std::int64_t lda,
+                  double beta, const void* b, std::int64_t ldb, void* c, std::int64_t ldc) override {
+    check_queue(q);
+    elementwise::matrix_add(t, rows, cols, alpha, a, lda, beta, b, ldb, c, ldc);
+  }
+  void transpose(Queue q, DType t, std::int64_t rows, std::int64_t cols, const void* a, std::int64_t lda, void* out,
+                 std::int64_t ldo) override {
+    check_queue(q);
+    elementwise::transpose(t, rows, cols, a, lda, out, ldo);
+  }
+  void gather_rows(Queue q, DType t, std::int64_t rows, std::int64_t cols, const std::int32_t* index,
+                   std::int64_t x_rows, const void* x, std::int64_t ldx, void* out, std::int64_t ldo) override {
+    check_queue(q);
+    elementwise::gather_rows(t, rows, cols, index, x_rows, x, ldx, out, ldo);
+  }
+  void convert(Queue q, DType from, DType to, std::size_t n, const void* x, void* out) override {
+    check_queue(q);
+    elementwise::convert(from, to, n, x, out);
+  }
+  void adam_step(Queue q, DType t, std::size_t n, const AdamParams& p, void* w, const void* g, void* m,
+                 void* v) override {
+    check_queue(q);
+    elementwise::adam_step(t, n, p, w, g, m, v);
+  }
+  void reduce(Queue q, ReduceOp op, DType t, std::size_t n, const void* x, void* result, ReduceVariant) override {
+    check_queue(q);
+    // min, max and argmax do not prefetch: they neither need the calibration nor wait for it.
+    const bool sums = op == ReduceOp::sum || op == ReduceOp::norm2;
+    reductions::reduce(op, t, n, x, result, sums ? reduce_prefetch(n * size_of(t)) : kReducePrefetchTable);
+  }
+  void dot(Queue q, DType t, std::size_t n, const void* x, const void* y, void* result) override {
+    check_queue(q);
+    reductions::dot(t, n, x, y, result, reduce_prefetch((x == y ? 1 : 2) * n * size_of(t)));
+  }
+  void mse(Queue q, DType t, std::size_t n, const void* a, const void* b, void* result) override {
+    check_queue(q);
+    reductions::mse(t, n, a, b, result, reduce_prefetch((a == b ? 1 : 2) * n * size_of(t)));
+  }
+  void reduce_rows(Queue q, ReduceOp op, DType t, std::int64_t rows, std::int64_t cols, const void* x, std::int64_t ldx,
+                   void* out) override {
+    check_queue(q);
+    reductions::reduce_rows(op, t, rows, cols, x, ldx, out);
+  }
+  void reduce_cols(Queue q, ReduceOp op, DType t, std::int64_t rows, std::int64_t cols, const void* x, std::int64_t ldx,
+                   void* out) override {
+    check_queue(q);
+    reductions::reduce_cols(op, t, rows, cols, x, ldx, out);
+  }
+  void softmax_cross_entropy(Queue q, DType t, std::int64_t rows, std::int64_t cols, const void* logits,
+                             std::int64_t ld_logits, const std::int32_t* labels, void* probs, std::int64_t ld_probs,
+                             void* losses) override {
+    check_queue(q);
+    reductions::softmax_cross_entropy(t, rows, cols, logits, ld_logits, labels, probs, ld_probs, losses);
+  }
+  void scan(Queue q, ScanKind kind, DType t, std::size_t n, const void* x, void* out, ScanVariant) override {
+    check_queue(q);
+    // Like the stores, the prefetch is tuned for data past the last-level cache; a smaller scan
+    // takes the table's and does not wait for a calibration.
+    if ((x == out ? 1 : 2) * n * size_of(t) < stream_from_bytes()) {
+      scans::scan(kind, t, n, x, out, SIZE_MAX, kScanPrefetchTable);
+      return;
+    }
+    const StoreTuning& tune = store_tuning();
+    scans::scan(kind, t, n, x, out, tune.stream ? stream_from_bytes() : SIZE_MAX, tune.scan_prefetch);
+  }
+};
+
+class Loops final : public CalibrationLoops {
+ public:
+  std::vector<StoreVariant> store_variants(const CalibrationArrays& arrays, int reps) const override {
+    return elementwise::measure_store_variants(arrays, reps);
+  }
+  void dot(std::size_t n, const float* x, const float* y, float* result, ReadPrefetch pf) const override {
+    reductions::dot(DType::f32, n, x, y, result, pf);
+  }
+  void scan(std::size_t n, const float* x, float* out, std::size_t stream_from, ReadPrefetch pf) const override {
+    scans::scan(ScanKind::inclusive, DType::f32, n, x, out, stream_from, pf);
+  }
+};
+
 }  // namespace
 }  // namespace TANDEM_ISA
 
 #define TANDEM_CAT2(a, b) a##b
 #define TANDEM_CAT(a, b) TANDEM_CAT2(a, b)
-#define TANDEM_STR2(a) #a
-#define TANDEM_STR(a) TANDEM_STR2(a)
 
-CpuKernels TANDEM_CAT(cpu_kernels_, TANDEM_ISA)() {
-  namespace e = TANDEM_ISA::elementwise;
-  namespace r = TANDEM_ISA::reductions;
-  return {TANDEM_STR(TANDEM_ISA),
-          &e::binary,
-          &e::unary,
-          &e::axpy,
-          &e::scale,
-          &e::fill,
-          &e::add_row_vector,
-          &e::bias_activation,
-          &e::matrix_add,
-          &e::transpose,
-          &e::gather_rows,
-          &e::convert,
-          &e::adam_step,
-          &r::reduce,
-          &r::dot,
-          &r::mse,
-          &r::reduce_rows,
-          &r::reduce_cols,
-          &r::softmax_cross_entropy,
-          &TANDEM_ISA::scans::scan,
-          &e::measure_store_variants};
+std::shared_ptr<Backend> TANDEM_CAT(make_openmp_backend_, TANDEM_ISA)() {
+  return detail::make_backend<TANDEM_ISA::Kernels>();
+}
+
+const CalibrationLoops& TANDEM_CAT(calibration_loops_, TANDEM_ISA)() {
+  static const TANDEM_ISA::Loops loops;
+  return loops;
 }
 
 }  // namespace tandem::openmp

@@ -22,6 +22,7 @@
 #include <type_traits>
 #include <vector>
 
+#include "../../core/factories.hpp"
 #include "kernels.hpp"
 #include "openmp_backend.hpp"
 #include "scan_isa.hpp"

@@ -8,6 +8,7 @@
 #include <algorithm>
 #include <cstdint>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "../host/host_backend.hpp"
@@ -30,65 +31,47 @@ struct SumAcc<std::int32_t> {
   using type = std::uint32_t;
 };
 
+// What every ISA's backend shares: the device, the copies, matmul and the tuning it reports. The
+// elementwise, reduction, scan and softmax primitives are the ISA's own: each is implemented once
+// in kernels.inl, compiled per ISA (kernels_<isa>.cpp: generic x86-64, AVX2 + FMA, AVX-512) as a
+// final class deriving from this one, and make_openmp_backend makes the one of the widest ISA
+// this CPU runs and TANDEM_CPU_ISA allows (kernels_isa()). Arguments were checked by the
+// algorithms layer.
 class OpenMPBackend : public host::HostBackend {
  public:
   OpenMPBackend();
   std::string name() const override { return "openmp"; }
   DeviceProperties properties() const override;
 
-  void binary(Queue q, BinaryOp op, DType t, std::size_t n, const void* x, const void* y, void* out) override;
-  void unary(Queue q, UnaryOp op, DType t, std::size_t n, const void* x, void* out) override;
-  void axpy(Queue q, DType t, std::size_t n, double alpha, const void* x, void* y) override;
-  void scale(Queue q, DType t, std::size_t n, double alpha, const void* x, void* out) override;
-  void fill(Queue q, DType t, std::size_t n, double value, void* out) override;
-  void add_row_vector(Queue q, DType t, std::int64_t rows, std::int64_t cols, const void* x, std::int64_t ldx,
-                      const void* bias, void* out, std::int64_t ldo) override;
-  void bias_activation(Queue q, DType t, std::int64_t rows, std::int64_t cols, const void* x, std::int64_t ldx,
-                       const void* bias, UnaryOp act, void* z, std::int64_t ldz, void* out, std::int64_t ldo) override;
-  void matrix_add(Queue q, DType t, std::int64_t rows, std::int64_t cols, double alpha, const void* a, std::int64_t lda,
-                  double beta, const void* b, std::int64_t ldb, void* c, std::int64_t ldc) override;
-  void transpose(Queue q, DType t, std::int64_t rows, std::int64_t cols, const void* a, std::int64_t lda, void* out,
-                 std::int64_t ldo) override;
   // Copies split over the threads from 128 KiB up, each thread copying the share its kernels then
   // compute on (in its own cache); one core alone does not reach the memory bandwidth either.
   void copy_to_device(Queue q, void* d_dst, const void* h_src, std::size_t bytes) override;
   void copy_to_host(Queue q, void* h_dst, const void* d_src, std::size_t bytes) override;
   void copy_on_device(Queue q, void* d_dst, const void* d_src, std::size_t bytes) override;
-  void gather_rows(Queue q, DType t, std::int64_t rows, std::int64_t cols, const std::int32_t* index,
-                   std::int64_t x_rows, const void* x, std::int64_t ldx, void* out, std::int64_t ldo) override;
-  void convert(Queue q, DType from, DType to, std::size_t n, const void* x, void* out) override;
-  void adam_step(Queue q, DType t, std::size_t n, const AdamParams& p, void* w, const void* g, void* m,
-                 void* v) override;
   std::vector<MatmulTier> matmul_tiers(DType ab) const override;
   MatmulTier choose_matmul_tier(const GemmArgs& args) const override;
   void matmul(Queue q, const GemmArgs& args) override;
-  void reduce(Queue q, ReduceOp op, DType t, std::size_t n, const void* x, void* result, ReduceVariant) override;
-  void dot(Queue q, DType t, std::size_t n, const void* x, const void* y, void* result) override;
-  void reduce_rows(Queue q, ReduceOp op, DType t, std::int64_t rows, std::int64_t cols, const void* x, std::int64_t ldx,
-                   void* out) override;
-  void reduce_cols(Queue q, ReduceOp op, DType t, std::int64_t rows, std::int64_t cols, const void* x, std::int64_t ldx,
-                   void* out) override;
-  void scan(Queue q, ScanKind kind, DType t, std::size_t n, const void* x, void* out, ScanVariant) override;
-  void softmax_cross_entropy(Queue q, DType t, std::int64_t rows, std::int64_t cols, const void* logits,
-                             std::int64_t ld_logits, const std::int32_t* labels, void* probs, std::int64_t ld_probs,
-                             void* losses) override;
-  void mse(Queue q, DType t, std::size_t n, const void* a, const void* b, void* result) override;
+
+ protected:
   // The outputs of ops that move at least this many bytes (inputs and output together) are
   // written in interleaved runs, those that overlap no input with streaming (non-temporal) stores
   // where store_tuning() says so: the last-level cache's size, or TANDEM_OPENMP_STREAM_FROM. It is
   // the bytes moved, not the output's size, because the inputs compete for the cache too; below
   // the cache's size plain stores leave the output in cache for the next op.
   std::size_t stream_from_bytes() const { return stream_from_bytes_; }
-
- private:
   // The sums' prefetch for distinct inputs of `bytes` together: the calibrated one (store_tuning) from
   // stream_from_bytes(), where the reads come from memory; the table's below, without waiting for
   // a calibration.
   ReadPrefetch reduce_prefetch(std::size_t bytes) const;
 
+ private:
   int threads_;
   std::size_t stream_from_bytes_;
 };
+
+// The ISA whose kernels this process runs: "avx512", "avx2" or "generic", the widest this CPU
+// has that TANDEM_CPU_ISA allows.
+std::string_view kernels_isa();
 
 // How outputs past the last-level cache are written, chosen per CPU (tuning.cpp): the number of
 // interleaved streaming-store runs per thread that is fastest differs between CPUs by up to a
@@ -187,6 +170,17 @@ struct StoreVariant {
   double gbs = 0;
 };
 std::vector<StoreVariant> measure_store_variants(const CalibrationArrays& arrays, int reps);
+// The loops the calibrations time, in the code of kernels_isa()'s kernels (kernels.inl): the
+// store variants, and an f32 dot and inclusive scan with a given prefetch (and streamed stores
+// from `stream_from` bytes, SIZE_MAX: plain).
+class CalibrationLoops {
+ public:
+  virtual ~CalibrationLoops() = default;
+  virtual std::vector<StoreVariant> store_variants(const CalibrationArrays& arrays, int reps) const = 0;
+  virtual void dot(std::size_t n, const float* x, const float* y, float* result, ReadPrefetch pf) const = 0;
+  virtual void scan(std::size_t n, const float* x, float* out, std::size_t stream_from, ReadPrefetch pf) const = 0;
+};
+const CalibrationLoops& calibration_loops();
 // The scan's prefetch variants (the first is the table's), each timed as the best of `reps` scans
 // of a window of b into a with this tuning's stores; returns the GB/s (read + write) of each.
 const std::vector<ReadPrefetch>& scan_prefetch_variants();

@@ -29,6 +29,103 @@
 
 namespace tandem::openmp {
 
+// ---- the calibrations' arrays and loops ----
+
+CalibrationArrays::CalibrationArrays(std::size_t bytes, std::size_t window_bytes) {
+  // The whole number of windows nearest bytes / window_bytes (at least one), so that the arrays
+  // stay within a window's rounding of `bytes`.
+  const std::size_t windows =
+      std::max<std::size_t>(1, (bytes + window_bytes / 2) / std::max<std::size_t>(window_bytes, 1));
+  window = bytes / windows / sizeof(float) / 64 * 64;
+  if (window < kParallelThreshold) return;
+  n = windows * window;
+  a = static_cast<float*>(std::aligned_alloc(64, n * sizeof(float)));
+  b = static_cast<float*>(std::aligned_alloc(64, n * sizeof(float)));
+  c = static_cast<float*>(std::aligned_alloc(64, n * sizeof(float)));
+  if (!ok()) return;
+#pragma omp parallel
+  {
+    // Window by window, each split among the threads as the runs split it (on a machine with
+    // several memory nodes, each thread's part of every window is then on its own node).
+    for (std::size_t w = 0; w < windows; ++w) {
+#pragma omp for schedule(static)
+      for (std::size_t i = w * window; i < (w + 1) * window; ++i) {
+        a[i] = 0;
+        b[i] = float(i & 255);
+        c[i] = float(i & 127);
+      }
+    }
+  }
+}
+
+CalibrationArrays::~CalibrationArrays() {
+  std::free(a);
+  std::free(b);
+  std::free(c);
+}
+
+std::vector<StoreVariant> measure_store_variants(const CalibrationArrays& arrays, int reps) {
+  if (!arrays.ok()) return {};
+  return calibration_loops().store_variants(arrays, reps);
+}
+
+const std::vector<ReadPrefetch>& scan_prefetch_variants() {
+  static const std::vector<ReadPrefetch> variants = {kScanPrefetchTable, {4096, false}, {2048, true},
+                                                     {4096, true},       {8192, true},  {0, false}};
+  return variants;
+}
+
+// The table's first; then none, for CPUs whose hardware prefetchers do better alone (Zen 3 EPYC:
+// dot 97-99% of copy without, 72-82% with the table's); then into L1.
+const std::vector<ReadPrefetch>& reduce_prefetch_variants() {
+  static const std::vector<ReadPrefetch> variants = {kReducePrefetchTable, {0, false}, {2048, false}};
+  return variants;
+}
+
+namespace {
+
+// GB/s of `bytes_per_run` per run for each variant's time.
+std::vector<double> gigabytes_per_second(double bytes_per_run, const std::vector<double>& seconds) {
+  std::vector<double> gbs;
+  for (const double t : seconds) gbs.push_back(bytes_per_run / t / 1e9);
+  return gbs;
+}
+
+}  // namespace
+
+std::vector<double> measure_reduce_prefetch(const CalibrationArrays& arrays, int reps) {
+  // A dot: two inputs prefetched per stream, where a prefetch that does not pay costs most (twice
+  // what it costs a sum).
+  if (!arrays.ok()) return {};
+  const std::vector<ReadPrefetch>& variants = reduce_prefetch_variants();
+  float result = 0;
+  std::size_t done = 0;
+  // The median, not the fastest: a prefetch that costs 15-20% in most runs can match none in its
+  // fastest.
+  return gigabytes_per_second(
+      2.0 * double(arrays.window * sizeof(float)), median_in_rotating_rounds(variants.size(), reps, [&](std::size_t v) {
+        const std::size_t at = arrays.offset(done++);
+        calibration_loops().dot(arrays.window, arrays.b + at, arrays.c + at, &result, variants[v]);
+      }));
+}
+
+std::vector<double> measure_scan_prefetch(const CalibrationArrays& arrays, int reps, bool stream) {
+  if (!arrays.ok()) return {};
+  const std::vector<ReadPrefetch>& variants = scan_prefetch_variants();
+  std::size_t done = 0;
+  // An untimed pass of each, then rounds that take the variants in turn, each starting one further on (as
+  // the store and gemm calibrations), so that a change in the machine's memory speed (seen on
+  // shared VMs) falls on all of them alike and no variant is always first.
+  return gigabytes_per_second(2.0 * double(arrays.window * sizeof(float)),
+                              fastest_in_rotating_rounds(variants.size(), reps, [&](std::size_t v) {
+                                const std::size_t at = arrays.offset(done++);
+                                calibration_loops().scan(arrays.window, arrays.b + at, arrays.a + at,
+                                                         stream ? 0 : SIZE_MAX, variants[v]);
+                              }));
+}
+
+// ---- the tunings: environment, cache file, calibration or table ----
+
 namespace {
 
 namespace fs = std::filesystem;
@@ -85,7 +182,7 @@ std::map<std::string, std::string> cache_key() {
 // not take the AVX-512 kernels' entry.
 std::map<std::string, std::string> store_cache_key() {
   auto key = cache_key();
-  key["kernels"] = cpu_kernels().isa;
+  key["kernels"] = std::string(kernels_isa());
   return key;
 }
 
