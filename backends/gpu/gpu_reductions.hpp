@@ -83,7 +83,7 @@ void GpuBackend<Runtime>::scan(Queue q, ScanKind kind, DType t, std::size_t n, c
     // whose check passed (cmake/TandemGpuSources.cmake): then the single pass below 2^20 elements.
     // A kernel that waits on other blocks is trusted only once hardware has run it (one that
     // passed the simulator hung on a GPU). Past 2^20 elements its tiles' waits cost more than
-    // three passes' extra reads (H200: 378 against 441 GB/s at 1M).
+    // three passes' extra reads.
     const bool three_pass =
         variant == ScanVariant::three_pass ||
         (variant == ScanVariant::automatic && (!gpu_kernel_provenance().lookback_verified || n >= kScanThreePassFrom));

@@ -35,8 +35,7 @@ KOKKOS_INLINE_FUNCTION C to(T v) {
 // ---- streaming stores ----
 // On a host space with SSE2 a large output that is no input is written with streaming stores: no
 // read of each line before it is written (an add moves 3 streams, not 4) and no eviction of the
-// caches' data. Measured (16M floats, 2 threads of an AMD EPYC, Kokkos 4.6 OpenMP): scan 7.6 ->
-// 6.7 ms. The backend decides (stream_output): past the last-level cache, 16-byte aligned.
+// caches' data. The backend decides (stream_output): past the last-level cache, 16-byte aligned.
 #if defined(__SSE2__) && (defined(__clang__) || (defined(__GNUC__) && __GNUC__ >= 12))
 #define TANDEM_KOKKOS_STREAM 1
 #include <emmintrin.h>
@@ -229,9 +228,8 @@ void convert(std::int64_t n, const S* x, D* out) {
 // ---- reductions ----
 // On a host execution space an index of a reduction or scan is a chunk of kChunk elements, folded
 // in kLanes independent accumulators that the compiler vectorises: one running value per thread
-// is bound by the latency of an addition (measured with Kokkos 4.6 OpenMP, 2 threads: sum at 0.27x
-// and scan at 0.10x of the openmp backend at 16M floats). On a GPU an index is one element, which
-// coalesces. Either way Kokkos' parallel_reduce / parallel_scan combine the threads.
+// is bound by the latency of an addition, a fraction of the memory's speed. On a GPU an index is
+// one element, which coalesces. Either way Kokkos' parallel_reduce / parallel_scan combine the threads.
 template <class Acc>
 constexpr int kLanes = int(256 / sizeof(Acc));  // 16 SSE / 8 AVX registers of accumulators
 
@@ -271,9 +269,8 @@ KOKKOS_INLINE_FUNCTION Acc fold(std::int64_t begin, std::int64_t end, Acc init, 
 }
 // The sum of f over chunks c, c + q, c + 2q and c + 3q of [0, n), those that exist, read side by
 // side: each thread then reads kStreams streams from memory, not one, which keeps more requests
-// in flight. Sum of 16M floats on 2 threads of an AMD EPYC (SSE2, Kokkos 4.6 OpenMP): one stream
-// of 32 lanes 2.4 ms, 4 streams of 8 lanes 2.1 ms, 4 of 16 lanes 1.4 ms (openmp: 1.7-1.9 ms).
-constexpr int kStreams = 4;
+// in flight.
+constexpr int kStreams = 4;  // Zen 3 EPYC, sum of 16M f32: 1.4 ms, one stream 2.4
 template <class Acc, class F>
 KOKKOS_INLINE_FUNCTION Acc fold_streams(std::int64_t c, std::int64_t q, std::int64_t n, const F& f) {
   Acc total = 0;

@@ -112,14 +112,13 @@ void matmul_tiled(const GemmArgs& g) {
 // the slice (a loop of fixed trip counts the compiler vectorises for the ISA Kokkos compiles for)
 // and added into the block's sums, kept in scratch until C is written once with alpha and beta.
 // Level-1 scratch: the panels and sums (512 KiB for f32) exceed level 0's 32 KiB.
-// Measured on an AMD EPYC (SSE2, GCC 12, Kokkos 4.6 OpenMP): the f32 micro-tile in L1 4 x 8 at
-// 33 GFLOP/s per core, against 6 x 8: 6 and 4 x 16: 5 (the vectoriser spills), GCC vector types
-// 4 x 8: 23; 1024^3 on 2 threads with mc x nc x kc = 64 x 128 x 256: 43 GFLOP/s, 128 x 256 x 256:
-// 52 (packing is then amortised over more of C), kc 128 or 512: no better.
+// The micro-tile is 4 x (32 bytes of C): larger tiles make GCC's vectoriser spill the sums to the
+// stack, which costs more than the tile saves; the blocks are as large as keep the B panel in L2,
+// so that packing is amortised over more of C.
 template <class C>
 struct Blocking {
   static constexpr int mr = 4, nr = int(32 / sizeof(C));
-  static constexpr std::int64_t mc = 128, nc = 256, kc = 256;
+  static constexpr std::int64_t mc = 128, nc = 256, kc = 256;  // Zen 3 EPYC, 1024^3: 52 GFLOP/s, 64 x 128: 43
 };
 template <class C>
 KOKKOS_INLINE_FUNCTION void micro_tile(std::int64_t kb, const C* ap, const C* bp, C* sums, std::int64_t ld) {

@@ -24,8 +24,8 @@ inline void stream16(double* d, const double* s) { _mm_stream_pd(d, _mm_load_pd(
 
 // out[i] = g(i) over lines of memory: each thread walks its part as `runs` runs at once, one
 // cache line from each in turn (several read streams per core keep more memory requests in
-// flight than one; interleaving whole kilobytes instead measured ~20% slower on the Xeon VM; how
-// many runs pay differs by CPU: store_tuning()). With kStream, the line's values are computed by
+// flight than one; interleaving by whole kilobytes instead breaks the hardware prefetchers'
+// line-by-line pattern; how many runs pay differs by CPU: store_tuning()). With kStream, the line's values are computed by
 // the vectorised loop, then streamed out in 16-byte stores; without, they are stored in place (an
 // output that is also an input, as axpy's y: its lines are read anyway, so there is no
 // write-allocate to save).

@@ -252,7 +252,7 @@ inline void tile(const MicroKernel<T>& uk, std::int64_t kb, const T* ap, const T
 // The threads take C's row blocks (whole MR panels, at most mc rows) from a shared queue, each
 // packing the A block it takes, and B's packed block in chunks of panels the same way; the only
 // barrier per k block is the one after B is packed. Taken dynamically, a thread that runs slower
-// (a core shared with another program or VM, a smaller core) does less of the work instead of
+// (a core shared with another program, a smaller core) does less of the work instead of
 // holding the others at every barrier (split evenly, one busy core made two threads as slow as
 // one). The row blocks are as even as they come and their count a multiple of the threads, so
 // that equal threads finish together (a split by mc blocks can leave a thread a third idle). B's packed block

@@ -65,7 +65,7 @@ Acc lane_sum(std::int64_t begin, std::int64_t end, F f, Reads reads = {}) {
   }
   // The rest (all of a small chunk, in cache) as one stream, still into every stream's lanes:
   // kStreams * kWidth independent sums keep the adds from waiting on each other (one set of
-  // lanes held an in-cache sum to one vector add per add latency, 43 GB/s at 64K on AVX2).
+  // lanes holds an in-cache sum to one vector add per add latency).
   std::int64_t i = begin + kStreams * part;
   for (; i + kStreams * kWidth <= end; i += kStreams * kWidth) {
 #pragma GCC unroll 4
@@ -150,9 +150,8 @@ struct Extreme {
 template <class T, bool IsMax>
 Extreme<T> extreme_chunk(const T* x, std::int64_t begin, std::int64_t end) {
   // kStreams sub-chunks at once in large chunks, as in lane_sum: one read stream per core leaves
-  // memory idle between prefetches (measured at about half the copy bandwidth on the dev VM).
-  // A comparison with NaN is false, so `lanes` never take one: nan_lanes remember them. Eight
-  // lanes per stream keep the state in registers (32 lanes measured at 50-70% of copy, 8 at 78-82%).
+  // memory idle between prefetches. A comparison with NaN is false, so `lanes` never take one:
+  // nan_lanes remember them. Eight lanes per stream keep the state in registers (32 spill).
   T lanes[kStreams][kLanes];
   int nan_lanes[kStreams][kLanes] = {};
   const T init = begin < end ? x[begin] : T(0);

@@ -4,8 +4,7 @@
 // pipelining): reads, writes and the scan's arithmetic all overlap, the data is read from memory
 // once and written once, like a copy. No barrier: each thread waits only for the sums it needs
 // (PhaseCounter, in scan_impl), so the threads may drift a phase apart. (Summing a piece
-// and then scanning it leaves memory idle in one direction at a time: 68-71% of copy measured on
-// a 2-vCPU EPYC.)
+// and then scanning it would leave memory idle in one direction at a time.)
 //   vector scan (x86: SSE2, and AVX2 or AVX-512 where the variant has them): each vector is
 //     scanned in registers (log2(width) shifted adds), the totals of four vectors are combined as
 //     a tree, and only one addition per four vectors waits on the running total; large outputs
@@ -217,8 +216,8 @@ void scan_impl(const T* x, T* out, std::int64_t n, std::size_t stream_from, Read
   // k + 1 scans super-block k and sums the next one). No barrier: a thread scanning super-block k
   // needs its pieces' sums from the threads before it (their phase k done) and super-block
   // k - 1's from the others (phase k - 1 done) to move the running total on, so the threads stay
-  // within one phase of each other and the ring of four never overwrites a sum still needed. With
-  // a barrier per super-block instead, the scan moved 7-13% fewer bytes (2-vCPU EPYC VM, A/B).
+  // within one phase of each other and the ring of four never overwrites a sum still needed. A
+  // barrier per super-block would make every thread wait for the slowest at each one.
   constexpr int kSlots = 4;
   std::vector<Acc> partial(kSlots * static_cast<std::size_t>(max_threads));
   std::vector<PhaseCounter> done(static_cast<std::size_t>(max_threads));

@@ -2,8 +2,7 @@
 // stream, add, splat, first, shift<k>, last, scan) and included inside an anonymous namespace by
 // scan.inl (SSE2 traits), scan_avx2.cpp and scan_avx512.cpp, so each file's copy is its own.
 // The next piece's lines are asked for pf.bytes ahead into L1 or L2, or not at all (ReadPrefetch,
-// calibrated per CPU: 2 KiB into L1 gave about +5% over none on a Zen 2/3 EPYC; 4 KiB into L2
-// +10% over that on a Zen 4, where none lost 15%).
+// calibrated per CPU: which distance and cache pays differs between CPUs, and none can lose).
 
 // One step: four vectors of x scanned into out after `carry`, which moves on by their total;
 // with kAhead, two vectors from each of `ahead0` and `ahead1` (the two halves of the next piece,
@@ -44,8 +43,8 @@ inline void scan_step(bool inclusive, const T* x, T* out, bool streamed, typenam
 
 // Scans whole blocks of four vectors from the start of x into out, adding `running` and leaving
 // the last prefix in it; returns how many elements it did. Meanwhile it sums ahead[0, ahead_n)
-// into ahead_sum, as two streams (its halves, read side by side: in the EPYC VM's faster memory
-// state a harness of this loop moved 8-13% more than with one), when it has blocks for at least
+// into ahead_sum, as two streams (its halves, read side by side: more requests in flight than one
+// stream), when it has blocks for at least
 // one step of them, and then leaves ahead_n 0. With `streamed`, out must be aligned to the vector
 // width.
 template <class W, int kLocality, class Acc, class T>

@@ -75,8 +75,8 @@ const std::vector<ReadPrefetch>& scan_prefetch_variants() {
   return variants;
 }
 
-// The table's first; then none, for CPUs whose hardware prefetchers do better alone (Zen 3 EPYC:
-// dot 97-99% of copy without, 72-82% with the table's); then into L1.
+// The table's first; then none, for CPUs whose hardware prefetchers do better alone (there a
+// software prefetch only competes with them for the line-fill buffers); then into L1.
 const std::vector<ReadPrefetch>& reduce_prefetch_variants() {
   static const std::vector<ReadPrefetch> variants = {kReducePrefetchTable, {0, false}, {2048, false}};
   return variants;
@@ -146,8 +146,8 @@ std::string describe(const std::vector<StoreVariant>& measured) {
   return text.empty() ? text : text + " GB/s";
 }
 
-// Intel's Xeons gained from four streaming runs per thread; AMD's EPYC lost two thirds with four
-// and was best with one or two. Used without a calibration.
+// Used without a calibration: four streaming runs per thread on Intel, two elsewhere (AMD's
+// write-combining buffers are fewer per core: four runs there lose up to two thirds).
 StoreTuning from_table() {
   StoreTuning t;
   const std::string vendor = host::cpu_vendor();
@@ -304,14 +304,14 @@ std::string write_cache(const fs::path& file, const StoreTuning& t) {
 StoreTuning calibrate() {
   // Arrays well past the last-level cache, so that the stores go to memory as a large op's do,
   // timed a window at a time: 32 MiB (2 MiB per thread where that is more), long enough that a
-  // run's fork and join and the VM's hiccups weigh little.
+  // run's fork and join and a shared machine's hiccups weigh little.
   const CpuTopology& cpu = cpu_topology();
   const std::size_t last_level = cpu.l3_bytes ? cpu.l3_bytes : cpu.l2_bytes;
   const std::size_t bytes = std::clamp<std::size_t>(2 * last_level, std::size_t(32) << 20, std::size_t(256) << 20);
   const std::size_t window = std::max<std::size_t>(std::size_t(32) << 20, std::size_t(omp_get_max_threads()) << 21);
   const double t0 = omp_get_wtime();
   const CalibrationArrays arrays(bytes, window);
-  // Three rounds: four took a third longer and chose as three did (Zen 3 EPYC, 4 calibrations each).
+  // Three rounds: a fourth costs a third more time and did not change the choice.
   const std::vector<StoreVariant> measured = measure_store_variants(arrays, 3);
   if (measured.empty()) {
     StoreTuning t = from_table();

@@ -108,8 +108,6 @@ constexpr std::string_view name_of(DType t) {
   return "?";
 }
 
-constexpr bool is_floating(DType t) { return t != DType::i32; }
-
 template <class T> struct dtype_of;
 template <> struct dtype_of<half> { static constexpr DType value = DType::f16; };
 template <> struct dtype_of<bfloat16> { static constexpr DType value = DType::bf16; };

@@ -102,18 +102,6 @@ TANDEM_DEVICE void mma(float (&d)[4], const FragA& a, const FragB& b) {
 #endif
 }
 
-// The stored bits of A[i][p] and B[p][j] (zero outside the matrices).
-template <class TA>
-TANDEM_DEVICE std::uint16_t bits_a(const Gemm<TA, float>& g, std::int64_t i, std::int64_t p) {
-  if (i >= g.m || p >= g.k) return 0;
-  return (g.trans_a ? g.a[p * g.lda + i] : g.a[i * g.lda + p]).bits;
-}
-template <class TA>
-TANDEM_DEVICE std::uint16_t bits_b(const Gemm<TA, float>& g, std::int64_t p, std::int64_t j) {
-  if (p >= g.k || j >= g.n) return 0;
-  return (g.trans_b ? g.b[j * g.ldb + p] : g.b[p * g.ldb + j]).bits;
-}
-
 // 8 consecutive stored 16-bit elements: 16 bytes at once when `vector` (aligned), else one by one,
 // zeros from index `valid` on.
 struct Chunk {
