@@ -14,27 +14,88 @@
 #include <filesystem>
 #include <fstream>
 #include <limits>
+#include <memory>
 #include <numbers>
 
+#include "../core/host_memory.hpp"
+#include "loader_memory.hpp"
 #include "tandem/detail/checked.hpp"
 #include "tandem/errors.hpp"
 
 namespace tandem::data {
+namespace loaders {
+
+void out_of_memory(const std::string& path, std::size_t held) {
+  throw OutOfMemory(held, host::available_memory_bytes(), "host (reading " + path + ")");
+}
+
+}  // namespace loaders
+
 namespace {
 
 [[noreturn]] void fail(const std::string& source, const std::string& what) { throw DataError(source + ": " + what); }
+
+// Bytes gathered in chunks of at most 1 MiB and joined once at the end: memory grows with the
+// data, never past it by more than a chunk (a doubling vector holds up to twice the cap, and
+// three times while it moves), and the readers stop one chunk past their cap.
+class Chunks {
+ public:
+  static constexpr std::size_t kChunk = std::size_t(1) << 20;
+  // Room for n <= kChunk more bytes at the end.
+  unsigned char* room(std::size_t n) {
+    if (pieces_.empty() || pieces_.back().capacity - pieces_.back().size < n) {
+      const std::size_t capacity = std::max(n, kChunk);
+      pieces_.push_back({std::make_unique_for_overwrite<unsigned char[]>(capacity), 0, capacity});
+    }
+    Piece& p = pieces_.back();
+    unsigned char* at = p.data.get() + p.size;
+    p.size += n;
+    return at;
+  }
+  // The last room(asked) held only n of the bytes it asked for.
+  void used(std::size_t asked, std::size_t n) {
+    pieces_.back().size -= asked - n;
+    size_ += n;
+  }
+  std::size_t size() const { return size_; }
+  // The bytes appended to `out`; each piece is freed as soon as it is copied, and out's new
+  // pages are touched only as they are written, so the peak stays about the data plus a chunk.
+  void append_to(std::vector<unsigned char>& out) {
+    out.reserve(out.size() + size_);
+    for (Piece& p : pieces_) {
+      out.insert(out.end(), p.data.get(), p.data.get() + p.size);
+      p.data.reset();
+    }
+  }
+  std::vector<unsigned char> join() {
+    std::vector<unsigned char> out;
+    append_to(out);
+    return out;
+  }
+
+ private:
+  struct Piece {
+    std::unique_ptr<unsigned char[]> data;
+    std::size_t size, capacity;
+  };
+  std::vector<Piece> pieces_;
+  std::size_t size_ = 0;
+};
+
+[[noreturn]] void out_of_memory(const std::string& path, std::size_t held) {
+  loaders::out_of_memory(path, held + Chunks::kChunk);
+}
 
 #ifdef TANDEM_HAVE_ZLIB
 // More than `limit` inflated is refused: a small corrupt or hostile file must not take the
 // machine's memory. Data sets beyond it can be read uncompressed.
 std::vector<unsigned char> inflate_gzip(const std::vector<unsigned char>& in, const std::string& path,
                                         std::size_t limit) {
-  std::vector<unsigned char> out;
+  Chunks out;
   z_stream z{};
   // 16 + MAX_WBITS: gzip wrapper only. Concatenated members (as `cat a.gz b.gz` makes) are
   // inflated one after the other, as gzip -d does.
   if (inflateInit2(&z, 16 + MAX_WBITS) != Z_OK) fail(path, "zlib could not start inflating");
-  std::vector<unsigned char> chunk(1 << 16);
   std::size_t fed = 0;  // bytes of `in` handed to zlib so far
   const auto feed = [&] {
     const std::size_t n = std::min<std::size_t>(in.size() - fed, std::numeric_limits<uInt>::max());
@@ -46,10 +107,11 @@ std::vector<unsigned char> inflate_gzip(const std::vector<unsigned char>& in, co
   try {
     feed();
     for (;;) {
-      z.next_out = chunk.data();
-      z.avail_out = static_cast<uInt>(chunk.size());
+      constexpr std::size_t kStep = std::size_t(1) << 16;
+      z.next_out = out.room(kStep);
+      z.avail_out = static_cast<uInt>(kStep);
       const int rc = inflate(&z, Z_NO_FLUSH);
-      out.insert(out.end(), chunk.data(), chunk.data() + (chunk.size() - z.avail_out));
+      out.used(kStep, kStep - z.avail_out);
       if (out.size() > limit) {
         fail(path, "inflates to more than " +
                        (limit >= (std::size_t(1) << 20) ? std::to_string(limit >> 20) + " MiB"
@@ -83,12 +145,19 @@ std::vector<unsigned char> inflate_gzip(const std::vector<unsigned char>& in, co
         fail(path, msg);
       }
     }
+  } catch (const std::bad_alloc&) {
+    inflateEnd(&z);
+    out_of_memory(path, out.size());
   } catch (...) {
     inflateEnd(&z);
     throw;
   }
   inflateEnd(&z);
-  return out;
+  try {
+    return out.join();
+  } catch (const std::bad_alloc&) {
+    out_of_memory(path, out.size());
+  }
 }
 
 #else
@@ -172,28 +241,32 @@ std::vector<unsigned char> read_file(const std::string& path, std::size_t limit)
                      " MiB; tandem reads data sets into memory, up to that size (a device such as /dev/zero never "
                      "ends)");
   };
-  std::vector<unsigned char> bytes;
+  std::vector<unsigned char> whole;
+  Chunks more;
   try {
-    // A regular file says its size: refused before anything is read. Anything else (a pipe, a
-    // device) is read in chunks, and refused as soon as it passes the limit.
+    // A regular file says its size: refused before anything is read, else read into one vector
+    // of that size. Anything else (a pipe, a device), and what a file gains while it is read, is
+    // read in chunks, never more than one byte past the limit.
     const auto size = std::filesystem::is_regular_file(path, ec) ? std::filesystem::file_size(path, ec) : 0;
     if (!ec && size > limit) throw too_large();
-    bytes.reserve(static_cast<std::size_t>(size));
-    constexpr std::size_t kChunk = std::size_t(1) << 20;
-    while (in) {
-      const std::size_t at = bytes.size();
-      if (at > limit) throw too_large();
-      bytes.resize(at + kChunk);
-      in.read(reinterpret_cast<char*>(bytes.data() + at), static_cast<std::streamsize>(kChunk));
-      bytes.resize(at + static_cast<std::size_t>(in.gcount()));
+    if (size > 0) {
+      whole.resize(static_cast<std::size_t>(size));
+      in.read(reinterpret_cast<char*>(whole.data()), static_cast<std::streamsize>(whole.size()));
+      whole.resize(static_cast<std::size_t>(in.gcount()));
     }
+    const std::size_t cap = limit == SIZE_MAX ? SIZE_MAX : limit + 1;
+    while (in) {
+      const std::size_t want = std::min(Chunks::kChunk, cap - whole.size() - more.size());
+      in.read(reinterpret_cast<char*>(more.room(want)), static_cast<std::streamsize>(want));
+      more.used(want, static_cast<std::size_t>(in.gcount()));
+      if (whole.size() + more.size() > limit) throw too_large();
+    }
+    if (in.bad()) throw IoError(path + ": read error (" + std::strerror(errno) + ")");
+    more.append_to(whole);
   } catch (const std::bad_alloc&) {
-    throw DataError(path + ": does not fit in this machine's memory (" + std::to_string(bytes.size() >> 20) +
-                    " MiB read)");
+    out_of_memory(path, whole.size() + more.size());
   }
-  if (in.bad()) throw IoError(path + ": read error (" + std::strerror(errno) + ")");
-  if (bytes.size() > limit) throw too_large();
-  return decompress(std::move(bytes), path, limit);
+  return decompress(std::move(whole), path, limit);
 }
 
 std::vector<unsigned char> decompress(std::vector<unsigned char> bytes, const std::string& source, std::size_t limit) {
@@ -294,7 +367,7 @@ IdxArray parse_idx(std::span<const unsigned char> bytes, const std::string& sour
   return a;
 }
 
-Dataset read_idx(const std::string& images_path, const std::string& labels_path) {
+Dataset read_idx(const std::string& images_path, const std::string& labels_path) try {
   const std::vector<unsigned char> image_bytes = read_file(images_path);
   const IdxArray images = parse_idx(image_bytes, images_path);
   const std::vector<unsigned char> label_bytes = read_file(labels_path);
@@ -326,6 +399,8 @@ Dataset read_idx(const std::string& images_path, const std::string& labels_path)
   label_check.targets = d.targets;
   (void)label_check.class_labels();
   return d;
+} catch (const std::bad_alloc&) {
+  loaders::out_of_memory(images_path, 0);
 }
 
 // ---- split, standardisation ----
@@ -380,12 +455,13 @@ Standardizer Standardizer::fit(const Dataset& d) {
     }
   }
   // A constant feature (to rounding: its spread within a few ulps of its size) keeps scale 1, so it
-  // becomes ~0 instead of amplified rounding.
+  // becomes ~0 instead of amplified rounding; so does one whose spread is subnormal (dividing by
+  // it would overflow; model files refuse such a scale).
   for (std::size_t c = 0; c < d.cols; ++c) {
     s.mean[c] *= unit[c];
     double& v = s.scale[c];
     v = std::sqrt(v / double(d.rows)) * unit[c];
-    if (!(v > 16 * 0x1p-53 * largest[c]) || !std::isfinite(v)) v = 1;
+    if (!(v > 16 * 0x1p-53 * largest[c]) || !(v >= std::numeric_limits<double>::min()) || !std::isfinite(v)) v = 1;
   }
   return s;
 }

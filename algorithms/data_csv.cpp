@@ -9,6 +9,7 @@
 #include <string_view>
 #include <vector>
 
+#include "loader_memory.hpp"
 #include "tandem/data.hpp"
 #include "tandem/errors.hpp"
 
@@ -165,12 +166,29 @@ char detect_delimiter(std::string_view text) {
   return ' ';
 }
 
-// A finite decimal number ("1", "-2.5e3", "+.5"); not nan, inf or "+-1".
+// A finite decimal number ("1", "-2.5e3", "+.5"); not nan, inf or "+-1". One too small for a
+// double ("1e-400") reads as a zero of its sign, as NumPy and strtod read it; one too large is
+// refused, as an infinity is.
 bool parse_number(std::string_view field, double& value) {
   if (field.size() > 1 && field.front() == '+' && field[1] != '-' && field[1] != '+') field.remove_prefix(1);
   if (field.empty()) return false;
-  const auto [ptr, ec] = std::from_chars(field.data(), field.data() + field.size(), value);
-  return ec == std::errc() && ptr == field.data() + field.size() && std::isfinite(value);
+  const char* end = field.data() + field.size();
+  const auto [ptr, ec] = std::from_chars(field.data(), end, value);
+  if (ptr != end) return false;
+  if (ec == std::errc::result_out_of_range) {
+    // Out of a double's range: below it (underflow) or above it. A long double's wider exponent
+    // tells which; past even its range, the exponent's sign does.
+    long double wide = 0;
+    if (std::from_chars(field.data(), end, wide).ec == std::errc()) {
+      value = static_cast<double>(wide);
+    } else {
+      const std::size_t e = field.find_first_of("eE");
+      const bool tiny = e != std::string_view::npos && e + 1 < field.size() && field[e + 1] == '-';
+      value = tiny ? (field.front() == '-' ? -0.0 : 0.0) : HUGE_VAL;
+    }
+    return std::isfinite(value);
+  }
+  return ec == std::errc() && std::isfinite(value);
 }
 
 std::string show(std::string_view field) {
@@ -195,7 +213,7 @@ std::optional<long> parse_label_column(const std::string& spec) {
   return value;
 }
 
-Dataset parse_csv(std::string_view text, const std::string& source, const CsvOptions& options) {
+Dataset parse_csv(std::string_view text, const std::string& source, const CsvOptions& options) try {
   Dataset d;
   d.source = source;
   if (text.substr(0, 3) == "\xEF\xBB\xBF") text.remove_prefix(3);  // a UTF-8 byte order mark
@@ -270,6 +288,8 @@ Dataset parse_csv(std::string_view text, const std::string& source, const CsvOpt
   }
   if (d.rows == 0) fail(source, "the file has a header but no data lines");
   return d;
+} catch (const std::bad_alloc&) {
+  loaders::out_of_memory(source, text.size());
 }
 
 Dataset read_csv(const std::string& path, const CsvOptions& options) {

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# Fuzzes the readers of untrusted files: the CSV reader, the IDX reader, the gzip path and the
-# model files (fuzz/). Builds the fuzz preset (clang-15, libFuzzer, AddressSanitizer +
+# Fuzzes the readers of untrusted input: the CSV reader, the IDX reader, the gzip path, the
+# model files, the crossover file and the DLPack importer (fuzz/). Builds the fuzz preset (clang-15, libFuzzer, AddressSanitizer +
 # UndefinedBehaviorSanitizer) and runs each target for SECONDS, two at a time, starting from the
 # seed corpus in fuzz/corpus/<target> (copied into build/fuzz/corpus/<target>, which keeps what
 # earlier runs learnt). Any crash, leak, sanitizer report, timeout or out-of-memory is a finding:
@@ -15,10 +15,10 @@ cd "$(dirname "$0")/.."
 seconds=${1:-60}
 shift || true
 targets=("$@")
-[ ${#targets[@]} -gt 0 ] || targets=(csv idx gzip model)
+[ ${#targets[@]} -gt 0 ] || targets=(csv idx gzip model crossover dlpack)
 case "$seconds" in '' | *[!0-9]*) echo "fuzz.sh: SECONDS must be a whole number, not '$seconds'" >&2; exit 2 ;; esac
 for t in "${targets[@]}"; do
-  [ -d "fuzz/corpus/$t" ] || { echo "fuzz.sh: no target '$t' (csv, idx, gzip, model)" >&2; exit 2; }
+  [ -d "fuzz/corpus/$t" ] || { echo "fuzz.sh: no target '$t' (csv, idx, gzip, model, crossover, dlpack)" >&2; exit 2; }
 done
 command -v clang++-15 >/dev/null || { echo "fuzz.sh: clang++-15 is missing: run ci/install-deps.sh" >&2; exit 1; }
 

@@ -3,7 +3,7 @@
 #   1. Release build of everything with warnings as errors; every CTest test (the matrix runs on
 #      every backend built here, the rest report Skipped with the reason).
 #   2. AddressSanitizer + UndefinedBehaviorSanitizer build; the CPU tests again under them.
-#   3. ThreadSanitizer: the concurrency tests. 4. libFuzzer: each file reader for 60 s (ci/fuzz.sh).
+#   3. ThreadSanitizer: the concurrency tests. 4. libFuzzer: each reader of untrusted input for 60 s (ci/fuzz.sh).
 #   Between 1 and 2: the Python package installed with pip, and tandem against Kokkos 4.6.01
 #   built from ../shared/deps into a cache (ci/kokkos4.sh; SKIPPED, saying why, without it).
 # Before them: the size rule (ci/size.py: no file over 800 lines, no function over 120).
@@ -92,7 +92,7 @@ cmake --preset tsan >/dev/null
 cmake --build --preset tsan -j "$jobs"
 ctest --preset tsan -j "$jobs"
 
-stage "fuzzing: the CSV, IDX, gzip and model-file readers, 60 s each (clang-15, ASan+UBSan)"
+stage "fuzzing: the CSV, IDX, gzip, model-file and crossover readers and the DLPack importer, 60 s each (clang-15, ASan+UBSan)"
 bash ci/fuzz.sh 60
 
 echo "test.sh: all passed in $(( $(date +%s) - start )) s"

@@ -55,6 +55,7 @@ int run(int argc, const char* const* argv) {
   app.set_version_flag("--version", std::string("tandem ") + version_string);
   app.require_subcommand(1);
   app.get_formatter()->column_width(34);
+  forget_outputs();  // those of an earlier run in this process (the tests run several)
   std::vector<Command> commands = {add_info(app),    add_check(app),   add_train(app),
                                    add_predict(app), add_regress(app), add_compare(app)};
   for (Command& c : add_bench(app)) commands.push_back(std::move(c));
@@ -82,6 +83,7 @@ int run(int argc, const char* const* argv) {
     // The profile is an output too: checked before the work, written before the exit code is known.
     const auto profile_path = env::text("TANDEM_PROFILE");
     if (profile_path) check_writable(*profile_path);
+    check_outputs(chosen->app);
     const int code = chosen->run();
     if (profile_path && profile::enabled()) (void)profile::stop();
     return code;

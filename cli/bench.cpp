@@ -43,8 +43,10 @@ void add_common(CLI::App* sub, Common& c, bool compare) {
       "keep the caches warm between kernel runs (default: data that fits in the last-level cache is "
       "evicted before each run)");
   c.json.add(sub, "every measurement");
-  sub->add_option("--csv", c.csv_path, "every measurement as CSV (- for standard output)")->type_name("FILE");
-  sub->add_option("--plot", c.plot_dir, "PNG plots in DIR (needs python3-matplotlib)")->type_name("DIR");
+  output_file(sub, sub->add_option("--csv", c.csv_path, "every measurement as CSV (- for standard output)")
+                       ->type_name("FILE"));
+  output_folder(sub, sub->add_option("--plot", c.plot_dir, "PNG plots in DIR (needs python3-matplotlib)")
+                         ->type_name("DIR"));
   if (compare) {
     sub->add_option("--crossover", c.crossover_path,
                     "the sizes from which each backend wins, for TANDEM_CROSSOVER (not written when the numbers "
@@ -300,7 +302,7 @@ std::vector<Command> add_levels(CLI::App* bench) {
         ->type_name("NAME");
     sub->add_flag("--full", a->full, "the whole size range");
     a->json.add(sub, "the measurements");
-    sub->add_option("--plot", a->plot, "PNG plots in DIR (needs python3-matplotlib)")->type_name("DIR");
+    output_folder(sub, sub->add_option("--plot", a->plot, "PNG plots in DIR (needs python3-matplotlib)")->type_name("DIR"));
     out.push_back({sub, [a, memory] { return memory ? bench_memory(*a) : bench_bandwidth(*a); }});
   }
   return out;

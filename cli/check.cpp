@@ -271,8 +271,8 @@ Command add_check(CLI::App& app) {
           ->check(CLI::Range(0.0, 86400.0))
           ->type_name("SECONDS");
   a->json.add(sub, "every case");
-  sub->add_option("--junit", a->junit, "a JUnit XML report for CI systems (one testsuite per backend)")
-      ->type_name("FILE");
+  output_file(sub, sub->add_option("--junit", a->junit, "a JUnit XML report for CI systems (one testsuite per backend)")
+                       ->type_name("FILE"));
   return {sub, [a] { return run_check(*a); }};
 }
 

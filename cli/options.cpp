@@ -11,6 +11,7 @@
 #include <filesystem>
 #include <fstream>
 
+#include "sweep.hpp"
 #include "tandem/errors.hpp"
 
 namespace tandem::cli {
@@ -135,10 +136,47 @@ void check_writable(const std::string& path, std::initializer_list<std::string> 
   }
 }
 
+namespace {
+
+struct Output {
+  const CLI::App* app;
+  CLI::Option* option;
+  bool folder;
+};
+std::vector<Output>& outputs() {
+  static std::vector<Output> all;
+  return all;
+}
+
+}  // namespace
+
+void forget_outputs() { outputs().clear(); }
+
+void output_file(CLI::App* app, CLI::Option* option) { outputs().push_back({app, option, false}); }
+void output_folder(CLI::App* app, CLI::Option* option) { outputs().push_back({app, option, true}); }
+
+void check_outputs(const CLI::App* app) {
+  for (const Output& o : outputs()) {
+    if (o.app != app || o.option->count() == 0) continue;
+    const std::string value = o.option->results().empty() ? std::string() : o.option->results().front();
+    const std::string name = o.option->get_name(false, true);
+    try {
+      if (o.folder) {
+        sweep::plot_check(value);
+      } else if (!value.empty() && value != "-") {
+        check_writable(value);
+      }
+    } catch (const IoError& e) {
+      throw IoError(name + ": " + e.what());
+    }
+  }
+}
+
 void JsonOption::add(CLI::App* app, const std::string& what) {
   option_ = app->add_option("--json", path_, what + " as JSON, to FILE or (- or no FILE) to standard output")
                 ->expected(0, 1)
                 ->type_name("[FILE]");
+  output_file(app, option_);
 }
 
 bool JsonOption::wanted() const { return option_ != nullptr && option_->count() > 0; }

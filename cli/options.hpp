@@ -39,6 +39,15 @@ struct DataArgs {
 // so that no work is lost to a bad --save path, or when it is one of the command's inputs
 // (writing it would destroy the data: --save equal to --data).
 void check_writable(const std::string& path, std::initializer_list<std::string> inputs = {});
+// Marks an option of `app` as an output: a FILE ("-" or no value: standard output) or a folder of
+// plots (sweep::plot_check). check_outputs(app), run once the options are read and before the
+// command's work, checks each one given, so that a command whose output cannot be written fails
+// (IoError: exit 3) before it computes anything.
+void output_file(CLI::App* app, CLI::Option* option);
+void output_folder(CLI::App* app, CLI::Option* option);
+void check_outputs(const CLI::App* app);
+// Forgets the outputs marked so far: each run of the command line marks its own.
+void forget_outputs();
 
 // The subcommands (each in its own file).
 Command add_info(CLI::App& app);

@@ -9,6 +9,7 @@
 #include <cstring>
 #include <filesystem>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "sweep.hpp"
@@ -46,13 +47,14 @@ int spawn(const std::vector<std::string>& args, bool quiet) {
 
 }  // namespace
 
-void plot_json(const Json& doc, const std::string& dir, const std::string& file) {
+namespace {
+
+// The plotting script and a python3 that has matplotlib; InvalidArgument saying what to install
+// when either is missing (`data`: where the measurements were written, for the message).
+std::pair<std::filesystem::path, const char*> plot_tools(const std::string& data) {
   namespace fs = std::filesystem;
   std::error_code ec;
-  fs::create_directories(dir, ec);
-  if (ec) throw IoError("--plot: cannot create " + dir + " (" + ec.message() + ")");
-  const fs::path data = fs::path(dir) / file;
-  write_text(data.string(), json_text(doc));
+  const std::string kept = data.empty() ? std::string() : " (the data is in " + data + ")";
   // The script: installed beside the CLI (share/tandem), else in the source tree it was built from.
   std::vector<fs::path> candidates;
   const fs::path self = fs::read_symlink("/proc/self/exe", ec);
@@ -65,19 +67,41 @@ void plot_json(const Json& doc, const std::string& dir, const std::string& file)
       break;
     }
   }
-  if (script.empty()) {
-    throw InvalidArgument("--plot: bench/plot.py is not installed with this tandem; the data is in " + data.string());
-  }
+  if (script.empty()) throw InvalidArgument("--plot: bench/plot.py is not installed with this tandem" + kept);
   // Debian's matplotlib belongs to /usr/bin/python3; a python3 earlier on PATH may lack it.
   for (const char* python : {"/usr/bin/python3", "python3"}) {
-    if (spawn({python, "-c", "import matplotlib"}, true) != 0) continue;
-    if (spawn({python, script.string(), data.string(), dir}, false) != 0) {
-      throw InvalidArgument("--plot: " + script.string() + " failed (see above); the data is in " + data.string());
-    }
-    return;
+    if (spawn({python, "-c", "import matplotlib"}, true) == 0) return {script, python};
   }
-  throw InvalidArgument("--plot needs matplotlib: apt install python3-matplotlib (the data is in " + data.string() +
-                        ")");
+  throw InvalidArgument("--plot needs matplotlib: apt install python3-matplotlib" + kept);
+}
+
+}  // namespace
+
+void plot_check(const std::string& dir) {
+  namespace fs = std::filesystem;
+  std::error_code ec;
+  if (fs::exists(dir, ec) && !fs::is_directory(dir, ec)) {
+    throw IoError(dir + " is not a folder (the plots are PNG files written into one)");
+  }
+  // The nearest folder that exists must let us create the rest in it, or write there.
+  fs::path at = fs::absolute(dir, ec);
+  while (!at.empty() && !fs::exists(at, ec) && at.has_parent_path() && at.parent_path() != at) at = at.parent_path();
+  if (!fs::is_directory(at, ec)) throw IoError(at.string() + " is not a folder");
+  if (access(at.c_str(), W_OK) != 0) throw IoError("cannot write in " + at.string() + " (" + std::strerror(errno) + ")");
+  (void)plot_tools("");
+}
+
+void plot_json(const Json& doc, const std::string& dir, const std::string& file) {
+  namespace fs = std::filesystem;
+  std::error_code ec;
+  fs::create_directories(dir, ec);
+  if (ec) throw IoError("--plot: cannot create " + dir + " (" + ec.message() + ")");
+  const fs::path data = fs::path(dir) / file;
+  write_text(data.string(), json_text(doc));
+  const auto [script, python] = plot_tools(data.string());
+  if (spawn({python, script.string(), data.string(), dir}, false) != 0) {
+    throw InvalidArgument("--plot: " + script.string() + " failed (see above); the data is in " + data.string());
+  }
 }
 
 }  // namespace tandem::cli::sweep

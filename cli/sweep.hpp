@@ -89,6 +89,9 @@ Noise assess_noise(const std::vector<Result>& results, double load_before, int c
 // python3-matplotlib), as an argument vector (no shell); InvalidArgument saying what to install
 // when it cannot, IoError when dir cannot be written.
 void plot_json(const Json& doc, const std::string& dir, const std::string& file);
+// What plot_json needs, checked before any work: dir a folder that exists or can be created and
+// written, the script and matplotlib there (IoError or InvalidArgument as plot_json throws).
+void plot_check(const std::string& dir);
 inline void plot(const std::vector<Result>& results, const std::string& dir, const std::string& command) {
   plot_json(json(results, command), dir, "results.json");
 }

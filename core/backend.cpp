@@ -14,6 +14,7 @@
 
 #include "caching_allocator.hpp"
 #include "host_event.hpp"
+#include "host_memory.hpp"
 #include "tandem/errors.hpp"
 
 namespace tandem {
@@ -138,8 +139,12 @@ Queue Backend::graph_queue() {
 void* Backend::host_allocate(std::size_t bytes, bool& pinned) {
   pinned = false;
   const std::size_t rounded = (bytes + 63) / 64 * 64;
-  void* ptr = rounded == 0 ? nullptr : ::operator new(rounded, std::align_val_t(64), std::nothrow);
-  if (ptr == nullptr && bytes != 0) throw OutOfMemory(bytes, 0, name() + " (host)");
+  // Linux overcommits: what could never be backed is refused now rather than killed for later.
+  const std::size_t total = host::physical_memory_bytes();
+  void* ptr = rounded == 0 || (total != 0 && rounded > total)
+                  ? nullptr
+                  : ::operator new(rounded, std::align_val_t(64), std::nothrow);
+  if (ptr == nullptr && bytes != 0) throw OutOfMemory(bytes, host::available_memory_bytes(), name() + " (host)");
   return ptr;
 }
 
@@ -159,8 +164,21 @@ void Backend::read_probe(Queue, const void*, std::size_t, unsigned, unsigned, vo
                     "' has no device memory probe: `tandem bench memory` measures CPU backends on the host");
 }
 
+namespace {
+// The graphs this thread is replaying: work that replays its own graph would recurse until the
+// stack ran out.
+thread_local std::vector<const Graph::Impl*> graphs_replaying;
+}  // namespace
+
 void Graph::replay() {
   if (!impl_) throw InvalidArgument("Graph::replay: this Graph is empty (make one with Backend::capture)");
+  if (std::find(graphs_replaying.begin(), graphs_replaying.end(), impl_.get()) != graphs_replaying.end()) {
+    throw InvalidArgument("Graph::replay: called from inside its own replay (a graph cannot contain itself)");
+  }
+  graphs_replaying.push_back(impl_.get());
+  struct Pop {
+    ~Pop() { graphs_replaying.pop_back(); }
+  } pop;
   impl_->replay();
 }
 

@@ -2,6 +2,7 @@
 // instance of each. Explicit (no self-registration) so that static linking keeps every backend.
 #include "tandem/registry.hpp"
 
+#include <algorithm>
 #include <charconv>
 #include <cstdio>
 #include <cstdlib>
@@ -165,17 +166,18 @@ std::vector<BackendInfo> backends() {
 }
 
 std::string auto_backend_name() {
-  const auto list = backends();  // probes each backend's devices once
-  std::string best = "reference";
-  int best_rank = std::numeric_limits<int>::max();
-  for (std::size_t i = 0; i < list.size(); ++i) {
-    const int rank = entries()[i].auto_rank;
-    if (rank > 0 && rank < best_rank && list[i].available) {
-      best = list[i].name;
-      best_rank = rank;
-    }
+  // In the auto order, probing each backend's devices only until one has some: a module further
+  // down the order (or not in it) is not even opened.
+  std::vector<const Entry*> order;
+  for (const Entry& e : entries()) {
+    if (e.auto_rank > 0 && e.built) order.push_back(&e);
   }
-  return best;
+  std::sort(order.begin(), order.end(), [](const Entry* a, const Entry* b) { return a->auto_rank < b->auto_rank; });
+  for (const Entry* e : order) {
+    std::string why;
+    if (e->device_count(why) > 0) return e->name;
+  }
+  return "reference";
 }
 
 Backend& get_backend(std::string_view requested) {
@@ -211,10 +213,20 @@ Crossover crossover_for(std::string_view algorithm) {
   if (std::filesystem::is_directory(path, ec)) {
     throw DataError(std::string(path) + ": is a directory, not a crossover file (TANDEM_CROSSOVER)");
   }
-  std::ifstream in(path);
+  std::ifstream in(path, std::ios::binary);
   if (!in) throw DataError(std::string(path) + ": cannot open the crossover file (TANDEM_CROSSOVER)");
+  // A crossover file is a few lines: read up to 1 MiB (a device such as /dev/zero never ends, and
+  // a line without an end would grow without bound).
+  constexpr std::size_t kMaxBytes = std::size_t(1) << 20;
+  std::string text(kMaxBytes + 1, '\0');
+  in.read(text.data(), static_cast<std::streamsize>(text.size()));
+  text.resize(static_cast<std::size_t>(in.gcount()));
+  if (text.size() > kMaxBytes) {
+    throw DataError(std::string(path) + ": more than 1 MiB; not a crossover file (TANDEM_CROSSOVER)");
+  }
+  std::istringstream lines(text);
   std::string line;
-  for (int number = 1; std::getline(in, line); ++number) {
+  for (int number = 1; std::getline(lines, line); ++number) {
     const auto hash = line.find('#');
     if (hash != std::string::npos) line.resize(hash);
     std::istringstream fields(line);

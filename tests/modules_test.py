@@ -13,10 +13,17 @@
   modules_test.py path --tandem T MODULE
       A module copied to a folder named by TANDEM_BACKEND_PATH is the one loaded (tandem info
       shows its path), and its backend passes `tandem check --quick` where it has a device.
+  modules_test.py damaged --tandem T MODULE
+      What TANDEM_BACKEND_PATH may name instead of a whole module: the module cut in half, a
+      dangling symbolic link, a loop of links, a folder, a text file. `tandem info` must list
+      the backend unavailable with that reason (never crash: a truncated library is mapped past
+      its end, SIGBUS), load no other copy in its place, and `tandem train` without --backend
+      must run on a CPU backend.
 
 Prints SKIPPED (and exits 0) when readelf is missing; exits 1 with the reason on a failure.
 """
 import argparse
+import json
 import os
 import re
 import shutil
@@ -105,9 +112,43 @@ def path(args):
         print(f"ok: tandem check --quick passes on {backend}")
 
 
+def damaged(args, data):
+    module = args.modules[0]
+    name = os.path.basename(module)
+    backend = name[len("libtandem-"):-len(".so")]
+    whole = open(module, "rb").read()
+    cases = {
+        "cut in half": (lambda f: open(f, "wb").write(whole[: len(whole) // 2]), r"truncated: it is \d+ bytes"),
+        "a dangling link": (lambda f: os.symlink(f + ".gone", f), r"a symbolic link to a file that does not exist"),
+        "a loop of links": (lambda f: (os.symlink(f + ".b", f), os.symlink(f, f + ".b")), r"a loop of symbolic links"),
+        "a folder": (lambda f: os.mkdir(f), r"not a regular file"),
+        "a text file": (lambda f: open(f, "w").write("not a library\n" * 10), r"not an ELF file"),
+    }
+    for what, (make, says) in cases.items():
+        with tempfile.TemporaryDirectory() as folder:
+            entry = os.path.join(folder, name)
+            make(entry)
+            env = dict(os.environ, TANDEM_BACKEND_PATH=folder)
+            rc, out = run([args.tandem, "info", "--json", "-"], env)
+            try:
+                listed = {b["name"]: b for b in json.loads(out)["backends"]}[backend]
+            except (ValueError, KeyError):
+                fail(f"{what}: tandem info --json (exit {rc}) gave no entry for {backend}:\n{out}")
+            if rc != 0 or listed["available"] or entry not in listed["reason"] or not re.search(says, listed["reason"]):
+                fail(f"{what}: tandem info (exit {rc}) does not list {backend} unavailable for '{says}' at {entry}: "
+                     f"{listed}")
+            if listed["module"] != entry:  # the entry found first is the one used, no other copy
+                fail(f"{what}: {backend}'s module is {listed['module']!r}, not {entry}")
+            rc, out = run([args.tandem, "train", "--data", data, "--epochs", "1"], env)
+            if rc != 0:
+                fail(f"{what}: tandem train without --backend exited {rc}:\n{out}")
+            print(f"ok: {what}: {backend} unavailable ({listed['reason'][:120]}), train ran")
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("mode", choices=["hidden", "path"])
+    parser.add_argument("mode", choices=["hidden", "path", "damaged"])
+    parser.add_argument("--data", help="a small CSV for the damaged mode's training run")
     parser.add_argument("--tandem", required=True)
     parser.add_argument("--library")
     parser.add_argument("--matrix")
@@ -117,7 +158,12 @@ def main():
     if shutil.which("readelf") is None:
         print("SKIPPED: readelf (binutils) is not installed")
         return 0
-    hidden(args) if args.mode == "hidden" else path(args)
+    if args.mode == "hidden":
+        hidden(args)
+    elif args.mode == "path":
+        path(args)
+    else:
+        damaged(args, args.data)
     return 0
 
 

@@ -139,3 +139,29 @@ TEST_CASE("concurrency: a capture inside captured work is refused") {
   be->synchronize(q);
   CHECK(refused);
 }
+
+TEST_CASE("concurrency: work that replays its own graph is refused instead of recursing") {
+  Backend* be = test::backend_or_skip();
+  if (be == nullptr) return;
+  const Queue q = be->create_queue();
+  Buffer x(*be, DType::f32, 16);
+  // Where a replay runs the recorded work (the host backends), the inner replay is refused; where
+  // the work ran once while a device graph was captured (self still empty), a replay runs no host
+  // code. Without the guard the host backends recursed until the stack ran out.
+  Graph self;
+  int runs = 0;
+  std::string refused;
+  try {
+    self = be->capture(q, [&] {
+      ++runs;
+      fill(x, 1.0, q);
+      if (!self.empty()) self.replay();
+    });
+    self.replay();
+  } catch (const InvalidArgument& e) {
+    refused = e.what();
+  }
+  be->synchronize(q);
+  CHECK(runs == 1);
+  if (!refused.empty()) CHECK(refused.find("inside its own replay") != std::string::npos);
+}

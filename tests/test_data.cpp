@@ -196,11 +196,18 @@ TEST_SUITE("data") {
     expect_data_error([] { data::parse_csv("1\n2\n", "o.csv", {.label_column = 0}); }, {"no feature columns"});
     expect_data_error([] { data::parse_csv("1,2\n3,\n", "m.csv"); },
                       {"line 2, column 2", "'' is not a (finite) number"});
-    for (const char* bad : {"nan", "inf", "-inf", "+-1", "++1", "1e999"}) {
+    for (const char* bad : {"nan", "inf", "-inf", "+-1", "++1", "1e999", "-1e99999", "1e-400x"}) {
       CAPTURE(bad);
       expect_data_error([&] { data::parse_csv(std::string("1,2\n3,") + bad + "\n", "f.csv"); },
                         {"line 2, column 2", "is not a (finite) number"});
     }
+    // Below a double's range: a zero of its sign, as NumPy reads it (documented in docs/ml.md).
+    const data::Dataset tiny = data::parse_csv("1,2\n1e-400,-1e-99999\n", "t.csv");
+    REQUIRE(tiny.features.size() == 4);
+    CHECK(tiny.features[2] == 0.0);
+    CHECK(!std::signbit(tiny.features[2]));
+    CHECK(tiny.features[3] == 0.0);
+    CHECK(std::signbit(tiny.features[3]));
     expect_data_error([] { data::parse_csv("1,2147483647\n", "big.csv", {.label_column = -1}).class_count(); },
                       {"big.csv", "2^31 - 1"});
     expect_data_error([] { data::parse_csv("1,0.5\n", "c.csv", {.label_column = -1}).class_labels(); },
@@ -450,6 +457,11 @@ TEST_CASE("a Dataset whose fields disagree is refused by every function that tak
   short_targets.features = {1, 2, 3, 4, 5, 6, 7, 8};
   short_targets.targets = {1, 2};
   CHECK_THROWS_WITH_AS(data::Standardizer::fit(short_targets), doctest::Contains("2 targets for 4 rows"),
+                       ShapeMismatch);
+  // Training and regression say the same, not "has no targets".
+  CHECK_THROWS_WITH_AS(ml::train(model, short_targets, nullptr, {}), doctest::Contains("2 targets for 4 rows"),
+                       ShapeMismatch);
+  CHECK_THROWS_WITH_AS(ml::fit_linear_regression(ref, short_targets), doctest::Contains("2 targets for 4 rows"),
                        ShapeMismatch);
   // A standardiser whose means and scales disagree is refused before it indexes either.
   const data::Standardizer torn{{0, 0}, {1}};

@@ -40,6 +40,14 @@ TEST_CASE("upload, download, slice, copy and fill") {
   CHECK_FALSE(pinned.is_pinned());  // CPU backends have no page-locked memory to offer
   CHECK(pinned.span<float>().size() == 16);
   CHECK_THROWS_AS(pinned.span<double>(), DTypeMismatch);
+  // More host memory than the machine has: OutOfMemory with what is free, not "0 bytes free".
+  try {
+    HostBuffer huge(be, DType::f32, std::size_t(1) << 60);
+    FAIL("a 4 EiB host buffer was allocated");
+  } catch (const OutOfMemory& e) {
+    CHECK(e.bytes_free() > 0);
+    CHECK(std::string(e.what()).find(" 0 bytes") == std::string::npos);
+  }
 }
 
 TEST_CASE("f16 and bf16 round to nearest even and keep NaN and Inf") {

@@ -5,8 +5,10 @@
 #include <array>
 #include <cmath>
 #include <cstdio>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <limits>
 #include <string>
 #include <vector>
 
@@ -119,9 +121,49 @@ TEST_SUITE("model files") {
     model.standardizer.mean = {0, 1, 2, 3};
     model.standardizer.scale = {1, 1, 0, 1};  // a zero scale divides by zero
     CHECK(error_of(be, model.serialize()).find("scale is not a finite positive number") != std::string::npos);
+    model.standardizer.scale = {1, 5e-324, 1, 1};  // subnormal: 1 / scale overflows
+    CHECK(error_of(be, model.serialize()).find("scale is not a finite positive number of at least 2^-1022") !=
+          std::string::npos);
     model.standardizer.scale = {1, 1, 1, 1};
     model.standardizer.mean[1] = std::nan("");
     CHECK(error_of(be, model.serialize()).find("mean is not finite") != std::string::npos);
+  }
+
+  TEST_CASE("a NaN or infinite weight behind a valid checksum is refused, naming where it is") {
+    Backend& be = get_backend("reference");
+    for (DType t : {DType::f32, DType::f64}) {
+      CAPTURE(name_of(t));
+      ml::MlpOptions o;
+      o.dtype = t;
+      ml::Mlp model(be, ml::layers_from_widths({3, 4, 2}), o);
+      std::vector<unsigned char> good = model.serialize();
+      CHECK(error_of(be, good).empty());
+      for (const double bad : {std::nan(""), HUGE_VAL, -HUGE_VAL}) {
+        std::vector<unsigned char> b = good;
+        // The last parameter: the 4 checksum bytes end the file, the value sits just before them.
+        const std::size_t at = b.size() - 4 - size_of(t);
+        if (t == DType::f32) {
+          const float f = static_cast<float>(bad);
+          std::memcpy(b.data() + at, &f, 4);
+        } else {
+          std::memcpy(b.data() + at, &bad, 8);
+        }
+        reseal(b);
+        const std::string e = error_of(be, b);
+        CHECK(e.find(std::isnan(bad) ? "is NaN" : "is infinite") != std::string::npos);
+        CHECK(e.find("byte offset " + std::to_string(at)) != std::string::npos);
+      }
+    }
+  }
+
+  TEST_CASE("fit() never makes a scale the model file would refuse") {
+    data::Dataset d;
+    d.rows = 4;
+    d.cols = 2;
+    d.features = {1e-310, 1, 3e-310, 2, -2e-310, 3, 0, 4};  // column 0 spreads subnormally
+    d.targets = {0, 1, 0, 1};
+    const data::Standardizer s = data::Standardizer::fit(d);
+    for (double v : s.scale) CHECK(v >= std::numeric_limits<double>::min());
   }
 
   TEST_CASE("linear model files round-trip exactly and refuse corruption") {

@@ -182,6 +182,8 @@ TEST_CASE("backend_for picks the CPU below the measured crossover and the named 
   }
   CHECK_THROWS_WITH_AS(crossover_for("add"), doctest::Contains("line 2: the size 99999999999999999999999 is past"),
                        DataError);
+  setenv("TANDEM_CROSSOVER", "/dev/zero", 1);  // a line that never ends grew without bound
+  CHECK_THROWS_WITH_AS(crossover_for("add"), doctest::Contains("more than 1 MiB"), DataError);
   setenv("TANDEM_CROSSOVER", ".", 1);  // a directory read as an empty file before
   CHECK_THROWS_WITH_AS(crossover_for("add"), doctest::Contains("is a directory"), DataError);
   setenv("TANDEM_CROSSOVER", "/nonexistent/crossover.txt", 1);

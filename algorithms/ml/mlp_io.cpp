@@ -139,7 +139,10 @@ Mlp Mlp::deserialize(Backend& backend, const std::vector<unsigned char>& bytes, 
   }
   for (double& v : model.standardizer.scale) {
     v = r.f64("the standardiser");
-    if (!std::isfinite(v) || !(v > 0)) r.fail("a standardiser scale is not a finite positive number");
+    // At least DBL_MIN: dividing by a subnormal scale overflows to Inf (what fit() makes is 1 or normal).
+    if (!std::isfinite(v) || !(v >= std::numeric_limits<double>::min())) {
+      r.fail("a standardiser scale is not a finite positive number of at least 2^-1022 (it divides every feature)");
+    }
   }
   for (Buffer& p : model.params_) {
     const auto n = r.le<std::uint64_t>("a parameter count");
@@ -147,7 +150,24 @@ Mlp Mlp::deserialize(Backend& backend, const std::vector<unsigned char>& bytes, 
       r.fail("a parameter buffer of " + std::to_string(n) + " values where the layers need " +
              std::to_string(p.size()));
     }
+    const std::size_t at = r.offset();
     const unsigned char* raw = r.take(p.bytes(), "the parameters");
+    // A NaN or Inf weight makes every prediction NaN (argmax: class 0): refused with where it is.
+    for (std::size_t i = 0; i < n; ++i) {
+      double v;
+      if (o.dtype == DType::f32) {
+        float f;
+        std::memcpy(&f, raw + 4 * i, 4);
+        v = f;
+      } else {
+        std::memcpy(&v, raw + 8 * i, 8);
+      }
+      if (!std::isfinite(v)) {
+        throw DataError(source + ": byte offset " + std::to_string(at + i * size_of(o.dtype)) + ": parameter " +
+                        std::to_string(i) + " of buffer " + std::to_string(&p - model.params_.data()) + " is " +
+                        (std::isnan(v) ? "NaN" : "infinite") + "; a model with such a weight cannot predict");
+      }
+    }
     p.upload_bytes(raw, p.bytes());
   }
   if (!r.at_end()) r.fail("unexpected bytes after the last parameter");

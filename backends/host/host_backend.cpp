@@ -2,21 +2,7 @@
 
 #include <new>
 
-#include <sys/sysinfo.h>
-
 namespace tandem::host {
-
-std::size_t physical_memory_bytes() {
-  struct sysinfo info {};
-  if (sysinfo(&info) != 0) return 0;
-  return static_cast<std::size_t>(info.totalram) * info.mem_unit;
-}
-
-std::size_t available_memory_bytes() {
-  struct sysinfo info {};
-  if (sysinfo(&info) != 0) return 0;
-  return static_cast<std::size_t>(info.freeram + info.bufferram) * info.mem_unit;
-}
 
 void* HostBackend::device_allocate(std::size_t bytes) {
   // Linux overcommits: refuse outright what could never be backed rather than be killed later.

@@ -7,6 +7,7 @@
 
 #include "tandem/backend.hpp"
 #include "../../core/dispatch.hpp"
+#include "../../core/host_memory.hpp"
 #include "tandem/errors.hpp"
 
 namespace tandem::host {
@@ -49,9 +50,5 @@ class HostBackend : public Backend {
   // Queues on the host are synchronous: only the default queue (id 0) and those from create_queue.
   void check_queue(Queue q) const;
 };
-
-// Total and available physical memory (bytes), from the OS.
-std::size_t physical_memory_bytes();
-std::size_t available_memory_bytes();
 
 }  // namespace tandem::host
