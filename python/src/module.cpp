@@ -74,6 +74,20 @@ nb::list backend_list() {
 
 std::shared_ptr<Backend> shared(Backend& b) { return b.shared_from_this(); }
 
+// The names of the variants a backend keeps of 'reduce' or 'scan' (teaching variants, and
+// 'vendor' where the vendor library is linked).
+std::vector<std::string> variant_names(const Backend& b, const std::string& algorithm) {
+  std::vector<std::string> names;
+  if (algorithm == "reduce") {
+    for (ReduceVariant v : b.reduce_variants()) names.emplace_back(name_of(v));
+  } else if (algorithm == "scan") {
+    for (ScanVariant v : b.scan_variants()) names.emplace_back(name_of(v));
+  } else {
+    throw InvalidArgument("variants: algorithm '" + algorithm + "' has no variants; use 'reduce' or 'scan'");
+  }
+  return names;
+}
+
 nb::dict case_dict(const verify::CaseResult& r) {
   nb::dict d;
   d["family"] = "";
@@ -150,21 +164,8 @@ void bind_core(nb::module_& m) {
           },
           nb::arg("dtype") = nb::none())
       .def(
-          "variants",
-          [](const Backend& b, const std::string& algorithm) {
-            std::vector<std::string> names;
-            if (algorithm == "reduce") {
-              for (ReduceVariant v : b.reduce_variants()) names.emplace_back(name_of(v));
-            } else if (algorithm == "scan") {
-              for (ScanVariant v : b.scan_variants()) names.emplace_back(name_of(v));
-            } else {
-              throw InvalidArgument("variants: algorithm '" + algorithm + "' has no variants; use 'reduce' or 'scan'");
-            }
-            return names;
-          },
-          nb::arg("algorithm"),
-          "The variants of 'reduce' or 'scan' this backend keeps (teaching variants, and 'vendor' where the vendor "
-          "library is linked); empty when it has one way only.")
+          "variants", &variant_names, nb::arg("algorithm"),
+          "The variants of 'reduce' or 'scan' this backend keeps; empty when it has one way only.")
       .def(
           "synchronize", [](Backend& b) { b.synchronize(Queue{}); }, nb::call_guard<nb::gil_scoped_release>(),
           "Waits until the work queued on the default queue is done.")

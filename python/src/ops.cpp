@@ -246,8 +246,7 @@ void bind_ops(nb::module_& m) {
         return read_scalar(result);
       },
       nb::arg("op"), nb::arg("x"), nb::arg("variant") = "", Release(),
-      "op (sum, min, max, argmax, norm2) over x, with one of the backend's variants if named "
-      "(Backend.variants('reduce')).");
+      "op (sum, min, max, argmax, norm2) over x, with one of the backend's variants if named.");
   m.def(
       "reduce_rows",
       [](const Array& x, const std::string& op) {
