@@ -316,10 +316,9 @@ IdxArray parse_idx(std::span<const unsigned char> bytes, const std::string& sour
   std::size_t count = 1;
   for (unsigned i = 0; i < rank; ++i) {
     a.dims.push_back(be32(bytes.data() + 4 + 4 * i));
-    if (a.dims.back() != 0 && count > (std::size_t(1) << 40) / a.dims.back()) {
+    if (!detail::mul_fits(count, std::size_t(a.dims.back()), count) || count > (std::size_t(1) << 40)) {
       fail(source, "byte offset " + std::to_string(4 + 4 * i) + ": the dimensions describe more than 2^40 values");
     }
-    count *= a.dims.back();
   }
   // Each value becomes a double: 8 times the bytes of a u8 file. The cap matches CSV's max_values.
   constexpr std::size_t kMaxValues = std::size_t(1) << 29;

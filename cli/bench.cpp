@@ -48,10 +48,10 @@ void add_common(CLI::App* sub, Common& c, bool compare) {
   output_folder(sub, sub->add_option("--plot", c.plot_dir, "PNG plots in DIR (needs python3-matplotlib)")
                          ->type_name("DIR"));
   if (compare) {
-    sub->add_option("--crossover", c.crossover_path,
-                    "the sizes from which each backend wins, for TANDEM_CROSSOVER (not written when the numbers "
-                    "are noise)")
-        ->type_name("FILE");
+    output_file(sub, sub->add_option("--crossover", c.crossover_path,
+                                     "the sizes from which each backend wins, for TANDEM_CROSSOVER (not written when "
+                                     "the numbers are noise)")
+                         ->type_name("FILE"));
   }
 }
 

@@ -51,10 +51,10 @@ void check_backend() {
 const std::vector<Checked>& table() {
   static const std::vector<Checked> rows = {
       {"TANDEM_BACKEND", backend_values, "the backend default_backend() and the CLI use", check_backend},
-      {"TANDEM_CPU_ISA", [] { return std::string("generic, avx2 or avx512"); },
+      {"TANDEM_CPU_ISA", [] { return std::string("generic, avx2, avx512 or amx"); },
        "the widest instruction set the openmp kernels may use",
        [] {
-         env::choice("TANDEM_CPU_ISA", {"generic", "avx2", "avx512"}, "avx512");
+         env::choice("TANDEM_CPU_ISA", {"generic", "avx2", "avx512", "amx"}, "amx");
        }},
       {"TANDEM_OPENMP_STREAM_FROM", [] { return std::string("a size in bytes, or off"); },
        "bytes an op moves (inputs and output) from which the openmp backend writes its output in interleaved "

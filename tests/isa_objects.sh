@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # The openmp backend compiles some sources for AVX2 or AVX-512 (kernels_<isa>.cpp under a target
-# pragma, microkernel/softmax/scan_avx512 with -m flags). One copy of each inline function or
+# pragma, microkernel/softmax/scan_avx512 with -m flags), and matmul_amx.cpp for AMX tiles. One copy of each inline function or
 # template instance is kept by the linker for the whole program: if an ISA object defined one
 # with AVX instructions (a header included after the pragma, an inline helper outside the ISA's
 # namespace), code that runs on every CPU could get it, and die with SIGILL on a CPU without that
@@ -14,7 +14,7 @@ for tool in nm objdump c++filt; do
   command -v "$tool" >/dev/null || { echo "SKIPPED: $tool is not installed (binutils)"; exit 0; }
 done
 shopt -s nullglob
-objects=("$dir"/*_avx2.cpp.o "$dir"/*_avx512.cpp.o)
+objects=("$dir"/*_avx2.cpp.o "$dir"/*_avx512.cpp.o "$dir"/*_amx.cpp.o)
 if [ "${#objects[@]}" -eq 0 ]; then
   echo "SKIPPED: no AVX2 or AVX-512 objects under $dir (not x86-64, or another build layout)"
   exit 0
@@ -23,11 +23,13 @@ failed=0
 for obj in "${objects[@]}"; do
   isa=avx2
   [[ "$obj" == *_avx512.cpp.o ]] && isa=avx512
-  # Functions whose code has an instruction on vector registers in VEX/EVEX form (v...) or on
-  # AVX-512 mask registers (k...).
+  [[ "$obj" == *_amx.cpp.o ]] && isa=amx
+  # Functions whose code has an instruction on vector registers in VEX/EVEX form (v...), on
+  # AVX-512 mask registers (k...), or on AMX tiles.
   vex=$(objdump -d --no-show-raw-insn "$obj" |
     awk '/^[0-9a-f]+ <.*>:$/ { name = substr($2, 2, length($2) - 3); next }
          /^ +[0-9a-f]+:\t(v[a-z0-9]+|k[a-z0-9]+) / && /%[xyz]mm|%k[0-7]/ { hit[name] = 1 }
+         /^ +[0-9a-f]+:\t(tile[a-z0-9]*|tdp[a-z0-9]+|ldtilecfg|sttilecfg)( |$)/ { hit[name] = 1 }
          END { for (n in hit) print n }' | sort -u)
   while read -r type sym; do
     case "$type" in

@@ -19,6 +19,13 @@ foreach(isa generic avx2)
                        ENVIRONMENT "TANDEM_CPU_ISA=${isa};TANDEM_TUNING=table" SKIP_REGULAR_EXPRESSION "SKIPPED:")
 endforeach()
 
+# The AMX tensor tier follows TANDEM_CPU_ISA too: capped at avx512 it is not offered (the plain
+# unit tests check it is offered where the CPU has AMX-BF16).
+add_test(NAME "openmp: TANDEM_CPU_ISA=avx512 leaves out the AMX tensor_core tier"
+         COMMAND tandem_unit_tests "--test-case=openmp's tensor_core tier*")
+set_tests_properties("openmp: TANDEM_CPU_ISA=avx512 leaves out the AMX tensor_core tier" PROPERTIES LABELS openmp
+                     ENVIRONMENT "TANDEM_CPU_ISA=avx512;TANDEM_TUNING=table" SKIP_REGULAR_EXPRESSION "SKIPPED:")
+
 # No code of those ISA variants can leak into code that runs on every CPU (see the script).
 if(CMAKE_SYSTEM_PROCESSOR MATCHES "x86_64|AMD64|amd64")
   add_test(NAME "openmp: the ISA objects share no AVX code" COMMAND bash ${CMAKE_CURRENT_SOURCE_DIR}/isa_objects.sh

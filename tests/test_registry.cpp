@@ -1,6 +1,10 @@
 // Backend selection, device properties, queues and events.
 #include <doctest/doctest.h>
 
+#if defined(__x86_64__)
+#include <cpuid.h>
+#endif
+
 #include <algorithm>
 #include <cstdio>
 #include <cstdlib>
@@ -215,4 +219,41 @@ TEST_CASE("openmp's kernels are the widest ISA the CPU has, or the TANDEM_CPU_IS
     const bool found = std::find(features.begin(), features.end(), kind + want) != features.end();
     CHECK_MESSAGE(found, kind, " is not ", want, (cap != nullptr ? " (TANDEM_CPU_ISA caps it there)" : ""));
   }
+}
+
+// openmp's tensor_core tier is bf16 on AMX tiles: offered exactly where the CPU has AMX-BF16 (and
+// the OS and Linux let the process use it) and TANDEM_CPU_ISA does not cap below amx; never for
+// other types. Where it is offered the matrix verifies it like every tier (openmp:matmul).
+TEST_CASE("openmp's tensor_core tier is bf16 on AMX, where the CPU has it and TANDEM_CPU_ISA allows it") {
+#ifndef TANDEM_TEST_HAVE_OPENMP
+  std::printf("SKIPPED: this build has no openmp backend\n");
+  return;
+#else
+  const auto be = create_backend("openmp");
+  const auto offers = [&](DType t) {
+    const auto tiers = be->matmul_tiers(t);
+    return std::find(tiers.begin(), tiers.end(), MatmulTier::tensor_core) != tiers.end();
+  };
+  CHECK_FALSE(offers(DType::f32));
+  CHECK_FALSE(offers(DType::f64));
+  std::string line;
+  for (const auto& [key, value] : be->properties().tuning) {
+    if (key == "tensor_core tier") line = value;
+  }
+  CHECK_MESSAGE(offers(DType::bf16) == (line.rfind("bf16 on AMX", 0) == 0), "tandem info says: ", line);
+  const char* cap = std::getenv("TANDEM_CPU_ISA");
+  const bool capped = cap != nullptr && std::string(cap) != "amx";
+  if (capped) CHECK_FALSE(offers(DType::bf16));
+  bool cpu_has = false;
+#if defined(__x86_64__)
+  unsigned a = 0, b = 0, c = 0, d = 0;
+  cpu_has = __get_cpuid_count(7, 0, &a, &b, &c, &d) != 0 && (d & (1u << 22)) != 0 && (d & (1u << 24)) != 0;
+#endif
+  if (!cpu_has) {
+    CHECK_FALSE(offers(DType::bf16));
+    std::printf("SKIPPED: this CPU has no AMX-BF16 (the tier is not offered: %s)\n", line.c_str());
+    return;
+  }
+  if (!capped && !offers(DType::bf16)) std::printf("SKIPPED: AMX-BF16 present but not usable here: %s\n", line.c_str());
+#endif
 }

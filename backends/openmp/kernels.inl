@@ -1,5 +1,5 @@
 // The openmp backend of one ISA: its kernels (elementwise.inl, reduce.inl, scan.inl) and the
-// final class whose primitives call them (Kernels). A new primitive is its kernel and its method
+// class whose primitives call them (Kernels, made as Owned<Kernels>). A new primitive is its kernel and its method
 // here. Included by kernels_<isa>.cpp after kernels_prelude.hpp, with
 //   TANDEM_ISA          the namespace and name of this variant (avx512, avx2, generic)
 //   TANDEM_ISA_TARGET   the GCC/clang target it is compiled for ("avx2,fma"; unset: baseline)

@@ -10,6 +10,7 @@
 
 #include "../../core/factories.hpp"
 #include "../host/cpu_info.hpp"
+#include "amx.hpp"
 #include "kernels.hpp"
 #include "microkernel.hpp"
 #include "tandem/environment.hpp"
@@ -34,10 +35,13 @@ std::size_t stream_from_bytes_setting() {
 
 bool isa_allowed(std::string_view isa) {
   static const std::string cap = [] {
-    return env::choice("TANDEM_CPU_ISA", {"generic", "avx2", "avx512"}, "avx512");
+    return env::choice("TANDEM_CPU_ISA", {"generic", "avx2", "avx512", "amx"}, "amx");
   }();
-  if (isa == "avx512") return cap == "avx512" && host::cpu_has_avx512f();
-  if (isa == "avx2") return (cap == "avx512" || cap == "avx2") && host::cpu_has_avx2_fma();
+#ifdef TANDEM_X86_KERNELS
+  if (isa == "amx") return cap == "amx" && amx_bf16();
+#endif
+  if (isa == "avx512") return (cap == "amx" || cap == "avx512") && host::cpu_has_avx512f();
+  if (isa == "avx2") return (cap == "amx" || cap == "avx512" || cap == "avx2") && host::cpu_has_avx2_fma();
   return isa == "generic";
 }
 
@@ -63,6 +67,14 @@ DeviceProperties OpenMPBackend::properties() const {
   if (!t.reduce_measured.empty()) p.tuning.push_back({"reduction prefetch measured", t.reduce_measured});
   p.tuning.push_back({"kernels", std::string(kernels_isa()) + " (elementwise, reductions, scans, softmax)"});
   p.tuning.push_back({"micro-kernel", best_microkernel_f32().isa});
+  {
+    std::string why = "this build has no x86-64 kernels";
+#ifdef TANDEM_X86_KERNELS
+    if (isa_allowed("amx")) why.clear();
+    else if (amx_bf16(&why)) why = "TANDEM_CPU_ISA caps the kernels below amx";
+#endif
+    p.tuning.push_back({"tensor_core tier", why.empty() ? std::string("bf16 on AMX tiles (tdpbf16ps)") : "none: " + why});
+  }
   p.tuning.push_back({"gemm blocking f32", gemm_blocking_text()});
   if (!gemm_blocking_forced() && !gemm_tuning().measured.empty()) {
     p.tuning.push_back({"gemm blocking measured", gemm_tuning().measured});
@@ -95,6 +107,7 @@ ReadPrefetch OpenMPBackend::reduce_prefetch(std::size_t bytes) const {
 
 std::vector<MatmulTier> OpenMPBackend::matmul_tiers(DType ab) const {
   std::vector<MatmulTier> tiers = {MatmulTier::naive, MatmulTier::tiled, MatmulTier::register_blocked};
+  if (ab == DType::bf16 && isa_allowed("amx")) tiers.push_back(MatmulTier::tensor_core);
   if (vendor_available() && (ab == DType::f32 || ab == DType::f64)) tiers.push_back(MatmulTier::vendor);
   return tiers;
 }
@@ -121,6 +134,19 @@ void OpenMPBackend::matmul(Queue q, const GemmArgs& g) {
       case MatmulTier::vendor:
         matmul_vendor(g);
         break;
+      case MatmulTier::tensor_core: {
+        std::string why = "this build has no x86-64 kernels";
+#ifdef TANDEM_X86_KERNELS
+        if (g.ab_type == DType::bf16 && isa_allowed("amx")) {
+          matmul_amx_bf16(g);
+          break;
+        }
+        if (amx_bf16(&why)) {
+          why = g.ab_type == DType::bf16 ? "TANDEM_CPU_ISA caps the kernels below amx" : "it takes bf16 inputs only";
+        }
+#endif
+        throw Unsupported("openmp: no tensor_core tier for this product: " + why);
+      }
       default:
         throw Unsupported("openmp: matmul tier '" + std::string(name_of(g.tier)) + "' is not offered");
     }

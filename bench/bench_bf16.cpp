@@ -1,0 +1,133 @@
+// bf16 matmul on the openmp backend: every bf16 tier this CPU offers (register_blocked widens to
+// f32 as it packs; tensor_core runs AMX tiles where the CPU has them) at 1024^3, 2048^3 and
+// 4096^3, timed alternately (the median of the rounds), with the tiers' results compared before a
+// speed is printed: a fast wrong answer is not a result. bench/pytorch_bf16_matmul.py runs this
+// beside PyTorch's bf16 matmul in alternating rounds for the peer's ratio.
+//
+// usage: tandem_bench_bf16 [--sizes N,N,...] [--reps R] [--json]
+//   --json: one JSON object on standard output instead of the table.
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <string>
+#include <vector>
+
+#include "bench_util.hpp"
+#include "tandem/tandem.hpp"
+
+namespace {
+
+using namespace tandem;
+
+struct Row {
+  std::int64_t n;
+  std::string tier;
+  double gflops;
+};
+
+std::vector<std::int64_t> parse_sizes(const std::string& text) {
+  std::vector<std::int64_t> sizes;
+  std::size_t from = 0;
+  while (from < text.size()) {
+    const std::size_t comma = std::min(text.find(',', from), text.size());
+    const long long n = std::atoll(text.substr(from, comma - from).c_str());
+    if (n < 1 || n > 16384) {
+      std::fprintf(stderr, "tandem_bench_bf16: sizes are whole numbers from 1 to 16384, not '%s'\n", text.c_str());
+      std::exit(2);
+    }
+    sizes.push_back(n);
+    from = comma + 1;
+  }
+  return sizes;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  std::vector<std::int64_t> sizes = {1024, 2048, 4096};
+  int reps = 5;
+  bool json = false;
+  for (int i = 1; i < argc; ++i) {
+    const std::string a = argv[i];
+    if (a == "--sizes" && i + 1 < argc) {
+      sizes = parse_sizes(argv[++i]);
+    } else if (a == "--reps" && i + 1 < argc) {
+      reps = std::max(1, std::atoi(argv[++i]));
+    } else if (a == "--json") {
+      json = true;
+    } else {
+      std::fprintf(stderr, "usage: tandem_bench_bf16 [--sizes N,N,...] [--reps R] [--json]\n");
+      return a == "--help" || a == "-h" ? 0 : 2;
+    }
+  }
+  try {
+    Backend& be = get_backend("openmp");
+    std::vector<MatmulTier> tiers;
+    for (MatmulTier t : be.matmul_tiers(DType::bf16)) {
+      if (t == MatmulTier::register_blocked || t == MatmulTier::tensor_core) tiers.push_back(t);
+    }
+    std::vector<Row> rows;
+    for (const std::int64_t n : sizes) {
+      const std::size_t count = static_cast<std::size_t>(n * n);
+      std::vector<bfloat16> h(count);
+      for (std::size_t i = 0; i < count; ++i) h[i] = bfloat16(float((i * 7919) % 61) / 61.0f - 0.5f);
+      Buffer a(be, DType::bf16, count), b(be, DType::bf16, count);
+      a.upload_bytes(h.data(), count * sizeof(bfloat16));
+      b.upload_bytes(h.data(), count * sizeof(bfloat16));
+      std::vector<Buffer> out;
+      std::vector<std::vector<double>> seconds(tiers.size());
+      for (std::size_t t = 0; t < tiers.size(); ++t) out.emplace_back(be, DType::f32, count);
+      const auto run = [&](std::size_t t) {
+        MatmulOptions o;
+        o.tier = tiers[t];
+        Matrix c = matrix(out[t], n, n);
+        matmul(matrix(a, n, n), matrix(b, n, n), c, o);
+        be.synchronize({});
+      };
+      for (std::size_t t = 0; t < tiers.size(); ++t) run(t);  // warm-up: packing buffers, threads
+      for (int r = 0; r < reps; ++r) {
+        for (std::size_t k = 0; k < tiers.size(); ++k) {
+          const std::size_t t = (k + static_cast<std::size_t>(r)) % tiers.size();  // rotating, as the tunings time
+          seconds[t].push_back(1e-3 * detail::host_ms([&] { run(t); }));
+        }
+      }
+      // Each tier's C against the first's: f32 sums of the same bf16 products, in another order.
+      const std::vector<float> first = out[0].to_vector<float>();
+      for (std::size_t t = 1; t < tiers.size(); ++t) {
+        const std::vector<float> other = out[t].to_vector<float>();
+        for (std::size_t i = 0; i < count; ++i) {
+          if (std::fabs(other[i] - first[i]) > 1e-3f * float(n)) {
+            std::fprintf(stderr, "tandem_bench_bf16: %s and %s differ at %lld^3, element %zu: %g against %g\n",
+                         std::string(name_of(tiers[t])).c_str(), std::string(name_of(tiers[0])).c_str(),
+                         static_cast<long long>(n), i, double(other[i]), double(first[i]));
+            return 1;
+          }
+        }
+      }
+      for (std::size_t t = 0; t < tiers.size(); ++t) {
+        std::sort(seconds[t].begin(), seconds[t].end());
+        const double median = seconds[t][seconds[t].size() / 2];
+        rows.push_back({n, std::string(name_of(tiers[t])), 2.0 * double(n) * double(n) * double(n) / median / 1e9});
+      }
+    }
+    if (json) {
+      std::printf("{\"rows\": [");
+      for (std::size_t i = 0; i < rows.size(); ++i) {
+        std::printf("%s{\"n\": %lld, \"tier\": \"%s\", \"gflops\": %.2f}", i ? ", " : "",
+                    static_cast<long long>(rows[i].n), rows[i].tier.c_str(), rows[i].gflops);
+      }
+      std::printf("]}\n");
+    } else {
+      std::printf("bf16 matmul on openmp (%s), median of %d alternating rounds\n",
+                  be.properties().name.c_str(), reps);
+      for (const Row& r : rows) {
+        std::printf("  %5lld^3  %-17s %8.1f GFLOP/s\n", static_cast<long long>(r.n), r.tier.c_str(), r.gflops);
+      }
+    }
+  } catch (const tandem::Error& e) {
+    std::fprintf(stderr, "tandem_bench_bf16: %s\n", e.what());
+    return 1;
+  }
+  return 0;
+}

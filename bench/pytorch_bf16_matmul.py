@@ -1,0 +1,107 @@
+#!/usr/bin/env python3
+"""bf16 matmul on the CPU: tandem's openmp tiers (tandem_bench_bf16) against PyTorch's bf16
+matmul (oneDNN, which runs AMX or AVX512-BF16 kernels where the CPU has them), in alternating
+rounds in one run, with the same thread count. Prints each size's GFLOP/s and tandem's best tier
+as a share of PyTorch; --json writes the medians, the CPU, the thread count and what PyTorch ran
+(torch.backends.cpu.get_cpu_capability()).
+
+PyTorch is not a build dependency of tandem: this script is only for machines that have it.
+
+usage: python3 bench/pytorch_bf16_matmul.py --tandem build/cpu/bench/tandem_bench_bf16
+                                            [--sizes 1024,2048,4096] [--rounds 3] [--threads N]
+                                            [--json FILE]
+"""
+import argparse
+import datetime
+import json
+import os
+import platform
+import statistics
+import subprocess
+import sys
+import time
+
+
+def torch_gflops(torch, n, reps):
+    """The median GFLOP/s of reps bf16 products of n x n after a warm-up, checked against f32."""
+    g = torch.Generator().manual_seed(n)
+    a = (torch.rand(n, n, generator=g) - 0.5).to(torch.bfloat16)
+    b = (torch.rand(n, n, generator=g) - 0.5).to(torch.bfloat16)
+    c = torch.matmul(a, b)
+    want = torch.matmul(a.float(), b.float())
+    if not torch.allclose(c.float(), want, rtol=0, atol=1e-2 * n ** 0.5):
+        sys.exit(f"PyTorch's bf16 matmul at {n} is not within bf16 rounding of the f32 product")
+    times = []
+    for _ in range(reps):
+        t0 = time.perf_counter()
+        torch.matmul(a, b)
+        times.append(time.perf_counter() - t0)
+    return 2.0 * n ** 3 / statistics.median(times) / 1e9
+
+
+def cpu_model():
+    try:
+        with open("/proc/cpuinfo") as f:
+            for line in f:
+                if line.startswith("model name"):
+                    return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return platform.processor() or "unknown CPU"
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--tandem", required=True, help="the tandem_bench_bf16 program")
+    parser.add_argument("--sizes", default="1024,2048,4096")
+    parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--reps", type=int, default=5)
+    parser.add_argument("--threads", type=int, default=os.cpu_count())
+    parser.add_argument("--json")
+    args = parser.parse_args()
+    try:
+        import torch
+    except ImportError:
+        print("SKIPPED: PyTorch is not installed (pip install torch)")
+        return 0
+    torch.set_num_threads(args.threads)
+    env = dict(os.environ, OMP_NUM_THREADS=str(args.threads))
+    sizes = [int(s) for s in args.sizes.split(",")]
+    ours, theirs = {}, {}
+    for r in range(args.rounds):
+        # Alternating, and each round starting with the other side, so that a drift of the
+        # machine's speed falls on both alike.
+        order = ["tandem", "torch"] if r % 2 == 0 else ["torch", "tandem"]
+        for side in order:
+            if side == "torch":
+                for n in sizes:
+                    theirs.setdefault(n, []).append(torch_gflops(torch, n, args.reps))
+            else:
+                out = subprocess.run([args.tandem, "--sizes", args.sizes, "--reps", str(args.reps), "--json"],
+                                     capture_output=True, text=True, env=env, check=False)
+                if out.returncode != 0:
+                    sys.exit(f"{args.tandem} exited {out.returncode}:\n{out.stderr}")
+                for row in json.loads(out.stdout)["rows"]:
+                    ours.setdefault((row["n"], row["tier"]), []).append(row["gflops"])
+    capability = torch.backends.cpu.get_cpu_capability() if hasattr(torch.backends, "cpu") else "?"
+    print(f"bf16 matmul, {args.threads} threads, {cpu_model()}; PyTorch {torch.__version__} ({capability}); "
+          f"medians of {args.rounds} alternating rounds")
+    tiers = sorted({t for (_, t) in ours})
+    print(f"{'size':>7} " + " ".join(f"{t:>17}" for t in tiers) + f" {'torch':>9}  best tandem / torch")
+    rows = []
+    for n in sizes:
+        mine = {t: statistics.median(ours[(n, t)]) for t in tiers if (n, t) in ours}
+        peer = statistics.median(theirs[n])
+        best = max(mine.values())
+        print(f"{n:>6}^3 " + " ".join(f"{mine.get(t, 0):17.1f}" for t in tiers) + f" {peer:9.1f}  {best / peer:6.2f}x")
+        rows.append({"n": n, "tandem": mine, "torch": peer, "ratio": best / peer})
+    if args.json:
+        with open(args.json, "w") as f:
+            json.dump({"command": "bench/pytorch_bf16_matmul.py", "date": datetime.date.today().isoformat(),
+                       "cpu": cpu_model(), "threads": args.threads, "torch": torch.__version__,
+                       "torch_cpu_capability": capability, "rounds": args.rounds, "rows": rows}, f, indent=1)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
