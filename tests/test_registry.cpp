@@ -13,6 +13,9 @@
 #include <vector>
 
 #include "support.hpp"
+#ifdef TANDEM_TEST_HAVE_OPENMP
+#include <omp.h>
+#endif
 #include "tandem/tandem.hpp"
 
 using namespace tandem;
@@ -255,5 +258,32 @@ TEST_CASE("openmp's tensor_core tier is bf16 on AMX, where the CPU has it and TA
     return;
   }
   if (!capped && !offers(DType::bf16)) std::printf("SKIPPED: AMX-BF16 present but not usable here: %s\n", line.c_str());
+#endif
+}
+
+// openmp sizes its team per op (fewer threads while other programs want the cores), on the
+// calling thread's OpenMP setting; the caller's own setting must be back after the op, and
+// tandem info must say the team and the wait policy in force.
+TEST_CASE("openmp: an op leaves the caller's OpenMP thread setting as it was, and info shows the team and wait policy") {
+#ifndef TANDEM_TEST_HAVE_OPENMP
+  std::printf("SKIPPED: this build has no openmp backend\n");
+#else
+  Backend& be = get_backend("openmp");
+  const int before = omp_get_max_threads();
+  omp_set_num_threads(before + 3);  // the caller's own setting, which no team size equals
+  Buffer x = Buffer::from(be, std::vector<float>(std::size_t(1) << 16, 1.0f)), r(be, DType::f32, 1);
+  reduce(ReduceOp::sum, x, r);
+  CHECK(r.to_vector<float>()[0] == 65536.0f);
+  CHECK(omp_get_max_threads() == before + 3);
+  omp_set_num_threads(before);
+  std::string threads, wait;
+  for (const auto& [key, value] : be.properties().tuning) {
+    if (key == "threads") threads = value;
+    if (key == "wait policy") wait = value;
+  }
+  CHECK_MESSAGE(threads.find(" of " + std::to_string(before) + " thread") != std::string::npos, threads);
+  if (std::getenv("OMP_NUM_THREADS") != nullptr) CHECK(threads.find("fixed") != std::string::npos);
+  CHECK(!wait.empty());
+  if (const char* policy = std::getenv("OMP_WAIT_POLICY")) CHECK(wait.find(policy) != std::string::npos);
 #endif
 }

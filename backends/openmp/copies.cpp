@@ -82,17 +82,17 @@ void parallel_copy(void* dst, const void* src, std::size_t bytes, std::size_t st
 }  // namespace
 
 void OpenMPBackend::copy_to_device(Queue q, void* d_dst, const void* h_src, std::size_t bytes) {
-  check_queue(q);
+  const TeamScope team = enter(q);
   parallel_copy(d_dst, h_src, bytes, stream_from_bytes_);
 }
 
 void OpenMPBackend::copy_to_host(Queue q, void* h_dst, const void* d_src, std::size_t bytes) {
-  check_queue(q);
+  const TeamScope team = enter(q);
   parallel_copy(h_dst, d_src, bytes, stream_from_bytes_);
 }
 
 void OpenMPBackend::copy_on_device(Queue q, void* d_dst, const void* d_src, std::size_t bytes) {
-  check_queue(q);
+  const TeamScope team = enter(q);
   parallel_copy(d_dst, d_src, bytes, stream_from_bytes_);
 }
 

@@ -44,91 +44,91 @@ namespace scans {
 class Kernels : public OpenMPBackend {
  public:
   void binary(Queue q, BinaryOp op, DType t, std::size_t n, const void* x, const void* y, void* out) override {
-    check_queue(q);
+    const TeamScope team = enter(q);
     elementwise::binary(op, t, n, x, y, out, stream_from_bytes());
   }
   void unary(Queue q, UnaryOp op, DType t, std::size_t n, const void* x, void* out) override {
-    check_queue(q);
+    const TeamScope team = enter(q);
     elementwise::unary(op, t, n, x, out, stream_from_bytes());
   }
   void axpy(Queue q, DType t, std::size_t n, double alpha, const void* x, void* y) override {
-    check_queue(q);
+    const TeamScope team = enter(q);
     elementwise::axpy(t, n, alpha, x, y, stream_from_bytes());
   }
   void scale(Queue q, DType t, std::size_t n, double alpha, const void* x, void* out) override {
-    check_queue(q);
+    const TeamScope team = enter(q);
     elementwise::scale(t, n, alpha, x, out, stream_from_bytes());
   }
   void fill(Queue q, DType t, std::size_t n, double value, void* out) override {
-    check_queue(q);
+    const TeamScope team = enter(q);
     elementwise::fill(t, n, value, out, stream_from_bytes());
   }
   void add_row_vector(Queue q, DType t, std::int64_t rows, std::int64_t cols, const void* x, std::int64_t ldx,
                       const void* bias, void* out, std::int64_t ldo) override {
-    check_queue(q);
+    const TeamScope team = enter(q);
     elementwise::add_row_vector(t, rows, cols, x, ldx, bias, out, ldo);
   }
   void bias_activation(Queue q, DType t, std::int64_t rows, std::int64_t cols, const void* x, std::int64_t ldx,
                        const void* bias, UnaryOp act, void* z, std::int64_t ldz, void* out, std::int64_t ldo) override {
-    check_queue(q);
+    const TeamScope team = enter(q);
     elementwise::bias_activation(t, rows, cols, x, ldx, bias, act, z, ldz, out, ldo);
   }
   void matrix_add(Queue q, DType t, std::int64_t rows, std::int64_t cols, double alpha, const void* a, std::int64_t lda,
                   double beta, const void* b, std::int64_t ldb, void* c, std::int64_t ldc) override {
-    check_queue(q);
+    const TeamScope team = enter(q);
     elementwise::matrix_add(t, rows, cols, alpha, a, lda, beta, b, ldb, c, ldc);
   }
   void transpose(Queue q, DType t, std::int64_t rows, std::int64_t cols, const void* a, std::int64_t lda, void* out,
                  std::int64_t ldo) override {
-    check_queue(q);
+    const TeamScope team = enter(q);
     elementwise::transpose(t, rows, cols, a, lda, out, ldo);
   }
   void gather_rows(Queue q, DType t, std::int64_t rows, std::int64_t cols, const std::int32_t* index,
                    std::int64_t x_rows, const void* x, std::int64_t ldx, void* out, std::int64_t ldo) override {
-    check_queue(q);
+    const TeamScope team = enter(q);
     elementwise::gather_rows(t, rows, cols, index, x_rows, x, ldx, out, ldo);
   }
   void convert(Queue q, DType from, DType to, std::size_t n, const void* x, void* out) override {
-    check_queue(q);
+    const TeamScope team = enter(q);
     elementwise::convert(from, to, n, x, out);
   }
   void adam_step(Queue q, DType t, std::size_t n, const AdamParams& p, void* w, const void* g, void* m,
                  void* v) override {
-    check_queue(q);
+    const TeamScope team = enter(q);
     elementwise::adam_step(t, n, p, w, g, m, v);
   }
   void reduce(Queue q, ReduceOp op, DType t, std::size_t n, const void* x, void* result, ReduceVariant) override {
-    check_queue(q);
+    const TeamScope team = enter(q);
     // min, max and argmax do not prefetch: they neither need the calibration nor wait for it.
     const bool sums = op == ReduceOp::sum || op == ReduceOp::norm2;
     reductions::reduce(op, t, n, x, result, sums ? reduce_prefetch(n * size_of(t)) : kReducePrefetchTable);
   }
   void dot(Queue q, DType t, std::size_t n, const void* x, const void* y, void* result) override {
-    check_queue(q);
+    const TeamScope team = enter(q);
     reductions::dot(t, n, x, y, result, reduce_prefetch((x == y ? 1 : 2) * n * size_of(t)));
   }
   void mse(Queue q, DType t, std::size_t n, const void* a, const void* b, void* result) override {
-    check_queue(q);
+    const TeamScope team = enter(q);
     reductions::mse(t, n, a, b, result, reduce_prefetch((a == b ? 1 : 2) * n * size_of(t)));
   }
   void reduce_rows(Queue q, ReduceOp op, DType t, std::int64_t rows, std::int64_t cols, const void* x, std::int64_t ldx,
                    void* out) override {
-    check_queue(q);
+    const TeamScope team = enter(q);
     reductions::reduce_rows(op, t, rows, cols, x, ldx, out);
   }
   void reduce_cols(Queue q, ReduceOp op, DType t, std::int64_t rows, std::int64_t cols, const void* x, std::int64_t ldx,
                    void* out) override {
-    check_queue(q);
+    const TeamScope team = enter(q);
     reductions::reduce_cols(op, t, rows, cols, x, ldx, out);
   }
   void softmax_cross_entropy(Queue q, DType t, std::int64_t rows, std::int64_t cols, const void* logits,
                              std::int64_t ld_logits, const std::int32_t* labels, void* probs, std::int64_t ld_probs,
                              void* losses) override {
-    check_queue(q);
+    const TeamScope team = enter(q);
     reductions::softmax_cross_entropy(t, rows, cols, logits, ld_logits, labels, probs, ld_probs, losses);
   }
   void scan(Queue q, ScanKind kind, DType t, std::size_t n, const void* x, void* out, ScanVariant) override {
-    check_queue(q);
+    const TeamScope team = enter(q);
     // Like the stores, the prefetch is tuned for data past the last-level cache; a smaller scan
     // takes the table's and does not wait for a calibration.
     if ((x == out ? 1 : 2) * n * size_of(t) < stream_from_bytes()) {

@@ -1,7 +1,11 @@
 #include "openmp_backend.hpp"
 
+#include <fcntl.h>
 #include <omp.h>
 #include <unistd.h>
+
+#include <chrono>
+#include <cstdio>
 
 #include <algorithm>
 #include <cstdlib>
@@ -45,7 +49,90 @@ bool isa_allowed(std::string_view isa) {
   return isa == "generic";
 }
 
-OpenMPBackend::OpenMPBackend() : threads_(omp_get_max_threads()), stream_from_bytes_(stream_from_bytes_setting()) {}
+namespace {
+
+std::int64_t now_ns() {
+  return std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now().time_since_epoch())
+      .count();
+}
+
+// The machine's runnable tasks now (the fourth field of /proc/loadavg, "running/total"), this
+// process's included; 0 when unknown.
+int runnable_tasks() {
+  const int fd = ::open("/proc/loadavg", O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return 0;
+  char text[128] = {};
+  const ssize_t n = ::read(fd, text, sizeof text - 1);
+  ::close(fd);
+  if (n <= 0) return 0;
+  int running = 0;
+  double l1 = 0, l5 = 0, l15 = 0;
+  return std::sscanf(text, "%lf %lf %lf %d/", &l1, &l5, &l15, &running) == 4 ? running : 0;
+}
+
+// Seconds an empty parallel region of `threads` takes to fork and join: the fastest of two.
+double empty_region_seconds(int threads) {
+  double best = 1e9;
+  for (int i = 0; i < 2; ++i) {
+    const double t0 = omp_get_wtime();
+#pragma omp parallel num_threads(threads)
+    {
+      // nothing: the fork and the join are what is timed
+    }
+    best = std::min(best, omp_get_wtime() - t0);
+  }
+  return best;
+}
+
+}  // namespace
+
+Team::Team(int threads)
+    : threads_(std::max(threads, 1)), fixed_(std::getenv("OMP_NUM_THREADS") != nullptr || threads <= 1),
+      size_(threads_) {}
+
+int Team::size() {
+  if (!fixed_ && now_ns() >= next_check_ns_.load(std::memory_order_relaxed) && !checking_.exchange(true)) {
+    check();
+    next_check_ns_.store(now_ns() + 100'000'000, std::memory_order_relaxed);
+    checking_.store(false);
+  }
+  return size_.load(std::memory_order_relaxed);
+}
+
+void Team::check() {
+  // Other programs' runnable tasks, counting all of this team as running (when some of it sleeps
+  // this undercounts the others, and the timed region below catches what it misses).
+  const int cores = std::max(omp_get_num_procs(), 1);
+  const int runnable = runnable_tasks();
+  const int others = std::max(0, runnable - size_.load());
+  int team = std::clamp(cores - others, 1, threads_);
+  // A team whose threads cannot all run at once: some wait a time slice for a core.
+  while (team > 1 && empty_region_seconds(team) > 0.5e-3) team /= 2;
+  size_.store(team);
+}
+
+std::string Team::describe() const {
+  std::string text = std::to_string(size_.load()) + " of " + std::to_string(threads_) + " thread(s)";
+  if (fixed_) return text + (threads_ > 1 ? " (OMP_NUM_THREADS: fixed)" : "");
+  return text + " (fewer while other programs want the cores: checked every 100 ms)";
+}
+
+TeamScope::TeamScope(Team& team) {
+  if (omp_in_parallel()) return;  // inside a region of the caller's: its own setting applies
+  const int want = team.size();
+  before_ = omp_get_max_threads();
+  if (want != before_) {
+    omp_set_num_threads(want);
+    set_ = true;
+  }
+}
+
+TeamScope::~TeamScope() {
+  if (set_) omp_set_num_threads(before_);
+}
+
+OpenMPBackend::OpenMPBackend()
+    : threads_(omp_get_max_threads()), stream_from_bytes_(stream_from_bytes_setting()), team_(threads_) {}
 
 DeviceProperties OpenMPBackend::properties() const {
   DeviceProperties p = host::cpu_properties(threads_);
@@ -56,6 +143,11 @@ DeviceProperties OpenMPBackend::properties() const {
   const std::string when = from == SIZE_MAX    ? std::string("never (TANDEM_OPENMP_STREAM_FROM=off)")
                            : from < (1u << 20) ? "for ops that move " + std::to_string(from) + " bytes or more"
                                                : "for ops that move " + std::to_string(from >> 20) + " MiB or more";
+  p.tuning.push_back({"threads", team_.describe()});
+  const char* wait = std::getenv("OMP_WAIT_POLICY");
+  p.tuning.push_back({"wait policy", wait != nullptr ? std::string("OMP_WAIT_POLICY=") + wait
+                                                     : std::string("the OpenMP runtime's default (libgomp: spin "
+                                                                   "briefly, then sleep)")});
   p.tuning.push_back({"stores", std::string(t.stream ? "streaming" : "plain") + ", " + std::to_string(t.runs) +
                                     " interleaved run(s) per thread (in place: " + std::to_string(t.update_runs) +
                                     "), " + when + (from == SIZE_MAX ? "" : " (inputs and output together)")});
@@ -119,7 +211,7 @@ MatmulTier OpenMPBackend::choose_matmul_tier(const GemmArgs& g) const {
 }
 
 void OpenMPBackend::matmul(Queue q, const GemmArgs& g) {
-  check_queue(q);
+  const TeamScope team = enter(q);
   try {
     switch (g.tier) {
       case MatmulTier::naive:

@@ -6,6 +6,7 @@
 #include <omp.h>
 
 #include <algorithm>
+#include <atomic>
 #include <cstdint>
 #include <string>
 #include <string_view>
@@ -29,6 +30,49 @@ struct SumAcc {
 template <>
 struct SumAcc<std::int32_t> {
   using type = std::uint32_t;
+};
+
+// How many threads the backend's parallel regions use: all it was given (OMP_NUM_THREADS, else
+// one per CPU), unless other programs want those cores too. A parallel region waits for its
+// slowest thread, so one thread that waits for a core held by another program holds up the whole
+// team for a time slice, at every region: on a 2-core machine beside a build, an MLP epoch took
+// a hundred times longer than on one thread. So, at most every 100 ms, the team is checked: the
+// runnable tasks of the machine (/proc/loadavg) bound it, and an empty region of the team that
+// takes more than 0.5 ms to fork and join (a thread waited for a core) halves it, down to one.
+// OMP_NUM_THREADS from the user fixes it: no check, the team it gives.
+class Team {
+ public:
+  explicit Team(int threads);
+  Team(const Team&) = delete;
+  Team& operator=(const Team&) = delete;
+  // The team size now (checks the machine when a check is due).
+  int size();
+  int threads() const { return threads_; }
+  bool fixed() const { return fixed_; }
+  // "2 of 2 threads", with why fewer where they are.
+  std::string describe() const;
+
+ private:
+  void check();
+  const int threads_;
+  const bool fixed_;
+  std::atomic<int> size_;
+  std::atomic<std::int64_t> next_check_ns_{0};
+  std::atomic<bool> checking_{false};
+};
+
+// A backend operation's thread count: the team's on this thread for the op, the caller's own
+// OpenMP setting back after it (omp_set_num_threads changes only the calling thread's ICV).
+class TeamScope {
+ public:
+  explicit TeamScope(Team& team);
+  TeamScope(const TeamScope&) = delete;
+  TeamScope& operator=(const TeamScope&) = delete;
+  ~TeamScope();
+
+ private:
+  int before_ = 0;
+  bool set_ = false;
 };
 
 // What every ISA's backend shares: the device, the copies, matmul and the tuning it reports. The
@@ -59,6 +103,11 @@ class OpenMPBackend : public host::HostBackend {
   // the bytes moved, not the output's size, because the inputs compete for the cache too; below
   // the cache's size plain stores leave the output in cache for the next op.
   std::size_t stream_from_bytes() const { return stream_from_bytes_; }
+  // Every operation starts here: the queue checked, and the team size set for the op.
+  TeamScope enter(Queue q) const {
+    check_queue(q);
+    return TeamScope(team_);
+  }
   // The sums' prefetch for distinct inputs of `bytes` together: the calibrated one (store_tuning) from
   // stream_from_bytes(), where the reads come from memory; the table's below, without waiting for
   // a calibration.
@@ -67,6 +116,7 @@ class OpenMPBackend : public host::HostBackend {
  private:
   int threads_;
   std::size_t stream_from_bytes_;
+  mutable Team team_;
 };
 
 // The ISA whose kernels this process runs: "avx512", "avx2" or "generic", the widest this CPU
