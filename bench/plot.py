@@ -47,9 +47,14 @@ WAYS = (("e2e_pageable_ms", "pageable", "--"), ("e2e_pinned_ms", "pinned", "-"),
         ("e2e_overlap_ms", "pinned, overlapped on two queues", "-."), ("e2e_managed_ms", "managed memory", ":"))
 
 
+def measured(r, key):
+    """r[key] where it was measured, else 0 (results write null, older ones 0, for not measured)."""
+    return r.get(key) or 0
+
+
 def best_e2e(r):
-    """The fastest end-to-end way measured (0 means not measured)."""
-    return min(r[k] for k, _, _ in WAYS if r.get(k, 0) > 0)
+    """The fastest end-to-end way measured."""
+    return min(r[k] for k, _, _ in WAYS if measured(r, k) > 0)
 
 
 def baseline_of(results, data):
@@ -235,7 +240,7 @@ def main():
     # more than two ways measured (overlap and managed memory).
     for algo in algorithms:
         have = [b for b in backends
-                if any(k[0] == algo and k[1] == b and (v.get("e2e_overlap_ms", 0) > 0 or v.get("e2e_managed_ms", 0) > 0)
+                if any(k[0] == algo and k[1] == b and (measured(v, "e2e_overlap_ms") > 0 or measured(v, "e2e_managed_ms") > 0)
                        for k, v in rows.items())]
         if not have:
             continue
@@ -243,7 +248,7 @@ def main():
         for ax, b in zip(axes[0], have):
             pts = sorted((k[2], v) for k, v in rows.items() if k[0] == algo and k[1] == b)
             for key, label, style in WAYS:
-                got = [(s, v[key]) for s, v in pts if v.get(key, 0) > 0]
+                got = [(s, v[key]) for s, v in pts if measured(v, key) > 0]
                 if got:
                     ax.plot([g[0] for g in got], [g[1] for g in got], linestyle=style, marker="o", label=label)
             ax.plot([p[0] for p in pts], [p[1]["kernel_ms"] for p in pts], color="black", alpha=0.5, marker=".",
@@ -265,7 +270,7 @@ def main():
         # The memory roof: the copy bandwidth at the largest vector size measured (past the caches).
         vec = [r for r in mine if r["algorithm"] != "matmul"] or mine
         bw = max(vec, key=lambda r: r["size"])["copy_gbps"] if vec else 0
-        peak = max([r["gflops"] for r in mine] + [r["vendor_gflops"] for r in mine] + [0])
+        peak = max([measured(r, "gflops") for r in mine] + [measured(r, "vendor_gflops") for r in mine] + [0])
         if bw <= 0:
             continue
         xs = [2 ** (i / 4) for i in range(-24, 41)]

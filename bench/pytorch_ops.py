@@ -294,9 +294,9 @@ def main() -> int:
                 row = {"algorithm": algorithm, "backend": backend, "kind": "gpu" if gpu else "cpu", "variant": "torch",
                        "size": n, "bytes": nbytes, "flops": flops, "kernel_ms": median, "kernel_min_ms": lo,
                        "kernel_max_ms": hi, "reps": reps, "e2e_pageable_ms": pageable_ms, "e2e_pinned_ms": pinned_ms,
-                       "e2e_overlap_ms": 0, "e2e_managed_ms": 0, "flushed": flush,
-                       "gbps": nbytes / (median * 1e6), "gflops": flops / (median * 1e6) if mm else 0,
-                       "copy_gbps": 8.0 * elems / (copy_ms * 1e6), "vendor_gflops": 0}
+                       "e2e_overlap_ms": None, "e2e_managed_ms": None, "flushed": flush,
+                       "gbps": nbytes / (median * 1e6), "gflops": flops / (median * 1e6) if mm else None,
+                       "copy_gbps": 8.0 * elems / (copy_ms * 1e6), "vendor_gflops": None}
                 results.append(row)
                 rate = f"{row['gflops']:.1f} GFLOP/s" if mm else f"{row['gbps']:.1f} GB/s"
                 print(f"{backend:10} {algorithm:7} {n:>10}  kernel {median:10.4f} ms  {rate:>16}  "

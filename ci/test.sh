@@ -54,6 +54,9 @@ rm -rf build/venv-install
 # name for it (x86_64-linux-gnu-g++, the same g++), which ccache hashes, and find no object to reuse.
 CXX=c++ build/venv-install/bin/pip install -q --disable-pip-version-check . pytest
 (cd python/tests && env -u PYTHONPATH -u TANDEM_CLI ../../build/venv-install/bin/python -m pytest -q -p no:cacheprovider)
+# One copy of libtandem in the installed package, under its soname (a wheel has no symbolic links).
+copies=$(find build/venv-install/lib/python3*/site-packages/tandem -name 'libtandem.so*' | wc -l)
+[ "$copies" -eq 1 ] || { echo "test.sh: the installed package holds $copies copies of libtandem" >&2; exit 1; }
 
 stage "Kokkos 4.6.01 (OpenMP), beside Debian's 3.4 above: the kokkos tests and tandem check (ci/kokkos4.sh)"
 bash ci/kokkos4.sh

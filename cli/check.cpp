@@ -233,7 +233,8 @@ int run_check(CheckArgs& a) {
     Json skipped_json = Json::array();
     for (const auto& info : skipped) skipped_json.push_back({{"backend", info.name}, {"reason", info.reason}});
     a.json.write(Json{{"command", "check"},
-                      {"seed", a.seed},
+                      // A string: a 64-bit seed as a JSON number is rounded by jq and JavaScript (doubles).
+                      {"seed", std::to_string(a.seed)},
                       {"quick", a.options.quick},
                       {"non_finite", a.options.non_finite},
                       {"passed", rows.size() - failed},

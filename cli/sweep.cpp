@@ -530,6 +530,8 @@ Json json(const std::vector<Result>& results, const std::string& command) {
   for (const Result& r : results) {
     if (!backends.contains(r.backend)) backends[r.backend] = get_backend(r.backend).properties().name;
   }
+  // What was not measured (no overlapped or managed way, no flops, no vendor tier) is null, not 0.
+  const auto measured = [](double v) { return v > 0 ? number(v) : Json(nullptr); };
   Json rows = Json::array();
   for (const Result& r : results) {
     rows.push_back({{"algorithm", r.algorithm},
@@ -545,13 +547,13 @@ Json json(const std::vector<Result>& results, const std::string& command) {
                     {"reps", r.kernel.reps},
                     {"e2e_pageable_ms", number(r.e2e_pageable_ms)},
                     {"e2e_pinned_ms", number(r.e2e_pinned_ms)},
-                    {"e2e_overlap_ms", number(r.e2e_overlap_ms)},
-                    {"e2e_managed_ms", number(r.e2e_managed_ms)},
+                    {"e2e_overlap_ms", measured(r.e2e_overlap_ms)},
+                    {"e2e_managed_ms", measured(r.e2e_managed_ms)},
                     {"flushed", r.flushed},
                     {"gbps", number(r.gbps())},
-                    {"gflops", number(r.flops > 0 ? r.gflops() : 0)},
+                    {"gflops", measured(r.flops > 0 ? r.gflops() : 0)},
                     {"copy_gbps", number(r.limit_gbps)},
-                    {"vendor_gflops", number(r.vendor_gflops)}});
+                    {"vendor_gflops", measured(r.vendor_gflops)}});
   }
   return Json{{"command", command}, {"date", today()}, {"backends", backends}, {"results", rows}};
 }
@@ -591,13 +593,18 @@ std::string csv(const std::vector<Result>& results) {
       "algorithm,backend,kind,variant,size,bytes,flops,kernel_ms,kernel_min_ms,kernel_max_ms,e2e_pageable_ms,"
       "e2e_pinned_ms,e2e_overlap_ms,e2e_managed_ms,flushed,gbps,gflops,copy_gbps,vendor_gflops\n";
   char line[512];
+  // An empty field where nothing was measured (the JSON's null).
+  const auto field = [](double v) {
+    char text[32] = "";
+    if (v > 0) std::snprintf(text, sizeof text, "%.6g", v);
+    return std::string(text);
+  };
   for (const Result& r : results) {
-    std::snprintf(line, sizeof line,
-                  "%s,%s,%s,%s,%zu,%.0f,%.0f,%.6g,%.6g,%.6g,%.6g,%.6g,%.6g,%.6g,%s,%.6g,%.6g,%.6g,%.6g\n",
+    std::snprintf(line, sizeof line, "%s,%s,%s,%s,%zu,%.0f,%.0f,%.6g,%.6g,%.6g,%.6g,%.6g,%s,%s,%s,%.6g,%s,%.6g,%s\n",
                   r.algorithm.c_str(), r.backend.c_str(), r.kind.c_str(), r.variant.c_str(), r.size, r.bytes, r.flops,
                   r.kernel.median_ms, r.kernel.min_ms, r.kernel.max_ms, r.e2e_pageable_ms, r.e2e_pinned_ms,
-                  r.e2e_overlap_ms, r.e2e_managed_ms, r.flushed ? "true" : "false", r.gbps(),
-                  r.flops > 0 ? r.gflops() : 0.0, r.limit_gbps, r.vendor_gflops);
+                  field(r.e2e_overlap_ms).c_str(), field(r.e2e_managed_ms).c_str(), r.flushed ? "true" : "false",
+                  r.gbps(), field(r.flops > 0 ? r.gflops() : 0).c_str(), r.limit_gbps, field(r.vendor_gflops).c_str());
     out += line;
   }
   return out;

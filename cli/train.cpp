@@ -247,8 +247,7 @@ int run_train(TrainArgs& a) {
 Command add_train(CLI::App& app) {
   auto a = std::make_shared<TrainArgs>();
   a->model.optimizer.learning_rate = 1e-3;
-  a->train.epochs = 30;
-  a->train.batch_size = 32;
+  // epochs and batch size: TrainOptions' defaults, as C++ and Python have them
   CLI::App* sub = app.add_subcommand(
       "train",
       "train an MLP classifier on a data set and report loss and held-out accuracy per epoch (e.g. tandem train "

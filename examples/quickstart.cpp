@@ -4,7 +4,7 @@
 
 #include <tandem/tandem.hpp>
 
-int main() {
+int main() try {
   // TANDEM_BACKEND=openmp|reference|cuda|... or the best one available.
   tandem::Backend& be = tandem::default_backend();
 
@@ -27,4 +27,7 @@ int main() {
   std::printf("backend %s: sum(x + w) = %g, C = [%g %g; %g %g]\n", be.name().c_str(), total, h_c[0], h_c[1],
               h_c[2], h_c[3]);
   return 0;
+} catch (const tandem::Error& e) {  // every tandem error says what to do: an unavailable backend why
+  std::fprintf(stderr, "quickstart: %s\n", e.what());
+  return 1;
 }

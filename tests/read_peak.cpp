@@ -16,6 +16,20 @@
 #include "tandem/data.hpp"
 #include "tandem/errors.hpp"
 
+// AddressSanitizer keeps freed memory in a quarantine (256 MiB by default) and adds its shadow:
+// the peak is not the readers' there, so only the refusals are checked.
+#if defined(__SANITIZE_ADDRESS__)
+constexpr bool kPeakMeaningful = false;
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer)
+constexpr bool kPeakMeaningful = false;
+#else
+constexpr bool kPeakMeaningful = true;
+#endif
+#else
+constexpr bool kPeakMeaningful = true;
+#endif
+
 namespace {
 
 constexpr std::size_t kCap = std::size_t(128) << 20;
@@ -71,6 +85,7 @@ int main() {
   ok = refused("the gzip stream past 128 MiB", [&] { return tandem::data::decompress(bomb, "bomb.gz", kCap); }) && ok;
 #endif
   const std::size_t grew = peak_bytes() - base;
-  std::printf("peak resident memory grew by %zu MiB (bound %zu MiB)\n", grew >> 20, bound >> 20);
-  return ok && grew < bound ? 0 : 1;
+  std::printf("peak resident memory grew by %zu MiB (bound %zu MiB%s)\n", grew >> 20, bound >> 20,
+              kPeakMeaningful ? "" : "; not judged under AddressSanitizer, whose quarantine keeps freed memory");
+  return ok && (grew < bound || !kPeakMeaningful) ? 0 : 1;
 }

@@ -199,7 +199,7 @@ enum class DataPlacement { automatic, device, stream };
 
 struct TrainOptions {
   std::size_t epochs = 30;
-  std::size_t batch_size = 64;
+  std::size_t batch_size = 32;  // as the CLI and Python default
   std::uint64_t seed = 1;  // shuffling
   DataPlacement placement = DataPlacement::automatic;
   // Each batch's forward and backward through Mlp::forward_backward_graph: recorded once per

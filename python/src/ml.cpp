@@ -19,6 +19,8 @@ namespace tandem::py {
 
 namespace {
 
+const ml::TrainOptions kTrain;  // the defaults C++ and the CLI have
+
 using Features = nb::ndarray<const double, nb::ndim<2>, nb::c_contig, nb::device::cpu>;
 using Targets = nb::ndarray<const double, nb::ndim<1>, nb::c_contig, nb::device::cpu>;
 using Release = nb::call_guard<nb::gil_scoped_release>;
@@ -87,8 +89,7 @@ void bind_ml(nb::module_& m) {
   m.def(
       "read_csv",
       [](const std::string& path, std::optional<long> label_column) {
-        data::CsvOptions o;
-        o.label_column = label_column;
+        const data::CsvOptions o{.label_column = label_column};
         data::Dataset d;
         {
           nb::gil_scoped_release release;
@@ -254,7 +255,8 @@ void bind_ml(nb::module_& m) {
             for (const auto& r : reports) out.append(epoch_dict(r));
             return out;
           },
-          nb::arg("x"), nb::arg("y"), nb::arg("epochs") = 30, nb::arg("batch_size") = 32, nb::arg("seed") = 1,
+          nb::arg("x"), nb::arg("y"), nb::arg("epochs") = kTrain.epochs, nb::arg("batch_size") = kTrain.batch_size,
+          nb::arg("seed") = 1,
           nb::arg("x_test") = nb::none(), nb::arg("y_test") = nb::none(), nb::arg("graphs") = false,
           "Trains on (x, y) (y: class indices or values) and returns one dict per epoch (losses, accuracies,\n"
           "seconds); with x_test/y_test, the held-out loss and accuracy after each epoch.")

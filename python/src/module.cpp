@@ -114,14 +114,16 @@ nb::list compare_results(const std::vector<cli::sweep::Result>& results) {
     d["kernel_min_ms"] = r.kernel.min_ms;
     d["reps"] = r.kernel.reps;
     d["gbps"] = r.bytes > 0 ? r.gbps() : 0.0;
-    d["gflops"] = r.flops > 0 ? r.gflops() : 0.0;
+    // Not measured: None (no flops, no overlapped or managed way, no vendor tier).
+    const auto measured = [](double v) { return v > 0 ? nb::cast(v) : nb::none(); };
+    d["gflops"] = measured(r.flops > 0 ? r.gflops() : 0.0);
     d["end_to_end_pageable_ms"] = r.e2e_pageable_ms;
     d["end_to_end_pinned_ms"] = r.e2e_pinned_ms;
-    d["end_to_end_overlap_ms"] = r.e2e_overlap_ms;
-    d["end_to_end_managed_ms"] = r.e2e_managed_ms;
+    d["end_to_end_overlap_ms"] = measured(r.e2e_overlap_ms);
+    d["end_to_end_managed_ms"] = measured(r.e2e_managed_ms);
     d["best_end_to_end_ms"] = r.best_e2e_ms();
     d["limit_gbps"] = r.limit_gbps;
-    d["vendor_gflops"] = r.vendor_gflops;
+    d["vendor_gflops"] = measured(r.vendor_gflops);
     out.append(d);
   }
   return out;
