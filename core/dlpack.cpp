@@ -2,6 +2,8 @@
 // manager context; imports wrap the producer's memory with the tensor as the keep-alive owner.
 #include "tandem/dlpack.hpp"
 
+#include <cstdint>
+#include <cstring>
 #include <limits>
 #include <memory>
 #include <string>
@@ -31,9 +33,19 @@ struct Adopted {
   }
 };
 
+// The device type's number as the producer stored it: a C producer may store any int in the enum
+// field, and loading a value outside the enum's range as DLDeviceType is undefined behaviour in
+// C++ (UBSan flags it), so the field's bytes are read as an integer.
+int device_code(const DLDevice& device) {
+  static_assert(sizeof(device.device_type) == sizeof(std::int32_t), "DLPack's device type is a 32-bit enum");
+  std::int32_t code = 0;
+  std::memcpy(&code, &device.device_type, sizeof code);
+  return code;
+}
+
 std::string name_of(DLDevice device) {
   const std::string id = std::to_string(device.device_id);
-  switch (device.device_type) {
+  switch (device_code(device)) {
     case kDLCPU:
       return "host memory";
     case kDLCUDA:
@@ -47,14 +59,14 @@ std::string name_of(DLDevice device) {
     case kDLROCMHost:
       return "ROCm pinned host memory";
     default:
-      return "DLPack device type " + std::to_string(static_cast<int>(device.device_type)) + " memory";
+      return "DLPack device type " + std::to_string(device_code(device)) + " memory";
   }
 }
 
 // Memory the host reads without waiting for a GPU queue: only plain host memory. (Pinned and
 // managed memory of a GPU runtime are host-addressable too, but a producer's queued kernels may
 // still be writing them.)
-bool is_host_memory(DLDeviceType type) { return type == kDLCPU; }
+bool is_host_memory(const DLDevice& device) { return device_code(device) == kDLCPU; }
 
 }  // namespace
 
@@ -144,12 +156,11 @@ bool addresses(const Backend& backend, DLDevice device) {
   const MemoryPlace place = backend.memory_place();
   switch (place.kind) {
     case MemoryPlace::Kind::host:
-      return is_host_memory(device.device_type);
+      return is_host_memory(device);
     case MemoryPlace::Kind::cuda:
-      return device.device_type == kDLCUDAManaged ||
-             (device.device_type == kDLCUDA && device.device_id == place.device);
+      return device_code(device) == kDLCUDAManaged || (device_code(device) == kDLCUDA && device.device_id == place.device);
     case MemoryPlace::Kind::rocm:
-      return device.device_type == kDLROCM && device.device_id == place.device;
+      return device_code(device) == kDLROCM && device.device_id == place.device;
     case MemoryPlace::Kind::other:
       break;
   }
@@ -207,7 +218,7 @@ Tensor from_dlpack(Backend& backend, DLManagedTensor* managed) {
 }
 
 Backend& backend_for_device(DLDevice device) {
-  switch (device.device_type) {
+  switch (device_code(device)) {
     case kDLCUDA:
       return get_backend("cuda:" + std::to_string(device.device_id));
     case kDLROCM:
@@ -215,7 +226,7 @@ Backend& backend_for_device(DLDevice device) {
     default:
       break;
   }
-  if (!is_host_memory(device.device_type)) {
+  if (!is_host_memory(device)) {
     throw BackendUnavailable("no tandem backend addresses " + name_of(device));
   }
   Backend& preferred = default_backend();

@@ -44,8 +44,10 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* bytes, std::size_t siz
   std::vector<std::int64_t> shape(static_cast<std::size_t>(ndim)), strides(static_cast<std::size_t>(ndim));
   DLManagedTensor* t = new DLManagedTensor{};
   t->dl_tensor.data = g_array;
-  t->dl_tensor.device = {in.take<std::uint8_t>() % 2 == 0 ? kDLCPU : static_cast<DLDeviceType>(in.take<std::uint8_t>()),
-                         0};
+  // The device type as a C producer may store it: any 32-bit value, written as bytes (a C++ cast
+  // of a value outside the enum would be undefined in this program, not in tandem).
+  const std::int32_t device = in.take<std::uint8_t>() % 2 == 0 ? std::int32_t(kDLCPU) : in.take<std::int32_t>();
+  std::memcpy(&t->dl_tensor.device.device_type, &device, sizeof device);
   t->dl_tensor.ndim = ndim;
   t->dl_tensor.dtype = {in.take<std::uint8_t>(), in.take<std::uint8_t>(), in.take<std::uint16_t>()};
   t->dl_tensor.byte_offset = in.take<std::uint8_t>() % 2 == 0 ? 0 : in.take<std::uint64_t>();

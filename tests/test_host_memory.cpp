@@ -4,7 +4,9 @@
 // refusals there are in test_wrap.cpp).
 #include <doctest/doctest.h>
 
+#include <cstdint>
 #include <cstdio>
+#include <cstring>
 #include <memory>
 #include <numeric>
 #include <vector>
@@ -94,6 +96,11 @@ TEST_CASE("dlpack: strided, odd-typed and foreign tensors are refused and stay t
       t->dl_tensor.device = {gpu_side, 0};  // memory a GPU queue may still be writing
       CHECK_THROWS_WITH_AS(from_dlpack(*be, t), doctest::Contains("cannot address"), InvalidArgument);
     }
+    // A device type outside DLPack's enum, as a C producer may store it (the fuzzer's finding:
+    // loaded as the enum it was undefined behaviour): named by its number, refused.
+    const std::int32_t foreign = 255;
+    std::memcpy(&t->dl_tensor.device.device_type, &foreign, sizeof foreign);
+    CHECK_THROWS_WITH_AS(from_dlpack(*be, t), doctest::Contains("DLPack device type 255"), InvalidArgument);
   }
   CHECK(test::g_deleted == 1);
   t->deleter(t);
