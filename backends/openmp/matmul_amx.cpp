@@ -38,6 +38,7 @@ constexpr std::int64_t kBlock = 32;  // rows of an A panel, columns of a B panel
 // Row panels that share each B panel while it is in L2: 4 x 32 rows x 4096 bf16 = 1 MiB of A
 // beside a 256 KiB B panel in the 2 MiB L2 of every AMX CPU so far.
 constexpr std::int64_t kGroup = 4;
+constexpr std::int64_t kAhead = 2;  // steps of K prefetched ahead of the tile loads
 static_assert(sizeof(bfloat16) == 2, "bf16 rows are copied as their bits");
 
 #if defined(__x86_64__)
@@ -145,9 +146,18 @@ void block(const GemmArgs& g, const std::uint16_t* ap, const std::uint16_t* bp, 
   _tile_zero(2);
   _tile_zero(3);
   constexpr std::int64_t stride = 64;  // bytes between the rows of a packed tile
-  for (std::int64_t s = 0; s < kp / kBlock; ++s) {
+  const std::int64_t steps = kp / kBlock;
+  for (std::int64_t s = 0; s < steps; ++s) {
     const std::uint16_t* a_step = ap + s * kStep;
     const std::uint16_t* b_step = bp + s * kStep;
+    if (s + kAhead < steps) {  // the step kAhead on, into L1 before its tile loads ask for it
+      const char* a_next = reinterpret_cast<const char*>(a_step + kAhead * kStep);
+      const char* b_next = reinterpret_cast<const char*>(b_step + kAhead * kStep);
+      for (std::int64_t line = 0; line < kStep * 2; line += 64) {
+        _mm_prefetch(a_next + line, _MM_HINT_T0);
+        _mm_prefetch(b_next + line, _MM_HINT_T0);
+      }
+    }
     _tile_loadd(4, a_step, stride);
     _tile_loadd(5, a_step + kStep / 2, stride);
     _tile_loadd(6, b_step, stride);

@@ -1,11 +1,13 @@
 #include "openmp_backend.hpp"
 
+#include <dirent.h>
 #include <fcntl.h>
 #include <omp.h>
 #include <unistd.h>
 
 #include <chrono>
 #include <cstdio>
+#include <cstring>
 
 #include <algorithm>
 #include <cstdlib>
@@ -70,25 +72,31 @@ int runnable_tasks() {
   return std::sscanf(text, "%lf %lf %lf %d/", &l1, &l5, &l15, &running) == 4 ? running : 0;
 }
 
-// Seconds an empty parallel region of `threads` takes to fork and join: the fastest of two.
-double empty_region_seconds(int threads) {
-  double best = 1e9;
-  for (int i = 0; i < 2; ++i) {
-    const double t0 = omp_get_wtime();
-#pragma omp parallel num_threads(threads)
-    {
-      // nothing: the fork and the join are what is timed
-    }
-    best = std::min(best, omp_get_wtime() - t0);
+// This process's threads that are running or runnable now (state R in /proc/self/task/*/stat).
+int own_runnable_threads() {
+  DIR* dir = ::opendir("/proc/self/task");
+  if (dir == nullptr) return 1;
+  int running = 0;
+  while (const dirent* e = ::readdir(dir)) {
+    if (e->d_name[0] == '.') continue;
+    const std::string path = std::string("/proc/self/task/") + e->d_name + "/stat";
+    const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+    if (fd < 0) continue;
+    char text[512] = {};
+    const ssize_t n = ::read(fd, text, sizeof text - 1);
+    ::close(fd);
+    const char* paren = n > 0 ? std::strrchr(text, ')') : nullptr;  // the name may hold spaces
+    if (paren != nullptr && paren[1] == ' ' && paren[2] == 'R') ++running;
   }
-  return best;
+  ::closedir(dir);
+  return std::max(running, 1);
 }
 
 }  // namespace
 
 Team::Team(int threads)
     : threads_(std::max(threads, 1)), fixed_(std::getenv("OMP_NUM_THREADS") != nullptr || threads <= 1),
-      size_(threads_) {}
+      size_(threads_), last_want_(threads_) {}
 
 int Team::size() {
   if (!fixed_ && now_ns() >= next_check_ns_.load(std::memory_order_relaxed) && !checking_.exchange(true)) {
@@ -100,21 +108,20 @@ int Team::size() {
 }
 
 void Team::check() {
-  // Other programs' runnable tasks, counting all of this team as running (when some of it sleeps
-  // this undercounts the others, and the timed region below catches what it misses).
+  // Other programs' runnable tasks: the machine's less this process's own. The team gives them
+  // their cores only when two checks in a row (100 ms apart) saw them: a task runnable for a
+  // moment (a kernel worker, a shell) does not shrink it.
   const int cores = std::max(omp_get_num_procs(), 1);
-  const int runnable = runnable_tasks();
-  const int others = std::max(0, runnable - size_.load());
-  int team = std::clamp(cores - others, 1, threads_);
-  // A team whose threads cannot all run at once: some wait a time slice for a core.
-  while (team > 1 && empty_region_seconds(team) > 0.5e-3) team /= 2;
-  size_.store(team);
+  const int others = std::max(0, runnable_tasks() - own_runnable_threads());
+  const int want = std::clamp(cores - others, 1, threads_);
+  const int before = last_want_.exchange(want);
+  size_.store(std::max(want, before));  // the larger of the last two: shrink on two in a row
 }
 
 std::string Team::describe() const {
   std::string text = std::to_string(size_.load()) + " of " + std::to_string(threads_) + " thread(s)";
   if (fixed_) return text + (threads_ > 1 ? " (OMP_NUM_THREADS: fixed)" : "");
-  return text + " (fewer while other programs want the cores: checked every 100 ms)";
+  return text + " (fewer while other programs' runnable tasks want the cores: checked every 100 ms)";
 }
 
 TeamScope::TeamScope(Team& team) {

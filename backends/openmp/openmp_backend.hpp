@@ -36,9 +36,10 @@ struct SumAcc<std::int32_t> {
 // one per CPU), unless other programs want those cores too. A parallel region waits for its
 // slowest thread, so one thread that waits for a core held by another program holds up the whole
 // team for a time slice, at every region: on a 2-core machine beside a build, an MLP epoch took
-// a hundred times longer than on one thread. So, at most every 100 ms, the team is checked: the
-// runnable tasks of the machine (/proc/loadavg) bound it, and an empty region of the team that
-// takes more than 0.5 ms to fork and join (a thread waited for a core) halves it, down to one.
+// a hundred times longer than on one thread. So, at most every 100 ms, the team is checked: other
+// programs' runnable tasks (the machine's in /proc/loadavg, less this process's own in
+// /proc/self/task) take their cores out of it, down to one thread, once two checks in a row saw
+// them.
 // OMP_NUM_THREADS from the user fixes it: no check, the team it gives.
 class Team {
  public:
@@ -57,6 +58,7 @@ class Team {
   const int threads_;
   const bool fixed_;
   std::atomic<int> size_;
+  std::atomic<int> last_want_;  // the last check's team, for two in a row
   std::atomic<std::int64_t> next_check_ns_{0};
   std::atomic<bool> checking_{false};
 };
