@@ -200,7 +200,15 @@ Tensor from_dlpack(Backend& backend, DLManagedTensor* managed) {
       expected *= t.shape[i];
     }
   }
-  void* data = static_cast<char*>(t.data) + t.byte_offset;
+  // In integers: an offset or an extent past the end of the address space is refused, not wrapped
+  // (pointer arithmetic that overflows is undefined; the fuzzer found an offset of 2^64 - 2^48).
+  const std::uintptr_t base = reinterpret_cast<std::uintptr_t>(t.data);
+  if (t.byte_offset > UINTPTR_MAX - base ||
+      static_cast<std::uint64_t>(count) > (UINTPTR_MAX - base - t.byte_offset) / size_of(dtype)) {
+    throw InvalidArgument("from_dlpack: byte_offset " + std::to_string(t.byte_offset) + " and " +
+                          std::to_string(count) + " elements reach past the end of the address space");
+  }
+  void* data = reinterpret_cast<void*>(base + t.byte_offset);
   // Everything that can refuse the tensor comes before it is adopted: a throw leaves it with the caller.
   if (count > 0 && t.data == nullptr) throw InvalidArgument("from_dlpack: null data for a non-empty tensor");
   if (count > 0 && reinterpret_cast<std::uintptr_t>(data) % size_of(dtype) != 0) {

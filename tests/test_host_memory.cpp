@@ -101,6 +101,11 @@ TEST_CASE("dlpack: strided, odd-typed and foreign tensors are refused and stay t
     const std::int32_t foreign = 255;
     std::memcpy(&t->dl_tensor.device.device_type, &foreign, sizeof foreign);
     CHECK_THROWS_WITH_AS(from_dlpack(*be, t), doctest::Contains("DLPack device type 255"), InvalidArgument);
+    t->dl_tensor.device = {kDLCPU, 0};
+    // An offset that wraps the address space (the fuzzer's second finding): refused, not wrapped.
+    t->dl_tensor.byte_offset = ~std::uint64_t(0) - 4095;
+    CHECK_THROWS_WITH_AS(from_dlpack(*be, t), doctest::Contains("past the end of the address space"), InvalidArgument);
+    t->dl_tensor.byte_offset = 0;
   }
   CHECK(test::g_deleted == 1);
   t->deleter(t);
