@@ -15,7 +15,7 @@ struct InfoArgs {
 
 Json properties_json(const DeviceProperties& p) {
   return Json{{"name", p.name},
-              {"kind", kind_name(p.kind)},
+              {"kind", name_of(p.kind)},
               {"memory_bytes", p.memory_bytes},
               {"compute_units", p.compute_units},
               {"simd_width", p.simd_width},
@@ -112,7 +112,7 @@ void print_text(const std::vector<BackendInfo>& list, const std::string& chosen)
     const DeviceProperties p = be.properties();
     std::printf("%-10s available, %d device(s)\n", b.name.c_str(), b.device_count);
     if (!b.module.empty()) std::printf("           module:        %s\n", b.module.c_str());
-    std::printf("           device:        %s (%s)\n", p.name.c_str(), kind_name(p.kind));
+    std::printf("           device:        %s (%s)\n", p.name.c_str(), std::string(name_of(p.kind)).c_str());
     std::printf("           memory:        %.1f GiB\n", p.memory_bytes / double(1 << 30));
     std::printf("           compute units: %d, simd/warp width: %d (f32 lanes)\n", p.compute_units, p.simd_width);
     std::printf("           caches:        L1 %zu KiB, L2 %zu KiB, L3 %zu KiB\n", p.l1_cache_bytes >> 10,
@@ -148,7 +148,7 @@ int run_info(const InfoArgs& a) {
   Json doc{{"command", "info"}, {"version", version_string}, {"auto", chosen}, {"host", topology_json(cpu_topology())}};
   Json entries = Json::array();
   for (const auto& b : list) {
-    Json entry{{"name", b.name},     {"kind", kind_name(b.kind)}, {"built", b.built}, {"available", b.available},
+    Json entry{{"name", b.name},     {"kind", name_of(b.kind)}, {"built", b.built}, {"available", b.available},
                {"reason", b.reason}, {"module", b.module}, {"devices", b.device_count}};
     if (b.available) entry["properties"] = properties_json(get_backend(b.name).properties());
     if (runs_gpu_kernels(b)) entry["kernels"] = provenance_json(gpu_kernel_provenance());

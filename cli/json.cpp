@@ -95,18 +95,6 @@ std::string json_text(const Json& doc) {
   return copy.dump(2) + "\n";
 }
 
-const char* kind_name(BackendKind k) {
-  switch (k) {
-    case BackendKind::cpu:
-      return "cpu";
-    case BackendKind::gpu:
-      return "gpu";
-    case BackendKind::simulator:
-      return "simulator";
-  }
-  return "?";
-}
-
 std::string today() {
   const std::time_t now = std::time(nullptr);
   char date[32];

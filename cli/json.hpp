@@ -44,7 +44,6 @@ std::string utf8_or_escaped(const std::string& s);
 
 // A number for JSON: NaN and Inf, which JSON lacks, become null.
 Json number(double x);
-const char* kind_name(BackendKind k);
 std::string today();
 
 }  // namespace tandem::cli

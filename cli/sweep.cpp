@@ -487,7 +487,7 @@ std::vector<Result> run(const Options& o, const std::function<void(const Result&
           Result r;
           r.algorithm = algorithm;
           r.backend = name;
-          r.kind = kind_name(props.kind);
+          r.kind = name_of(props.kind);
           r.variant = variant.empty()
                           ? (mm ? name_of(resolve_matmul_tier(matrix(s.keep[0], std::int64_t(n), std::int64_t(n)),
                                                               matrix(s.keep[1], std::int64_t(n), std::int64_t(n)),

@@ -11,6 +11,10 @@
 
 namespace tandem::detail {
 
+// A buffer's untyped pointer as the element type a dispatch chose.
+template <class T> const T* as(const void* p) { return static_cast<const T*>(p); }
+template <class T> T* as(void* p) { return static_cast<T*>(p); }
+
 // Calls f.template operator()<T>() for the C++ type of t, limited to the listed family.
 template <class F> decltype(auto) dispatch_float(DType t, F&& f) {
   switch (t) {

@@ -114,6 +114,15 @@ std::string_view name_of(ReduceVariant variant) {
   return "?";
 }
 
+std::string_view name_of(BackendKind kind) {
+  switch (kind) {
+    case BackendKind::cpu: return "cpu";
+    case BackendKind::gpu: return "gpu";
+    case BackendKind::simulator: return "simulator";
+  }
+  return "?";
+}
+
 std::string_view name_of(ScanVariant variant) {
   switch (variant) {
     case ScanVariant::automatic: return "auto";

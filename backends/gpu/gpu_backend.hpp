@@ -47,6 +47,8 @@
 
 namespace tandem::gpu {
 
+using detail::as;
+
 inline const std::vector<ReduceVariant>& reduce_variants() {
   static const std::vector<ReduceVariant> v = {ReduceVariant::single_pass, ReduceVariant::warp_shuffle,
                                                ReduceVariant::shared_tree};
@@ -466,14 +468,6 @@ class GpuBackend : public Backend {
   };
 
  private:
-  template <class T>
-  static const T* as(const void* p) {
-    return static_cast<const T*>(p);
-  }
-  template <class T>
-  static T* as(void* p) {
-    return static_cast<T*>(p);
-  }
   template <class... P>
   static bool aligned(const P*... p) {
     return ((reinterpret_cast<std::uintptr_t>(p) % 16 == 0) && ...);

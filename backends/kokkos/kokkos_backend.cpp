@@ -25,6 +25,8 @@
 
 namespace tandem::kokkos_backend {
 
+using detail::as;
+
 // Kokkos is initialised by the first kokkos backend unless the program did it, and then finalised
 // at exit; either way the backends give their memory back first.
 struct Session {
@@ -288,14 +290,6 @@ class KokkosBackend : public tandem::Backend {  // created as detail::Owned<Kokk
   }
 
  private:
-  template <class T>
-  static const T* as(const void* p) {
-    return static_cast<const T*>(p);
-  }
-  template <class T>
-  static T* as(void* p) {
-    return static_cast<T*>(p);
-  }
   static std::int64_t count(std::size_t n) { return static_cast<std::int64_t>(n); }
   // The host kernels: half the L2 per thread for a scan's part (the next part's chunks are read
   // ahead beside it), streaming stores for outputs past the last-level cache; sizes from sysfs.

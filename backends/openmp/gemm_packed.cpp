@@ -168,9 +168,9 @@ void pack_a_panel(const GemmArgs& g, const TA* a, std::int64_t row0, std::int64_
 }
 
 template <class TA, class T>
-void pack_a(const GemmArgs& g, const TA* a, std::int64_t i0, std::int64_t mb, std::int64_t p0, std::int64_t kb, int mr,
-            T* dst) {
+void pack_a(const GemmArgs& g, std::int64_t i0, std::int64_t mb, std::int64_t p0, std::int64_t kb, int mr, T* dst) {
   // dst: ceil(mb / mr) panels, each (kb, mr).
+  const auto* a = static_cast<const TA*>(g.a);
   for (std::int64_t panel = 0; panel * mr < mb; ++panel) {
     T* out = dst + panel * kb * mr;
     const std::int64_t row0 = i0 + panel * mr, rows = std::min<std::int64_t>(mr, mb - panel * mr);
@@ -196,8 +196,9 @@ void pack_a(const GemmArgs& g, const TA* a, std::int64_t i0, std::int64_t mb, st
 // row of a panel would be a new cache line and a new page); op(B) = B^T panel by panel, where a
 // panel's columns are rows.
 template <class TA, class T>
-void pack_b_panels(const GemmArgs& g, const TA* b, std::int64_t p0, std::int64_t kb, std::int64_t col0, std::int64_t nb,
-                   int nr, std::int64_t first, std::int64_t last, T* dst) {
+void pack_b_panels(const GemmArgs& g, std::int64_t p0, std::int64_t kb, std::int64_t col0, std::int64_t nb, int nr,
+                   std::int64_t first, std::int64_t last, T* dst) {
+  const auto* b = static_cast<const TA*>(g.b);
   if (g.trans_b == Transpose::no) {
     for (std::int64_t p = 0; p < kb; ++p) {
       const TA* src = b + (p0 + p) * g.ldb + col0;
@@ -261,8 +262,6 @@ template <class TA, class T>
 void gemm_by_rows(const GemmArgs& g, const MicroKernel<T>& uk, const Blocking& blk, bool parallel, bool overwrite) {
   const int mr = uk.mr, nr = uk.nr;
   const std::int64_t mc = blk.mc, nc = blk.nc, kc = blk.kc;  // mc, nc: whole tiles (gemm_packed)
-  const auto* a = static_cast<const TA*>(g.a);
-  const auto* b = static_cast<const TA*>(g.b);
   auto* c = static_cast<T*>(g.c);
   const T alpha = T(g.alpha);
   const std::int64_t m_panels = (g.m + mr - 1) / mr;
@@ -286,7 +285,7 @@ void gemm_by_rows(const GemmArgs& g, const MicroKernel<T>& uk, const Blocking& b
         T* bp = bpack.data + (step % 2) * b_size;
 #pragma omp for schedule(dynamic, 1) nowait
         for (std::int64_t first = 0; first < n_panels; first += b_chunk) {
-          pack_b_panels(g, b, pc, kb, jc, nb, nr, first, std::min(n_panels, first + b_chunk), bp);
+          pack_b_panels<TA>(g, pc, kb, jc, nb, nr, first, std::min(n_panels, first + b_chunk), bp);
         }
 #pragma omp barrier
         // B is packed, and every thread is past the step before the last, whose buffer the next
@@ -296,7 +295,7 @@ void gemm_by_rows(const GemmArgs& g, const MicroKernel<T>& uk, const Blocking& b
           const std::int64_t i0 = m_panels * block / m_blocks * mr;
           const std::int64_t mb = std::min(g.m, m_panels * (block + 1) / m_blocks * mr) - i0;
           if (mb <= 0) continue;
-          pack_a(g, a, i0, mb, pc, kb, mr, apack.data);
+          pack_a<TA>(g, i0, mb, pc, kb, mr, apack.data);
           auto one_tile = [&](std::int64_t ip, std::int64_t jp) {
             const std::int64_t row = i0 + ip * mr, col = jc + jp * nr;
             tile(uk, kb, apack.data + ip * kb * mr, bp + jp * kb * nr, alpha, c + row * g.ldc + col, g.ldc,
@@ -325,8 +324,6 @@ template <class TA, class T>
 void gemm_shared(const GemmArgs& g, const MicroKernel<T>& uk, const Blocking& blk, bool parallel, bool overwrite) {
   const int mr = uk.mr, nr = uk.nr;
   const std::int64_t mc = blk.mc, nc = blk.nc, kc = blk.kc;  // mc, nc: whole tiles (gemm_packed)
-  const auto* a = static_cast<const TA*>(g.a);
-  const auto* b = static_cast<const TA*>(g.b);
   auto* c = static_cast<T*>(g.c);
   const T alpha = T(g.alpha);
 
@@ -346,12 +343,12 @@ void gemm_shared(const GemmArgs& g, const MicroKernel<T>& uk, const Blocking& bl
         // Pack B's panels and A's mc blocks in parallel; the implicit barrier ends the packing.
         {
           const auto [first, last] = my_share(n_panels);
-          pack_b_panels(g, b, pc, kb, jc, nb, nr, first, last, bpack.data);
+          pack_b_panels<TA>(g, pc, kb, jc, nb, nr, first, last, bpack.data);
         }
 #pragma omp for schedule(static)
         for (std::int64_t ib = 0; ib < m_blocks; ++ib) {
           const std::int64_t i0 = ib * mc;
-          pack_a(g, a, i0, std::min(mc, g.m - i0), pc, kb, mr, apack.data + i0 * kb);
+          pack_a<TA>(g, i0, std::min(mc, g.m - i0), pc, kb, mr, apack.data + i0 * kb);
         }
 #pragma omp for collapse(2) schedule(static)
         for (std::int64_t ib = 0; ib < m_blocks; ++ib) {

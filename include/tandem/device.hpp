@@ -3,12 +3,14 @@
 
 #include <cstddef>
 #include <string>
+#include <string_view>
 #include <utility>
 #include <vector>
 
 namespace tandem {
 
 enum class BackendKind { cpu, gpu, simulator };
+std::string_view name_of(BackendKind kind);  // "cpu", "gpu", "simulator"
 
 struct DeviceProperties {
   std::string name;  // "Intel(R) Xeon(R) ...", "NVIDIA H100 80GB HBM3"
