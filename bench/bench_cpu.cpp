@@ -124,87 +124,104 @@ float omp_reduction_sum(std::int64_t n, const float* x) {
   return s;
 }
 
-}  // namespace
+using Work = std::function<void()>;
 
-int main(int argc, char** argv) {
-  bench::Options options;
-  const int exit_code = bench::parse_options(
-      argc, argv,
-      "usage: tandem_bench_cpu [--quick] [--json FILE]\n"
-      "  openmp against peers measured in the same run, with the CPU targets checked:\n"
-      "  sum/dot/norm2 and scan vs copy bandwidth, add/axpy vs triad bandwidth (256 MB arrays),\n"
-      "  sgemm tiers vs OpenBLAS at N = 1024, 2048, 4096 and 2 threads vs 1. --quick: fewer repeats,\n"
-      "  no N = 4096.\n",
-      options);
-  if (exit_code >= 0) return exit_code;
-  const bench::CpuTicks ticks_at_start = bench::cpu_ticks();
-  const bool quick = options.quick;
-  // The store tuning measured now, on the quiet machine a benchmark needs (and cached for later
-  // runs), rather than whatever a busier moment cached; TANDEM_TUNING set by the caller wins.
-  setenv("TANDEM_TUNING", "calibrate", 0);
-  Backend& be = get_backend("openmp");
-  const DeviceProperties props = be.properties();
-  const int reps = quick ? 5 : 11;
-  std::vector<Row> rows;
-  volatile float sink = 0;
+// The memory-bound rows' arrays: 64 Mi floats each (256 MB), far past every cache.
+constexpr std::size_t kArrayFloats = std::size_t(64) << 20;
+constexpr auto kArrayCount = static_cast<std::int64_t>(kArrayFloats);
+constexpr double kArrayGb = double(kArrayFloats) * 4 / 1e9;  // one array
+struct Arrays {
+  Buffer x, y, out, r;
+  float *px = nullptr, *py = nullptr, *po = nullptr;  // x, y and out
+};
 
-  // ---- memory-bound: 64 Mi floats per array (256 MB) ----
-  const std::size_t n = std::size_t(64) << 20;
-  const auto count = static_cast<std::int64_t>(n);
-  std::vector<float> h(n);
-  for (std::size_t i = 0; i < n; ++i) h[i] = float(i % 1000) * 1e-3f - 0.5f;
-  Buffer x = Buffer::from(be, h), y = Buffer::from(be, h), out(be, DType::f32, n), r(be, DType::f32, 1);
+// Two ways of a peer timed against each other in turns, a row each (`arrays`: arrays moved per
+// call); returns the faster, and its time in best_s.
+Work faster_of(int reps, double arrays, const std::string& name_a, const Work& a, const std::string& name_b,
+               const Work& b, double& best_s, std::vector<Row>& rows) {
+  const auto [a_s, b_s] = paired_seconds(reps, a, b);
+  rows.push_back({"peer", name_a, "GB/s", arrays * kArrayGb / a_s, 0, "", 0});
+  rows.push_back({"peer", name_b, "GB/s", arrays * kArrayGb / b_s, 0, "", 0});
+  best_s = std::min(a_s, b_s);
+  return a_s <= b_s ? a : b;
+}
+
+#if defined(__SSE2__)
+// The streaming-store way of a peer in 1, 2 and 4 interleaved runs per thread, a row each; one
+// faster than best_s replaces peer.
+void try_interleaved_runs(int reps, const std::string& what, double arrays,
+                          const std::function<Work(std::int64_t)>& with_runs, double best_s, Work& peer,
+                          std::vector<Row>& rows) {
+  for (const std::int64_t runs : {1, 2, 4}) {
+    const double t = bench::median_seconds(reps, with_runs(runs));
+    rows.push_back({"peer", what + ": streaming stores, " + std::to_string(runs) + " interleaved run(s) per thread",
+                    "GB/s", arrays * kArrayGb / t, 0, "", 0});
+    if (t < best_s) {
+      best_s = t;
+      peer = with_runs(runs);
+    }
+  }
+}
+#endif
+
+// Which copy is fastest here (each a row): the backend's own, the STREAM loop, streaming stores.
+Work fastest_copy(int reps, Arrays& a, std::vector<Row>& rows) {
+  float *px = a.px, *po = a.po;
+  double best_s = 0;
+  Work peer = faster_of(
+      reps, 2, "copy: openmp copy (tandem's own)", [&a] { copy(a.x, a.out); },
+      "copy: STREAM loop (omp parallel for simd)", [=] { stream_copy(kArrayCount, px, po); }, best_s, rows);
+#if defined(__SSE2__)
+  try_interleaved_runs(
+      reps, "copy", 2, [=](std::int64_t runs) { return Work([=] { stream_copy_nt_runs(kArrayCount, px, po, runs); }); },
+      best_s, peer, rows);
+#endif
+  return peer;
+}
+
+// Which triad is fastest here (each a row): the STREAM loop, with streaming stores, interleaved.
+Work fastest_triad(int reps, const Arrays& a, std::vector<Row>& rows) {
+  float *px = a.px, *py = a.py, *po = a.po;
+  Work peer = [=] { stream_triad(kArrayCount, po, px, py, 0.5f); };
+#if defined(__SSE2__)
+  double best_s = 0;
+  peer = faster_of(
+      reps, 3, "triad: STREAM loop", peer, "triad: STREAM loop, streaming stores",
+      [=] { stream_triad_nt(kArrayCount, po, px, py, 0.5f); }, best_s, rows);
+  try_interleaved_runs(
+      reps, "triad", 3,
+      [=](std::int64_t runs) { return Work([=] { stream_triad_nt_runs(kArrayCount, po, px, py, 0.5f, runs); }); },
+      best_s, peer, rows);
+#else
+  (void)reps;
+  (void)rows;
+#endif
+  return peer;
+}
+
+// The memory-bound rows: each op against the copy or triad peer (or the omp reduction), in turns.
+void measure_memory(Backend& be, int reps, std::vector<Row>& rows) {
+  std::vector<float> h(kArrayFloats);
+  for (std::size_t i = 0; i < kArrayFloats; ++i) h[i] = float(i % 1000) * 1e-3f - 0.5f;
+  Arrays a{.x = Buffer::from(be, h),
+           .y = Buffer::from(be, h),
+           .out = Buffer(be, DType::f32, kArrayFloats),
+           .r = Buffer(be, DType::f32, 1)};
   h = {};
-  const double gb = double(n) * 4 / 1e9;  // one array
-  auto* px = static_cast<float*>(x.data());
-  auto* py = static_cast<float*>(y.data());
-  auto* po = static_cast<float*>(out.data());
+  a.px = static_cast<float*>(a.x.data());
+  a.py = static_cast<float*>(a.y.data());
+  a.po = static_cast<float*>(a.out.data());
+  const Work copy_peer = fastest_copy(reps, a, rows);
+  const Work triad_peer = fastest_triad(reps, a, rows);
+  volatile float sink = 0;
+  Buffer &x = a.x, &y = a.y, &out = a.out, &r = a.r;
 
-  // Which copy and which triad are faster here, each against the other in turns.
-  const auto [memcpy_s, loop_copy_s] = paired_seconds(
-      reps, [&] { copy(x, out); }, [&] { stream_copy(count, px, po); });
-  rows.push_back({"peer", "copy: openmp copy (tandem's own)", "GB/s", 2 * gb / memcpy_s, 0, "", 0});
-  rows.push_back({"peer", "copy: STREAM loop (omp parallel for simd)", "GB/s", 2 * gb / loop_copy_s, 0, "", 0});
-  std::function<void()> copy_peer = memcpy_s <= loop_copy_s
-                                        ? std::function<void()>([&] { copy(x, out); })
-                                        : std::function<void()>([&] { stream_copy(count, px, po); });
-#if defined(__SSE2__)
-  double best_copy_s = std::min(memcpy_s, loop_copy_s);
-  for (const std::int64_t runs : {1, 2, 4}) {
-    const double t = bench::median_seconds(reps, [&] { stream_copy_nt_runs(count, px, po, runs); });
-    rows.push_back({"peer", "copy: streaming stores, " + std::to_string(runs) + " interleaved run(s) per thread",
-                    "GB/s", 2 * gb / t, 0, "", 0});
-    if (t < best_copy_s) {
-      best_copy_s = t;
-      copy_peer = [&, runs] { stream_copy_nt_runs(count, px, po, runs); };
-    }
-  }
-#endif
-  std::function<void()> triad_peer = [&] { stream_triad(count, po, px, py, 0.5f); };
-#if defined(__SSE2__)
-  const auto [triad_s, triad_nt_s] =
-      paired_seconds(reps, triad_peer, [&] { stream_triad_nt(count, po, px, py, 0.5f); });
-  rows.push_back({"peer", "triad: STREAM loop", "GB/s", 3 * gb / triad_s, 0, "", 0});
-  rows.push_back({"peer", "triad: STREAM loop, streaming stores", "GB/s", 3 * gb / triad_nt_s, 0, "", 0});
-  double best_triad_s = std::min(triad_s, triad_nt_s);
-  if (triad_nt_s < triad_s) triad_peer = [&] { stream_triad_nt(count, po, px, py, 0.5f); };
-  for (const std::int64_t runs : {1, 2, 4}) {
-    const double t = bench::median_seconds(reps, [&] { stream_triad_nt_runs(count, po, px, py, 0.5f, runs); });
-    rows.push_back({"peer", "triad: streaming stores, " + std::to_string(runs) + " interleaved run(s) per thread",
-                    "GB/s", 3 * gb / t, 0, "", 0});
-    if (t < best_triad_s) {
-      best_triad_s = t;
-      triad_peer = [&, runs] { stream_triad_nt_runs(count, po, px, py, 0.5f, runs); };
-    }
-  }
-#endif
-
-  // op against a peer: arrays_moved arrays of n floats per call of op, peer_arrays per call of peer.
-  auto mem_row = [&](const std::string& name, double arrays_moved, const std::function<void()>& op,
-                     const std::string& peer_name, double peer_arrays, const std::function<void()>& peer,
-                     double target) {
+  // op against a peer: arrays_moved arrays (256 MB each) per call of op, peer_arrays per call of peer.
+  auto mem_row = [&](const std::string& name, double arrays_moved, const Work& op, const std::string& peer_name,
+                     double peer_arrays, const Work& peer, double target) {
     const auto [op_s, peer_s] = paired_seconds(reps, op, peer);
-    rows.push_back({"memory", name, "GB/s", arrays_moved * gb / op_s, peer_arrays * gb / peer_s, peer_name, target});
+    rows.push_back(
+        {"memory", name, "GB/s", arrays_moved * kArrayGb / op_s, peer_arrays * kArrayGb / peer_s, peer_name, target});
   };
   mem_row(
       "sum f32 (1 read)", 1, [&] { reduce(ReduceOp::sum, x, r); }, "copy", 2, copy_peer, 0.85);
@@ -226,68 +243,67 @@ int main(int argc, char** argv) {
       "max f32 (1 read)", 1, [&] { reduce(ReduceOp::max, x, r); }, "copy", 2, copy_peer, 0);
   mem_row(
       "sum f32 (1 read)", 1, [&] { reduce(ReduceOp::sum, x, r); }, "omp reduction", 1,
-      [&] { sink = omp_reduction_sum(count, px); }, 0);
-  x = Buffer();
-  y = Buffer();
-  out = Buffer();
+      [&] { sink = omp_reduction_sum(kArrayCount, a.px); }, 0);
+  (void)sink;
+}
 
-  // ---- sgemm tiers against OpenBLAS ----
-  const auto tiers = be.matmul_tiers(DType::f32);
-  const bool have_vendor = std::find(tiers.begin(), tiers.end(), MatmulTier::vendor) != tiers.end();
-  std::vector<std::int64_t> sizes = {1024, 2048};
-  if (!quick) sizes.push_back(4096);
-  for (std::int64_t N : sizes) {
-    const std::size_t nn = static_cast<std::size_t>(N * N);
-    std::vector<float> ha(nn), hb(nn);
-    for (std::size_t i = 0; i < nn; ++i) {
-      ha[i] = float((i * 7) % 13) * 0.1f - 0.6f;
-      hb[i] = float((i * 5) % 11) * 0.1f - 0.5f;
-    }
-    Buffer a = Buffer::from(be, ha), b = Buffer::from(be, hb), c(be, DType::f32, nn);
-    Matrix am = matrix(a, N, N), bm = matrix(b, N, N), cm = matrix(c, N, N);
-    const double gflop = 2.0 * double(N) * double(N) * double(N) / 1e9;
-    auto run = [&](MatmulTier tier) {
-      return [&, tier] {
-        MatmulOptions o;
-        o.tier = tier;
-        matmul(am, bm, cm, o);
-      };
+// The sgemm rows at one size: each of our tiers against OpenBLAS (where built), and 2 threads vs 1.
+void measure_sgemm(Backend& be, std::int64_t N, bool quick, bool have_vendor, std::vector<Row>& rows) {
+  const std::size_t nn = static_cast<std::size_t>(N * N);
+  std::vector<float> ha(nn), hb(nn);
+  for (std::size_t i = 0; i < nn; ++i) {
+    ha[i] = float((i * 7) % 13) * 0.1f - 0.6f;
+    hb[i] = float((i * 5) % 11) * 0.1f - 0.5f;
+  }
+  Buffer a = Buffer::from(be, ha), b = Buffer::from(be, hb), c(be, DType::f32, nn);
+  Matrix am = matrix(a, N, N), bm = matrix(b, N, N), cm = matrix(c, N, N);
+  const double gflop = 2.0 * double(N) * double(N) * double(N) / 1e9;
+  auto run = [&](MatmulTier tier) {
+    return [&, tier] {
+      MatmulOptions o;
+      o.tier = tier;
+      matmul(am, bm, cm, o);
     };
-    const std::string group = "sgemm N=" + std::to_string(N);
-    // Five pairs at every size (4096^3 had three): on the shared Zen 3 VM the 4096^3 ratio ran at
-    // 81-128% of OpenBLAS over 49 runs of three, a fast phase of the machine during the peer's
-    // turns enough to move it by ten points; the median of five lets one such turn pass.
-    const int matmul_reps = quick ? 3 : 5;
-    std::vector<MatmulTier> ours = {MatmulTier::register_blocked};
-    if (N == 1024) ours.insert(ours.end(), {MatmulTier::tiled, MatmulTier::naive});
-    for (MatmulTier tier : ours) {
-      const bool best = tier == MatmulTier::register_blocked;
-      if (have_vendor) {
-        const auto [s, peer_s] =
-            paired_seconds(tier == MatmulTier::naive ? 1 : matmul_reps, run(tier), run(MatmulTier::vendor), true);
-        rows.push_back(
-            {group, std::string(name_of(tier)), "GFLOP/s", gflop / s, gflop / peer_s, "OpenBLAS", best ? 0.90 : 0});
-      } else {
-        const double s = bench::median_seconds(matmul_reps, run(tier));
-        rows.push_back({group, std::string(name_of(tier)), "GFLOP/s", gflop / s, 0, "", 0});
-      }
-    }
-    // Scaling from 1 to 2 threads, the two timed in turns (omp_set_num_threads on this thread).
-    const int threads = omp_get_max_threads();
-    if (threads >= 2) {
-      auto on = [&](int t) {
-        return [&, t] {
-          omp_set_num_threads(t);
-          run(MatmulTier::register_blocked)();
-          omp_set_num_threads(threads);
-        };
-      };
-      const auto [two_s, one_s] = paired_seconds(matmul_reps, on(2), on(1));
+  };
+  const std::string group = "sgemm N=" + std::to_string(N);
+  // Five pairs at every size (4096^3 had three): on the shared Zen 3 VM the 4096^3 ratio ran at
+  // 81-128% of OpenBLAS over 49 runs of three, a fast phase of the machine during the peer's
+  // turns enough to move it by ten points; the median of five lets one such turn pass.
+  const int matmul_reps = quick ? 3 : 5;
+  std::vector<MatmulTier> ours = {MatmulTier::register_blocked};
+  if (N == 1024) ours.insert(ours.end(), {MatmulTier::tiled, MatmulTier::naive});
+  for (MatmulTier tier : ours) {
+    const bool best = tier == MatmulTier::register_blocked;
+    if (have_vendor) {
+      const auto [s, peer_s] =
+          paired_seconds(tier == MatmulTier::naive ? 1 : matmul_reps, run(tier), run(MatmulTier::vendor), true);
       rows.push_back(
-          {group, "register_blocked on 2 threads", "GFLOP/s", gflop / two_s, gflop / one_s, "itself on 1 thread", 1.8});
+          {group, std::string(name_of(tier)), "GFLOP/s", gflop / s, gflop / peer_s, "OpenBLAS", best ? 0.90 : 0});
+    } else {
+      const double s = bench::median_seconds(matmul_reps, run(tier));
+      rows.push_back({group, std::string(name_of(tier)), "GFLOP/s", gflop / s, 0, "", 0});
     }
   }
+  // Scaling from 1 to 2 threads, the two timed in turns (omp_set_num_threads on this thread).
+  const int threads = omp_get_max_threads();
+  if (threads >= 2) {
+    auto on = [&](int t) {
+      return [&, t] {
+        omp_set_num_threads(t);
+        run(MatmulTier::register_blocked)();
+        omp_set_num_threads(threads);
+      };
+    };
+    const auto [two_s, one_s] = paired_seconds(matmul_reps, on(2), on(1));
+    rows.push_back(
+        {group, "register_blocked on 2 threads", "GFLOP/s", gflop / two_s, gflop / one_s, "itself on 1 thread", 1.8});
+  }
+}
 
+// Prints the machine, the tuning, the rows and the stolen time, and writes the JSON where asked;
+// returns the exit code.
+int report(const DeviceProperties& props, const std::vector<Row>& rows, const bench::CpuTicks& ticks_at_start,
+           bool have_vendor, const std::string& json_path) {
   char date[32];
   const std::time_t now = std::time(nullptr);
   std::strftime(date, sizeof date, "%Y-%m-%dT%H:%M:%SZ", std::gmtime(&now));
@@ -304,18 +320,48 @@ int main(int argc, char** argv) {
   const double stolen = bench::stolen_percent(ticks_at_start, bench::cpu_ticks());
   std::printf("%s\n", bench::stolen_text(stolen).c_str());
   if (!have_vendor) std::printf("(no OpenBLAS in this build: sgemm ratios are not available)\n");
-  if (!options.json_path.empty()) {
+  if (!json_path.empty()) {
     char header[512];
     std::snprintf(header, sizeof header, "\"machine\": \"%s\", \"date\": \"%s\", \"threads\": %d, \"array_bytes\": %zu",
-                  props.name.c_str(), date, omp_get_max_threads(), n * 4);
+                  props.name.c_str(), date, omp_get_max_threads(), kArrayFloats * 4);
     const std::string head = std::string(header) + ", \"tuning\": {" + tuning_json +
                              "}, \"steal_percent\": " + (stolen < 0 ? std::string("null") : std::to_string(stolen));
-    if (!bench::write_targets_json(options.json_path, head, rows, true)) {
-      std::fprintf(stderr, "tandem_bench_cpu: cannot write %s\n", options.json_path.c_str());
+    if (!bench::write_targets_json(json_path, head, rows, true)) {
+      std::fprintf(stderr, "tandem_bench_cpu: cannot write %s\n", json_path.c_str());
       return 1;
     }
-    std::printf("wrote %s\n", options.json_path.c_str());
+    std::printf("wrote %s\n", json_path.c_str());
   }
-  (void)sink;
   return 0;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  bench::Options options;
+  const int exit_code = bench::parse_options(
+      argc, argv,
+      "usage: tandem_bench_cpu [--quick] [--json FILE]\n"
+      "  openmp against peers measured in the same run, with the CPU targets checked:\n"
+      "  sum/dot/norm2 and scan vs copy bandwidth, add/axpy vs triad bandwidth (256 MB arrays),\n"
+      "  sgemm tiers vs OpenBLAS at N = 1024, 2048, 4096 and 2 threads vs 1. --quick: fewer repeats,\n"
+      "  no N = 4096.\n",
+      options);
+  if (exit_code >= 0) return exit_code;
+  const bench::CpuTicks ticks_at_start = bench::cpu_ticks();
+  const bool quick = options.quick;
+  // The store tuning measured now, on the quiet machine a benchmark needs (and cached for later
+  // runs), rather than whatever a busier moment cached; TANDEM_TUNING set by the caller wins.
+  setenv("TANDEM_TUNING", "calibrate", 0);
+  Backend& be = get_backend("openmp");
+  const DeviceProperties props = be.properties();
+  std::vector<Row> rows;
+  measure_memory(be, quick ? 5 : 11, rows);
+
+  const auto tiers = be.matmul_tiers(DType::f32);
+  const bool have_vendor = std::find(tiers.begin(), tiers.end(), MatmulTier::vendor) != tiers.end();
+  std::vector<std::int64_t> sizes = {1024, 2048};
+  if (!quick) sizes.push_back(4096);
+  for (std::int64_t N : sizes) measure_sgemm(be, N, quick, have_vendor, rows);
+  return report(props, rows, ticks_at_start, have_vendor, options.json_path);
 }

@@ -151,119 +151,104 @@ def plot_targets(data, out):
     return [save(fig, out, "targets.png")]
 
 
-def main():
-    if len(sys.argv) < 3:
-        print(__doc__, file=sys.stderr)
-        return 2
-    with open(sys.argv[1]) as f:
-        data = json.load(f)
-    out = sys.argv[2]
-    for peer in sys.argv[3:]:
-        with open(peer) as f:
-            extra = json.load(f)
-        if "results" not in data or "results" not in extra:
-            print(f"plot.py: {peer}: peers go beside a bench or compare run (both need \"results\")", file=sys.stderr)
-            return 2
-        data["results"] = data["results"] + extra["results"]
-    os.makedirs(out, exist_ok=True)
-    if "bandwidth" in data or "memory" in data:
-        written = plot_bandwidth(data, out) if "bandwidth" in data else plot_memory(data, out)
-        for p in written:
-            print(p)
-        return 0
-    if data["results"] and "group" in data["results"][0]:
-        for p in plot_targets(data, out):
-            print(p)
-        return 0
-    results = data["results"]
-    rows = default_rows(results)
-    backends = sorted({r["backend"] for r in results})
-    algorithms = [a for a in ["add", "axpy", "sum", "dot", "scan", "softmax", "matmul"] if any(r["algorithm"] == a for r in results)]
-    base = baseline_of(results, data)
-    written = []
-    for algo in algorithms:
-        unit = "N (N x N x N)" if algo == "matmul" else "elements (f32)"
-        fig, ax = plt.subplots(figsize=(7, 4.5))
-        for b in backends:
-            pts = sorted((k[2], v) for k, v in rows.items() if k[0] == algo and k[1] == b)
-            if not pts:
-                continue
-            sizes = [p[0] for p in pts]
-            line = ax.plot(sizes, [p[1]["kernel_ms"] for p in pts], marker="o", label=f"{b} kernel")[0]
-            ax.plot(sizes, [best_e2e(p[1]) for p in pts], marker="x",
-                    linestyle="--", color=line.get_color(), label=f"{b} end to end")
-        ax.set_xscale("log", base=2)
-        ax.set_yscale("log")
-        ax.set_xlabel(unit)
-        ax.set_ylabel("time (ms)")
-        ax.set_title(f"{algo}: time vs size ({data.get('date', '')})")
-        ax.grid(True, which="both", alpha=0.3)
-        ax.legend(fontsize=8)
-        written.append(save(fig, out, f"time_{algo}.png"))
+def size_label(algo):
+    """The x axis of an algorithm's plots: what its size counts."""
+    return "N (N x N x N)" if algo == "matmul" else "elements (f32)"
 
-        others = [b for b in backends if b != base]
-        if base is None or not others:
+
+def points(rows, algo, backend):
+    """(size, row) of one algorithm on one backend, by size."""
+    return sorted((k[2], v) for k, v in rows.items() if k[0] == algo and k[1] == backend)
+
+
+def log_axes(ax, xlabel, ylabel):
+    """Log-log axes (sizes in powers of two) with their labels, a grid and the legend."""
+    ax.set_xscale("log", base=2)
+    ax.set_yscale("log")
+    ax.set_xlabel(xlabel)
+    ax.set_ylabel(ylabel)
+    ax.grid(True, which="both", alpha=0.3)
+    ax.legend(fontsize=8)
+
+
+def plot_time(data, rows, backends, algo, out):
+    """time_<algo>.png: kernel and best end-to-end time vs size, one line per backend."""
+    fig, ax = plt.subplots(figsize=(7, 4.5))
+    for b in backends:
+        pts = points(rows, algo, b)
+        if not pts:
             continue
-        fig, ax = plt.subplots(figsize=(7, 4.5))
-        for n_b, b in enumerate(others):
-            pts = sorted((k[2], v) for k, v in rows.items() if k[0] == algo and k[1] == b and (algo, base, k[2]) in rows)
-            if not pts:
-                continue
-            sizes = [p[0] for p in pts]
-            ref = [rows[(algo, base, s)] for s in sizes]
-            kern = [r["kernel_ms"] / p[1]["kernel_ms"] for r, p in zip(ref, pts)]
-            e2e = [r["e2e_pageable_ms"] / best_e2e(p[1]) for r, p in zip(ref, pts)]
-            line = ax.plot(sizes, kern, marker="o", label=f"{b} kernel only")[0]
-            ax.plot(sizes, e2e, marker="x", linestyle="--", color=line.get_color(), label=f"{b} end to end")
-            cross = None
-            for s, v in zip(reversed(sizes), reversed(e2e)):
-                if v > 1:
-                    cross = s
-                else:
-                    break
-            if cross is not None:
-                ax.axvline(cross, color=line.get_color(), alpha=0.4)
-                # one line of text per backend, so that two crossing at one size stay readable
-                ax.annotate(f"{b} wins from {cross}", (cross, 1), textcoords="offset points",
-                            xytext=(4, 8 + 11 * n_b), fontsize=8, color=line.get_color())
-        ax.axhline(1, color="black", linewidth=0.8)
-        ax.set_xscale("log", base=2)
-        ax.set_yscale("log")
-        ax.set_xlabel(unit)
-        ax.set_ylabel(f"speed-up over {base}")
-        ax.set_title(f"{algo}: speed-up over {base}")
-        ax.grid(True, which="both", alpha=0.3)
-        ax.legend(fontsize=8)
-        written.append(save(fig, out, f"speedup_{algo}.png"))
+        sizes = [p[0] for p in pts]
+        line = ax.plot(sizes, [p[1]["kernel_ms"] for p in pts], marker="o", label=f"{b} kernel")[0]
+        ax.plot(sizes, [best_e2e(p[1]) for p in pts], marker="x",
+                linestyle="--", color=line.get_color(), label=f"{b} end to end")
+    ax.set_title(f"{algo}: time vs size ({data.get('date', '')})")
+    log_axes(ax, size_label(algo), "time (ms)")
+    return save(fig, out, f"time_{algo}.png")
 
-    # Transfers: each way of moving the data end to end, per backend, for the algorithms that have
-    # more than two ways measured (overlap and managed memory).
-    for algo in algorithms:
-        have = [b for b in backends
-                if any(k[0] == algo and k[1] == b and (measured(v, "e2e_overlap_ms") > 0 or measured(v, "e2e_managed_ms") > 0)
-                       for k, v in rows.items())]
-        if not have:
+
+def crossover(sizes, speedups):
+    """The least size from which every larger one is faster than the baseline, else None."""
+    cross = None
+    for s, v in zip(reversed(sizes), reversed(speedups)):
+        if v > 1:
+            cross = s
+        else:
+            break
+    return cross
+
+
+def plot_speedup(rows, base, others, algo, out):
+    """speedup_<algo>.png: each backend's speed-up over the baseline vs size, the end-to-end
+    crossover marked."""
+    fig, ax = plt.subplots(figsize=(7, 4.5))
+    for n_b, b in enumerate(others):
+        pts = [p for p in points(rows, algo, b) if (algo, base, p[0]) in rows]
+        if not pts:
             continue
-        fig, axes = plt.subplots(1, len(have), figsize=(5.5 * len(have), 4.5), squeeze=False)
-        for ax, b in zip(axes[0], have):
-            pts = sorted((k[2], v) for k, v in rows.items() if k[0] == algo and k[1] == b)
-            for key, label, style in WAYS:
-                got = [(s, v[key]) for s, v in pts if measured(v, key) > 0]
-                if got:
-                    ax.plot([g[0] for g in got], [g[1] for g in got], linestyle=style, marker="o", label=label)
-            ax.plot([p[0] for p in pts], [p[1]["kernel_ms"] for p in pts], color="black", alpha=0.5, marker=".",
-                    label="kernel only")
-            ax.set_xscale("log", base=2)
-            ax.set_yscale("log")
-            ax.set_xlabel("elements (f32)")
-            ax.set_ylabel("time (ms)")
-            ax.set_title(f"{algo} on {b}: end to end, by transfer", fontsize=10)
-            ax.grid(True, which="both", alpha=0.3)
-            ax.legend(fontsize=8)
-        written.append(save(fig, out, f"transfers_{algo}.png"))
+        sizes = [p[0] for p in pts]
+        ref = [rows[(algo, base, s)] for s in sizes]
+        kern = [r["kernel_ms"] / p[1]["kernel_ms"] for r, p in zip(ref, pts)]
+        e2e = [r["e2e_pageable_ms"] / best_e2e(p[1]) for r, p in zip(ref, pts)]
+        line = ax.plot(sizes, kern, marker="o", label=f"{b} kernel only")[0]
+        ax.plot(sizes, e2e, marker="x", linestyle="--", color=line.get_color(), label=f"{b} end to end")
+        cross = crossover(sizes, e2e)
+        if cross is not None:
+            ax.axvline(cross, color=line.get_color(), alpha=0.4)
+            # one line of text per backend, so that two crossing at one size stay readable
+            ax.annotate(f"{b} wins from {cross}", (cross, 1), textcoords="offset points",
+                        xytext=(4, 8 + 11 * n_b), fontsize=8, color=line.get_color())
+    ax.axhline(1, color="black", linewidth=0.8)
+    ax.set_title(f"{algo}: speed-up over {base}")
+    log_axes(ax, size_label(algo), f"speed-up over {base}")
+    return save(fig, out, f"speedup_{algo}.png")
 
-    # Roofline: per backend, the best copy bandwidth and the best matmul rate it reached, and each
-    # algorithm at its largest size placed by arithmetic intensity (flops per byte moved).
+
+def plot_transfers(rows, backends, algo, out):
+    """transfers_<algo>.png: end-to-end time per way of moving the data, a panel per backend that
+    has more than two ways measured (overlap or managed memory); None where none has."""
+    have = [b for b in backends
+            if any(k[0] == algo and k[1] == b and (measured(v, "e2e_overlap_ms") > 0 or measured(v, "e2e_managed_ms") > 0)
+                   for k, v in rows.items())]
+    if not have:
+        return None
+    fig, axes = plt.subplots(1, len(have), figsize=(5.5 * len(have), 4.5), squeeze=False)
+    for ax, b in zip(axes[0], have):
+        pts = points(rows, algo, b)
+        for key, label, style in WAYS:
+            got = [(s, v[key]) for s, v in pts if measured(v, key) > 0]
+            if got:
+                ax.plot([g[0] for g in got], [g[1] for g in got], linestyle=style, marker="o", label=label)
+        ax.plot([p[0] for p in pts], [p[1]["kernel_ms"] for p in pts], color="black", alpha=0.5, marker=".",
+                label="kernel only")
+        ax.set_title(f"{algo} on {b}: end to end, by transfer", fontsize=10)
+        log_axes(ax, "elements (f32)", "time (ms)")
+    return save(fig, out, f"transfers_{algo}.png")
+
+
+def plot_roofline(results, rows, backends, algorithms, out):
+    """roofline.png: per backend, the best copy bandwidth and the best matmul rate it reached, and
+    each algorithm at its largest size placed by arithmetic intensity (flops per byte moved)."""
     fig, ax = plt.subplots(figsize=(7, 4.5))
     for b in backends:
         mine = [r for r in results if r["backend"] == b]
@@ -287,14 +272,64 @@ def main():
             ax.plot([ai], [rate], marker="o", color=line.get_color())
             k = algorithms.index(algo)
             ax.annotate(algo, (ai, rate), textcoords="offset points", xytext=(5, -12 if k % 2 else 5), fontsize=8)
-    ax.set_xscale("log", base=2)
-    ax.set_yscale("log")
-    ax.set_xlabel("arithmetic intensity (flop / byte)")
-    ax.set_ylabel("GFLOP/s")
     ax.set_title("roofline: measured roofs, each kernel at its largest size")
-    ax.grid(True, which="both", alpha=0.3)
-    ax.legend(fontsize=8)
-    written.append(save(fig, out, "roofline.png"))
+    log_axes(ax, "arithmetic intensity (flop / byte)", "GFLOP/s")
+    return save(fig, out, "roofline.png")
+
+
+def plot_sweep(data, out):
+    """The plots of a bench or compare run: time and speed-up per algorithm, transfers, roofline."""
+    results = data["results"]
+    rows = default_rows(results)
+    backends = sorted({r["backend"] for r in results})
+    algorithms = [a for a in ["add", "axpy", "sum", "dot", "scan", "softmax", "matmul"] if any(r["algorithm"] == a for r in results)]
+    base = baseline_of(results, data)
+    others = [b for b in backends if b != base]
+    written = []
+    for algo in algorithms:
+        written.append(plot_time(data, rows, backends, algo, out))
+        if base is not None and others:
+            written.append(plot_speedup(rows, base, others, algo, out))
+    for algo in algorithms:
+        path = plot_transfers(rows, backends, algo, out)
+        if path is not None:
+            written.append(path)
+    written.append(plot_roofline(results, rows, backends, algorithms, out))
+    return written
+
+
+def load(paths):
+    """The run in paths[0] with the results of the peers in the other paths added; None after
+    saying why they cannot be."""
+    with open(paths[0]) as f:
+        data = json.load(f)
+    for peer in paths[1:]:
+        with open(peer) as f:
+            extra = json.load(f)
+        if "results" not in data or "results" not in extra:
+            print(f"plot.py: {peer}: peers go beside a bench or compare run (both need \"results\")", file=sys.stderr)
+            return None
+        data["results"] = data["results"] + extra["results"]
+    return data
+
+
+def main():
+    if len(sys.argv) < 3:
+        print(__doc__, file=sys.stderr)
+        return 2
+    data = load([sys.argv[1]] + sys.argv[3:])
+    if data is None:
+        return 2
+    out = sys.argv[2]
+    os.makedirs(out, exist_ok=True)
+    if "bandwidth" in data:
+        written = plot_bandwidth(data, out)
+    elif "memory" in data:
+        written = plot_memory(data, out)
+    elif data["results"] and "group" in data["results"][0]:
+        written = plot_targets(data, out)
+    else:
+        written = plot_sweep(data, out)
     for p in written:
         print(p)
     return 0

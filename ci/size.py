@@ -1,8 +1,7 @@
 #!/usr/bin/env python3
 """The size rule (ARCHITECTURE.md, "The size rule"): prints lines per folder and the largest files,
 and fails on a source file over 800 lines or a function over 120 (lizard measures functions in
-C++, CUDA, HIP and Python). Functions already over the limit are listed in ci/size-debt.txt with
-their length: they may shrink, never grow, and a new one may not join them.
+C++, CUDA, HIP and Python). No exceptions: a long function is split where its steps are.
 
 Usage: python3 ci/size.py [--root DIR]   (lizard from PyPI: ci/test.sh installs it in its venv)
 """
@@ -38,23 +37,11 @@ def sources(root):
         return sorted(found)
 
 
-def read_debt(path):
-    debt = {}
-    if os.path.exists(path):
-        for line in open(path):
-            line = line.split("#", 1)[0].strip()
-            if line:
-                where, lines = line.rsplit(" ", 1)
-                debt[where] = int(lines)
-    return debt
-
-
 def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--root", default=os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
     args = ap.parse_args()
     root = os.path.abspath(args.root)
-    debt = read_debt(os.path.join(root, "ci", "size-debt.txt"))
 
     lines_of, per_folder = {}, collections.Counter()
     long_files, long_functions = [], []
@@ -84,22 +71,12 @@ def main():
         print(f"  {lines_of[f]:7d}  {f}")
 
     failures = [f"{f}: {n} lines (a file may have {FILE_LIMIT}: split it by topic)" for n, f in long_files]
-    seen = set()
     for n, where in sorted(long_functions, reverse=True):
-        seen.add(where)
-        if where not in debt:
-            failures.append(f"{where}: {n} lines (a function may have {FUNCTION_LIMIT}: split it)")
-        elif n > debt[where]:
-            failures.append(f"{where}: {n} lines, more than the {debt[where]} ci/size-debt.txt allows: it may only shrink")
-        else:
-            print(f"  debt: {where}: {n} lines (of {debt[where]} allowed; limit {FUNCTION_LIMIT})")
-    for where in sorted(set(debt) - seen):
-        print(f"  debt paid: {where} is within {FUNCTION_LIMIT} lines now: remove it from ci/size-debt.txt")
+        failures.append(f"{where}: {n} lines (a function may have {FUNCTION_LIMIT}: split it where its steps are)")
     if failures:
         print("size: the rule is broken:", *failures, sep="\n  ", file=sys.stderr)
         return 1
-    print(f"size: no file over {FILE_LIMIT} lines; no function over {FUNCTION_LIMIT} but the "
-          f"{len(seen)} in ci/size-debt.txt, none grown")
+    print(f"size: no file over {FILE_LIMIT} lines, no function over {FUNCTION_LIMIT}")
     return 0
 
 

@@ -153,6 +153,64 @@ int run_bench(Common& c) {
   return 0;
 }
 
+struct Crossover {
+  std::string algorithm, backend;
+  std::size_t size = 0;  // 0: never in the measured range
+  bool measured = false;
+};
+using ResultsAt = std::map<std::tuple<std::string, std::string, std::size_t>, const sweep::Result*>;
+
+// The smallest size from which backend b is faster end to end than the baseline's results `base`
+// (ascending sizes) at every larger size measured.
+Crossover crossover_of(const std::string& algorithm, const std::string& b,
+                       const std::vector<const sweep::Result*>& base, const ResultsAt& at) {
+  Crossover x{algorithm, b, 0, false};
+  for (auto it = base.rbegin(); it != base.rend(); ++it) {
+    auto other = at.find({algorithm, b, (*it)->size});
+    if (other == at.end()) continue;
+    x.measured = true;
+    if (other->second->best_e2e_ms() < (*it)->e2e_pageable_ms) {
+      x.size = (*it)->size;
+    } else {
+      break;
+    }
+  }
+  return x;
+}
+
+// The crossovers in words; `alone`: the one backend measured, when there was only one.
+void print_crossovers(const std::vector<Crossover>& crossovers, const std::vector<sweep::Result>& results,
+                      const std::string& alone) {
+  std::printf("\n");
+  for (const Crossover& x : crossovers) {
+    if (x.size) {
+      std::printf("%s on %s wins end to end from %zu%s\n", x.algorithm.c_str(), x.backend.c_str(), x.size,
+                  x.algorithm == "matmul" ? "^3" : " elements");
+    } else {
+      std::printf("%s on %s never wins end to end in the measured range\n", x.algorithm.c_str(), x.backend.c_str());
+    }
+  }
+  if (!alone.empty()) std::printf("only %s was measured: nothing to compare it with.\n", alone.c_str());
+  bool gpu = false;
+  for (const auto& r : results) gpu = gpu || r.kind == "gpu";
+  if (!gpu) {
+    std::printf("no GPU backend ran here:\n");
+    print_missing();
+  }
+}
+
+// The TANDEM_CROSSOVER file that backend_for() reads: the first backend that wins, per algorithm.
+std::string crossover_file(const std::vector<Crossover>& crossovers) {
+  std::string lines = "# tandem crossover, written by tandem compare: algorithm backend size-from-which-it-wins\n";
+  std::vector<std::string> done;
+  for (const Crossover& x : crossovers) {
+    if (x.size == 0 || std::find(done.begin(), done.end(), x.algorithm) != done.end()) continue;
+    lines += x.algorithm + " " + x.backend + " " + std::to_string(x.size) + "\n";
+    done.push_back(x.algorithm);
+  }
+  return lines;
+}
+
 int run_compare(Common& c) {
   c.sweep.progress_label = "tandem compare";
   const double load = sweep::load_average();
@@ -166,14 +224,8 @@ int run_compare(Common& c) {
     if (r.kind == "cpu" && (baseline.empty() || r.backend == "openmp")) baseline = r.backend;
   }
   if (baseline.empty()) throw InvalidArgument("tandem compare needs a CPU backend among --backend to compare with");
-  std::map<std::tuple<std::string, std::string, std::size_t>, const sweep::Result*> at;
+  ResultsAt at;
   for (const auto& r : results) at[{r.algorithm, r.backend, r.size}] = &r;
-
-  struct Crossover {
-    std::string algorithm, backend;
-    std::size_t size = 0;  // 0: never in the measured range
-    bool measured = false;
-  };
   std::vector<Crossover> crossovers;
   const bool quiet = c.json.to_stdout() || c.csv_path == "-";
   if (!quiet) {
@@ -216,54 +268,17 @@ int run_compare(Common& c) {
     }
     for (const std::string& b : order) {
       if (b == baseline) continue;
-      // The smallest size from which the backend is faster end to end at every larger size measured.
-      Crossover x{algorithm, b, 0, false};
-      for (auto it = base.rbegin(); it != base.rend(); ++it) {
-        auto other = at.find({algorithm, b, (*it)->size});
-        if (other == at.end()) continue;
-        x.measured = true;
-        const sweep::Result& r = *other->second;
-        if (r.best_e2e_ms() < (*it)->e2e_pageable_ms) {
-          x.size = (*it)->size;
-        } else {
-          break;
-        }
-      }
+      const Crossover x = crossover_of(algorithm, b, base, at);
       if (x.measured) crossovers.push_back(x);
     }
   }
-  if (!quiet) {
-    std::printf("\n");
-    for (const Crossover& x : crossovers) {
-      if (x.size) {
-        std::printf("%s on %s wins end to end from %zu%s\n", x.algorithm.c_str(), x.backend.c_str(), x.size,
-                    x.algorithm == "matmul" ? "^3" : " elements");
-      } else {
-        std::printf("%s on %s never wins end to end in the measured range\n", x.algorithm.c_str(), x.backend.c_str());
-      }
-    }
-    if (order.size() == 1) std::printf("only %s was measured: nothing to compare it with.\n", baseline.c_str());
-    bool gpu = false;
-    for (const auto& r : results) gpu = gpu || r.kind == "gpu";
-    if (!gpu) {
-      std::printf("no GPU backend ran here:\n");
-      print_missing();
-    }
-  }
+  if (!quiet) print_crossovers(crossovers, results, order.size() == 1 ? baseline : "");
   const Json noise_json = noise_report(noise, "compare");
   const bool refused = !c.crossover_path.empty() && noise.noisy;
   if (refused) {
     std::fprintf(stderr, "tandem compare: %s not written: rerun on a quiet machine\n", c.crossover_path.c_str());
   } else if (!c.crossover_path.empty()) {
-    // For backend_for() (TANDEM_CROSSOVER): the first backend that wins, per algorithm.
-    std::string lines = "# tandem crossover, written by tandem compare: algorithm backend size-from-which-it-wins\n";
-    std::vector<std::string> done;
-    for (const Crossover& x : crossovers) {
-      if (x.size == 0 || std::find(done.begin(), done.end(), x.algorithm) != done.end()) continue;
-      lines += x.algorithm + " " + x.backend + " " + std::to_string(x.size) + "\n";
-      done.push_back(x.algorithm);
-    }
-    write_text(c.crossover_path, lines);
+    write_text(c.crossover_path, crossover_file(crossovers));
     if (!quiet)
       std::printf("crossover written to %s (use it with TANDEM_CROSSOVER=%s)\n", c.crossover_path.c_str(),
                   c.crossover_path.c_str());

@@ -64,6 +64,97 @@ class Progress {
   bool enabled_;
 };
 
+// The data set loaded, checked as a classifier's, split and standardised (fitted on the training
+// split only).
+struct TrainData {
+  data::Dataset all;
+  data::Split split;
+  data::Standardizer standardizer;
+  std::int32_t classes = 0;
+};
+
+TrainData load_train_data(const TrainArgs& a, std::uint64_t split_seed) {
+  TrainData d;
+  d.all = a.source.load();
+  const data::Dataset& all = d.all;
+  if (all.targets.empty()) throw InvalidArgument("the data has no label column; give --label-column");
+  const std::int32_t classes = d.classes = all.class_count();
+  if (classes < 2) throw DataError(all.source + " has a single class; training a classifier needs two or more");
+  if (classes > 65536 || static_cast<std::size_t>(classes) > all.rows) {
+    // Few classes and fewer rows: too little data, not an ID column (once said of a one-row file).
+    throw DataError(all.source + ": the label column holds class indices up to " + std::to_string(classes - 1) +
+                    " for " + std::to_string(all.rows) + " samples, " +
+                    (classes <= 100
+                         ? std::string("too few samples to train a classifier with that many classes")
+                         : std::string("which looks like an ID or a value rather than a class; check --label-column")));
+  }
+  if (a.test_fraction > 0) {
+    d.split = data::train_test_split(all, a.test_fraction, split_seed);
+  } else {
+    d.split.train = all;
+  }
+  if (!a.no_standardize) {
+    d.standardizer = data::Standardizer::fit(d.split.train);
+    d.standardizer.apply(d.split.train);
+    if (d.split.test.rows) d.standardizer.apply(d.split.test);
+  }
+  return d;
+}
+
+// --distributed: every rank's samples/s over its own share and seconds in allreduce and broadcast,
+// gathered by an allreduce that every rank joins; printed (with `text`) and returned on rank 0.
+Json rank_summary(dist::Communicator& comm, const TrainArgs& a, std::size_t train_rows, std::size_t epochs,
+                  double train_seconds, bool text) {
+  std::vector<double> per_rank(2 * static_cast<std::size_t>(comm.size()), 0.0);
+  const double own = double(train_rows) / double(comm.size()) * double(epochs);
+  per_rank[2 * static_cast<std::size_t>(comm.rank())] = own / train_seconds;
+  per_rank[2 * static_cast<std::size_t>(comm.rank()) + 1] = comm.seconds();
+  comm.allreduce(per_rank, dist::Combine::sum);
+  if (comm.rank() != 0) return nullptr;
+  const double all_ranks = double(train_rows) * double(epochs) / train_seconds;
+  Json ranks = Json::array();
+  for (int r = 0; r < comm.size(); ++r) {
+    const double rate = per_rank[2 * std::size_t(r)], reduce = per_rank[2 * std::size_t(r) + 1];
+    if (text) {
+      std::printf("rank %d: %.0f samples/s, %.3f s in allreduce%s\n", r, rate, reduce,
+                  a.parallel.overlap ? " (not hidden by backward)" : "");
+    }
+    ranks.push_back({{"rank", r}, {"samples_per_second", rate}, {"allreduce_seconds", reduce}});
+  }
+  if (text) std::printf("all ranks: %.0f samples/s\n", all_ranks);
+  return Json{{"ranks", comm.size()}, {"overlap", a.parallel.overlap}, {"samples_per_second", all_ranks}, {"per_rank", ranks}};
+}
+
+// What train is about to do: the data, the model and the optimiser.
+void print_plan(const TrainArgs& a, const TrainData& d, const std::vector<std::size_t>& layers, const ml::Mlp& model,
+                const dist::Communicator* comm) {
+  if (comm != nullptr) {
+    std::printf("data-parallel on %d ranks%s: each trains on its share of every batch of %zu\n", comm->size(),
+                dist::built_with_mpi() ? "" : " (this tandem was built without MPI: one process)",
+                a.train.batch_size);
+  }
+  std::printf("tandem train: %s: %zu train / %zu held-out samples, %zu features, %d classes\n", a.source.data.c_str(),
+              d.split.train.rows, d.split.test.rows, d.all.cols, d.classes);
+  std::printf("model %s (%s), %zu parameters, %s%s; backend %s\n", widths_text(layers).c_str(), a.activation.c_str(),
+              model.parameter_count(), a.dtype.c_str(), a.mixed_precision ? " with bf16 matmuls" : "",
+              model.backend().name().c_str());
+  std::printf("%s lr %g, batch %zu, %zu epochs, seed %llu\n", a.optimizer.c_str(), a.model.optimizer.learning_rate,
+              a.train.batch_size, a.train.epochs, static_cast<unsigned long long>(a.train.seed));
+}
+
+// One epoch's line: the loss, the held-out loss and accuracy where there is held-out data, the
+// time and, on the first, where the data was kept.
+void print_epoch(const ml::EpochReport& r, std::size_t epochs, bool held_out) {
+  std::printf("epoch %3zu/%zu  loss %.4f", r.epoch, epochs, r.train_loss);
+  if (held_out) std::printf("  held-out loss %.4f  accuracy %5.1f%%", r.test_loss, 100 * r.test_accuracy);
+  std::printf("  %.3f s (data %.3f s%s)\n", r.seconds, r.data_wait_seconds,
+              r.epoch != 1       ? ""
+              : !r.streamed      ? ", kept on the device"
+              : r.pinned_staging ? ", streamed through pinned staging"
+                                 : ", streamed through host staging");
+  std::fflush(stdout);
+}
+
 int run_train(TrainArgs& a) {
   if (!a.save.empty()) check_writable(a.save, {a.source.data, a.source.labels});  // before training, not after it
   std::uint64_t split_seed = 42;
@@ -84,32 +175,10 @@ int run_train(TrainArgs& a) {
     throw InvalidArgument("--min-accuracy needs held-out data: give --test-fraction above 0");
   }
 
-  // Data: load, split, standardise (fitted on the training split only).
-  data::Dataset all = a.source.load();
-  if (all.targets.empty()) throw InvalidArgument("the data has no label column; give --label-column");
-  const std::int32_t classes = all.class_count();
-  if (classes < 2) throw DataError(all.source + " has a single class; training a classifier needs two or more");
-  if (classes > 65536 || static_cast<std::size_t>(classes) > all.rows) {
-    // Few classes and fewer rows: too little data, not an ID column (once said of a one-row file).
-    throw DataError(all.source + ": the label column holds class indices up to " + std::to_string(classes - 1) +
-                    " for " + std::to_string(all.rows) + " samples, " +
-                    (classes <= 100
-                         ? std::string("too few samples to train a classifier with that many classes")
-                         : std::string("which looks like an ID or a value rather than a class; check --label-column")));
-  }
-  data::Split split;
-  if (a.test_fraction > 0) {
-    split = data::train_test_split(all, a.test_fraction, split_seed);
-  } else {
-    split.train = all;
-  }
-  data::Standardizer st;
-  if (!a.no_standardize) {
-    st = data::Standardizer::fit(split.train);
-    st.apply(split.train);
-    if (split.test.rows) st.apply(split.test);
-  }
-
+  const TrainData d = load_train_data(a, split_seed);
+  const data::Dataset& all = d.all;
+  const data::Split& split = d.split;
+  const std::int32_t classes = d.classes;
   if (layers.empty()) layers = {all.cols, 128, static_cast<std::size_t>(classes)};
   if (layers.front() != all.cols) {
     throw InvalidArgument("the data has " + std::to_string(all.cols) + " features, so --layers must start with " +
@@ -121,7 +190,7 @@ int run_train(TrainArgs& a) {
   }
   Backend& be = a.backend.empty() ? default_backend() : get_backend(a.backend);
   ml::Mlp model(be, ml::layers_from_widths(layers, activation), a.model);
-  model.standardizer = st;
+  model.standardizer = d.standardizer;
   // --distributed: one replica per MPI rank (mpirun -np N tandem train --distributed ...); rank 0
   // prints and saves, every rank reports its throughput and time in allreduce at the end.
   dist::Communicator* comm = nullptr;
@@ -132,20 +201,7 @@ int run_train(TrainArgs& a) {
   const bool root = comm == nullptr || comm->rank() == 0;
   const bool text = root && !a.json.to_stdout();
 
-  if (text) {
-    if (comm != nullptr) {
-      std::printf("data-parallel on %d ranks%s: each trains on its share of every batch of %zu\n", comm->size(),
-                  dist::built_with_mpi() ? "" : " (this tandem was built without MPI: one process)",
-                  a.train.batch_size);
-    }
-    std::printf("tandem train: %s: %zu train / %zu held-out samples, %zu features, %d classes\n", a.source.data.c_str(),
-                split.train.rows, split.test.rows, all.cols, classes);
-    std::printf("model %s (%s), %zu parameters, %s%s; backend %s\n", widths_text(layers).c_str(), a.activation.c_str(),
-                model.parameter_count(), a.dtype.c_str(), a.mixed_precision ? " with bf16 matmuls" : "",
-                be.name().c_str());
-    std::printf("%s lr %g, batch %zu, %zu epochs, seed %llu\n", a.optimizer.c_str(), a.model.optimizer.learning_rate,
-                a.train.batch_size, a.train.epochs, static_cast<unsigned long long>(a.train.seed));
-  }
+  if (text) print_plan(a, d, layers, model, comm);
   Progress progress(root);
   a.train.on_batch = [&](std::size_t epoch, std::size_t done, std::size_t total) {
     progress.show(epoch, a.train.epochs, done, total);
@@ -161,17 +217,7 @@ int run_train(TrainArgs& a) {
                       {"test_accuracy", number(r.test_accuracy)},
                       {"seconds", r.seconds},
                       {"data_wait_seconds", r.data_wait_seconds}});
-    if (!text) return;
-    std::printf("epoch %3zu/%zu  loss %.4f", r.epoch, a.train.epochs, r.train_loss);
-    if (split.test.rows) {
-      std::printf("  held-out loss %.4f  accuracy %5.1f%%", r.test_loss, 100 * r.test_accuracy);
-    }
-    std::printf("  %.3f s (data %.3f s%s)\n", r.seconds, r.data_wait_seconds,
-                r.epoch != 1       ? ""
-                : !r.streamed      ? ", kept on the device"
-                : r.pinned_staging ? ", streamed through pinned staging"
-                                   : ", streamed through host staging");
-    std::fflush(stdout);
+    if (text) print_epoch(r, a.train.epochs, split.test.rows > 0);
   };
   const auto reports = comm != nullptr ? dist::train(*comm, model, split.train, test, a.train, on_epoch, a.parallel)
                                        : ml::train(model, split.train, test, a.train, on_epoch);
@@ -182,28 +228,8 @@ int run_train(TrainArgs& a) {
   if (!a.save.empty() && root) model.save(a.save);
   Json distributed = nullptr;
   if (comm != nullptr) {
-    // Per rank: samples/s over its own share, and seconds in allreduce and broadcast.
-    std::vector<double> per_rank(2 * static_cast<std::size_t>(comm->size()), 0.0);
-    const double own = double(split.train.rows) / double(comm->size()) * double(reports.size());
-    per_rank[2 * static_cast<std::size_t>(comm->rank())] = own / train_seconds;
-    per_rank[2 * static_cast<std::size_t>(comm->rank()) + 1] = comm->seconds();
-    comm->allreduce(per_rank, dist::Combine::sum);
+    distributed = rank_summary(*comm, a, split.train.rows, reports.size(), train_seconds, text);
     if (!root) return 0;
-    const double all_ranks = double(split.train.rows) * double(reports.size()) / train_seconds;
-    Json ranks = Json::array();
-    for (int r = 0; r < comm->size(); ++r) {
-      const double rate = per_rank[2 * std::size_t(r)], reduce = per_rank[2 * std::size_t(r) + 1];
-      if (text) {
-        std::printf("rank %d: %.0f samples/s, %.3f s in allreduce%s\n", r, rate, reduce,
-                    a.parallel.overlap ? " (not hidden by backward)" : "");
-      }
-      ranks.push_back({{"rank", r}, {"samples_per_second", rate}, {"allreduce_seconds", reduce}});
-    }
-    if (text) std::printf("all ranks: %.0f samples/s\n", all_ranks);
-    distributed = Json{{"ranks", comm->size()},
-                       {"overlap", a.parallel.overlap},
-                       {"samples_per_second", all_ranks},
-                       {"per_rank", ranks}};
   }
 
   const ml::EpochReport& last = reports.back();

@@ -34,6 +34,7 @@ void expect(bool ok, const std::string& what, int rank) {
   }
 }
 
+// Allreduce of each dtype and combine, and broadcast, checked against what each rank computes alone.
 void collectives(Backend& be) {
   dist::Communicator& w = dist::Communicator::world();
   const int r = w.rank(), s = w.size();
@@ -83,6 +84,20 @@ void collectives(Backend& be) {
   w.broadcast(bb, s - 1);
   const auto got_b = bb.to_vector<double>();
   expect(got_b[0] == s - 1 + 0.25 && got_b[1] == (s - 1) * 3.0, "broadcast from the last rank", r);
+  bool bad_root = false;
+  try {
+    w.broadcast(bb, s);
+  } catch (const InvalidArgument&) {
+    bad_root = true;
+  }
+  expect(bad_root, "a root outside the job is InvalidArgument", r);
+}
+
+// Allreduces of several buffers: bucketed, started and finished later, and the errors every rank
+// raises together (mixed backends, sizes that differ between ranks).
+void collectives_of_many(Backend& be) {
+  dist::Communicator& w = dist::Communicator::world();
+  const int r = w.rank(), s = w.size();
   // Several buffers in small buckets give what one allreduce each gives.
   std::vector<Buffer> many;
   for (int k = 0; k < 5; ++k) many.push_back(Buffer::from(be, std::vector<double>(100 + 37 * k, double(r + k))));
@@ -153,13 +168,6 @@ void collectives(Backend& be) {
   expect(kept.to_vector<double>()[4] == double(r), "a discarded allreduce leaves its buffer", r);
   expect(w.allreduce(1.0, dist::Combine::sum) == double(s), "the communicator works after a discard", r);
   expect(w.allreduce(double(r + 1), dist::Combine::sum) == s * (s + 1) / 2.0, "scalar allreduce", r);
-  bool bad_root = false;
-  try {
-    w.broadcast(bb, s);
-  } catch (const InvalidArgument&) {
-    bad_root = true;
-  }
-  expect(bad_root, "a root outside the job is InvalidArgument", r);
 }
 
 // Data-parallel training against one process on the same global batches: a 64-32-10 MLP in f64 on
@@ -300,6 +308,7 @@ int main(int argc, char** argv) {
       distributed_regression(be);
     } else {
       collectives(be);
+      collectives_of_many(be);
     }
   } catch (const std::exception& e) {
     std::fprintf(stderr, "rank %d: error: %s\n", w.rank(), e.what());

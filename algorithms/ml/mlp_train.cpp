@@ -287,6 +287,46 @@ void check_train_arguments(const Mlp& model, const data::Dataset& train_set, con
   }
 }
 
+// One batch's forward and backward pass and the optimiser's step; the batch's loss goes to `loss`
+// (one element on the device). `rows` of the batch's `global_rows` are this replica's.
+void learn_batch(Mlp& model, const Matrix& x, const Matrix& l, const Matrix& t, std::size_t rows,
+                 std::size_t global_rows, const TrainOptions& options, Buffer loss) {
+  if (rows > 0 && options.graphs) {
+    loss.copy_from(model.forward_backward_graph(x, l.buffer, t));
+  } else if (rows > 0) {
+    model.forward(x);
+    std::function<void(std::size_t, std::size_t)> ready;
+    if (options.gradients_ready) {
+      ready = [&, rows, global_rows](std::size_t first, std::size_t count) {
+        options.gradients_ready(model, first, count, rows, global_rows);
+      };
+    }
+    loss.copy_from(model.backward(l.buffer, t, ready));
+  } else {
+    // A replica with no rows of a small last batch adds nothing to its gradient.
+    model.zero_gradients();
+    loss.fill(0);
+  }
+  if (options.combine_gradients) options.combine_gradients(model, rows, global_rows);
+  model.step();
+}
+
+// The epoch's training loss: the batches' losses weighted by their share of the rows, summed over
+// the replicas; a loss that is no longer finite stops training.
+double epoch_loss(const Mlp& model, const Buffer& losses, const std::vector<double>& weights, std::size_t epoch,
+                  const TrainOptions& options) {
+  const std::vector<double> batch_losses = to_host(losses);
+  double loss = 0;
+  for (std::size_t k = 0; k < weights.size(); ++k) loss += batch_losses[k] * weights[k];
+  if (options.sum_over_replicas) loss = options.sum_over_replicas(loss);
+  if (!std::isfinite(loss)) {
+    throw InvalidArgument("train: the loss became " + std::to_string(loss) + " in epoch " + std::to_string(epoch) +
+                          "; lower the learning rate (it is " +
+                          std::to_string(model.options().optimizer.learning_rate) + ")");
+  }
+  return loss;
+}
+
 }  // namespace
 
 std::vector<EpochReport> train(Mlp& model, const data::Dataset& train_set, const data::Dataset* test,
@@ -376,40 +416,14 @@ std::vector<EpochReport> train(Mlp& model, const data::Dataset& train_set, const
         gather_rows(dd.t, idx, t);
         gather_rows(dd.labels, idx, l);
       }
-      Buffer slot_loss = losses.slice(k, 1);
-      if (rows > 0 && options.graphs) {
-        slot_loss.copy_from(model.forward_backward_graph(x, l.buffer, t));
-      } else if (rows > 0) {
-        model.forward(x);
-        std::function<void(std::size_t, std::size_t)> ready;
-        if (options.gradients_ready) {
-          ready = [&, own_rows = rows, global_rows](std::size_t first, std::size_t count) {
-            options.gradients_ready(model, first, count, own_rows, global_rows);
-          };
-        }
-        slot_loss.copy_from(model.backward(l.buffer, t, ready));
-      } else {
-        // A replica with no rows of a small last batch adds nothing to its gradient.
-        model.zero_gradients();
-        slot_loss.fill(0);
-      }
-      if (options.combine_gradients) options.combine_gradients(model, rows, global_rows);
-      model.step();
+      learn_batch(model, x, l, t, rows, global_rows, options, losses.slice(k, 1));
       if (stream) staging->done(slot);
       weights[k] = double(rows) / double(n);
       if (options.on_batch) options.on_batch(epoch, k + 1, batches);
     }
-    const std::vector<double> batch_losses = to_host(losses);
     rep.data_wait_seconds = pending_wait + (stream ? staging->wait_seconds : 0);
     pending_wait = 0;
-    rep.train_loss = 0;
-    for (std::size_t k = 0; k < batches; ++k) rep.train_loss += batch_losses[k] * weights[k];
-    if (options.sum_over_replicas) rep.train_loss = options.sum_over_replicas(rep.train_loss);
-    if (!std::isfinite(rep.train_loss)) {
-      throw InvalidArgument("train: the loss became " + std::to_string(rep.train_loss) + " in epoch " +
-                            std::to_string(epoch) + "; lower the learning rate (it is " +
-                            std::to_string(model.options().optimizer.learning_rate) + ")");
-    }
+    rep.train_loss = epoch_loss(model, losses, weights, epoch, options);
     rep.seconds = since(t0);
     rep.test_loss = rep.test_accuracy = std::numeric_limits<double>::quiet_NaN();
     if (test != nullptr && test->rows > 0) {

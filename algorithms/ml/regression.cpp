@@ -125,6 +125,60 @@ std::vector<double> centre(Matrix& m) {
   return mean;
 }
 
+// The column scaling D (unit norms) from the Gram matrix g's diagonal, refusing a constant
+// column: after centring it leaves only rounding (about sqrt(n) u max|x| in norm), which the unit
+// scaling would blow up into a random direction; with an intercept its coefficient is not
+// determined.
+std::vector<double> column_scales(const data::Dataset& d, const Dense& g, double u) {
+  const std::size_t pz = d.cols;
+  std::vector<double> largest(pz, 0.0);
+  for (std::size_t r = 0; r < d.rows; ++r) {
+    for (std::size_t j = 0; j < pz; ++j) largest[j] = std::max(largest[j], std::fabs(d.features[r * pz + j]));
+  }
+  std::vector<double> scale(pz);
+  for (std::size_t j = 0; j < pz; ++j) {
+    scale[j] = std::sqrt(g[j * pz + j]);
+    if (!(scale[j] > 16 * std::sqrt(double(d.rows)) * u * largest[j])) {
+      throw InvalidArgument("linear regression: feature " + std::to_string(j) + " of " + d.source +
+                            " is constant, so its coefficient and the intercept are not determined; drop it");
+    }
+  }
+  return scale;
+}
+
+// Refinement (corrected semi-normal equations, Bjorck 1987) of z = D b for the centred x, y: Q =
+// X R^-1 was formed with an explicit inverse, whose residual X - Q R grows with cond(X); refining
+// with the residual of X itself, z += (R^T R)^-1 D^-1 X^T (y - X D^-1 z), recovers the accuracy of
+// a backward-stable QR. Each step is two matmuls over the data; it stops when the correction is at
+// rounding level.
+void refine(const Matrix& x, const Matrix& y, const std::vector<Dense>& factors, const std::vector<double>& scale,
+            double u, std::vector<double>& z) {
+  Backend& be = x.buffer.backend();
+  const DType dt = x.buffer.dtype();
+  const std::size_t pz = scale.size();
+  const std::int64_t p = x.cols;
+  Matrix resid = matrix(Buffer(be, dt, static_cast<std::size_t>(x.rows)), x.rows, 1);
+  Matrix xtr = matrix(Buffer(be, dt, pz), p, 1);
+  for (int step = 0; step < 4; ++step) {
+    std::vector<double> b(pz);
+    for (std::size_t j = 0; j < pz; ++j) b[j] = z[j] / scale[j];
+    resid.buffer.copy_from(y.buffer);
+    matmul(x, matrix(to_device(be, b, dt), p, 1), resid, {.alpha = -1, .beta = 1});
+    matmul(x, resid, xtr, {.trans_a = Transpose::yes});
+    std::vector<double> v = to_host(xtr.buffer);
+    for (std::size_t j = 0; j < pz; ++j) v[j] /= scale[j];
+    for (const Dense& r : factors) solve_upper_transposed(r, pz, v);
+    for (auto it = factors.rbegin(); it != factors.rend(); ++it) solve_upper(*it, pz, v);
+    double dz = 0, zz = 0;
+    for (std::size_t j = 0; j < pz; ++j) {
+      z[j] += v[j];
+      dz = std::max(dz, std::fabs(v[j]));
+      zz = std::max(zz, std::fabs(z[j]));
+    }
+    if (!(dz > 4 * u * zz)) break;
+  }
+}
+
 LinearModel closed_form(Backend& be, const data::Dataset& d, DType dt) {
   const auto n = static_cast<std::int64_t>(d.rows), p = static_cast<std::int64_t>(d.cols);
   const auto pz = d.cols;
@@ -142,23 +196,8 @@ LinearModel closed_form(Backend& be, const data::Dataset& d, DType dt) {
   Matrix gram = matrix(Buffer(be, dt, pz * pz), p, p);
   matmul(x, x, gram, {.trans_a = Transpose::yes});
   Dense g = to_host(gram.buffer);
-  // A constant column leaves only rounding after centring (about sqrt(n) u max|x| in norm), which
-  // the unit scaling would blow up into a random direction: such a column is constant to working
-  // precision, and with an intercept its coefficient is not determined.
-  std::vector<double> largest(pz, 0.0);
-  for (std::size_t r = 0; r < d.rows; ++r) {
-    for (std::size_t j = 0; j < pz; ++j) largest[j] = std::max(largest[j], std::fabs(d.features[r * pz + j]));
-  }
-  const double u_data = dt == DType::f64 ? 0x1p-53 : 0x1p-24;
-  std::vector<double> scale(pz);
-  for (std::size_t j = 0; j < pz; ++j) {
-    scale[j] = std::sqrt(g[j * pz + j]);
-    if (!(scale[j] > 16 * std::sqrt(double(d.rows)) * u_data * largest[j])) {
-      throw InvalidArgument("linear regression: feature " + std::to_string(j) + " of " + d.source +
-                            " is constant, so its coefficient and the intercept are not determined; drop it");
-    }
-  }
   const double u = dt == DType::f64 ? 0x1p-53 : 0x1p-24;  // unit roundoff
+  const std::vector<double> scale = column_scales(d, g, u);
 
   // Q starts as X; each pass: G = Q^T Q, R = chol(G [+ shift]), Q <- Q R^-1. The factors are kept
   // so that X_centred = Q R_k ... R_1 D.
@@ -222,29 +261,7 @@ LinearModel closed_form(Backend& be, const data::Dataset& d, DType dt) {
   solve_upper_transposed(factors.back(), pz, z);
   for (auto it = factors.rbegin(); it != factors.rend(); ++it) solve_upper(*it, pz, z);
 
-  // Refinement (corrected semi-normal equations, Bjorck 1987): Q = X R^-1 was formed with an
-  // explicit inverse, whose residual X - Q R grows with cond(X); refining with the residual of X
-  // itself, z += (R^T R)^-1 D^-1 X^T (y - X D^-1 z), recovers the accuracy of a backward-stable
-  // QR. Each step is two matmuls over the data; it stops when the correction is at rounding level.
-  Matrix resid = matrix(Buffer(be, dt, d.rows), n, 1), xtr = matrix(Buffer(be, dt, pz), p, 1);
-  for (int step = 0; step < 4; ++step) {
-    std::vector<double> b(pz);
-    for (std::size_t j = 0; j < pz; ++j) b[j] = z[j] / scale[j];
-    resid.buffer.copy_from(y.buffer);
-    matmul(x, matrix(to_device(be, b, dt), p, 1), resid, {.alpha = -1, .beta = 1});
-    matmul(x, resid, xtr, {.trans_a = Transpose::yes});
-    std::vector<double> v = to_host(xtr.buffer);
-    for (std::size_t j = 0; j < pz; ++j) v[j] /= scale[j];
-    for (const Dense& r : factors) solve_upper_transposed(r, pz, v);
-    for (auto it = factors.rbegin(); it != factors.rend(); ++it) solve_upper(*it, pz, v);
-    double dz = 0, zz = 0;
-    for (std::size_t j = 0; j < pz; ++j) {
-      z[j] += v[j];
-      dz = std::max(dz, std::fabs(v[j]));
-      zz = std::max(zz, std::fabs(z[j]));
-    }
-    if (!(dz > 4 * u * zz)) break;
-  }
+  refine(x, y, factors, scale, u, z);
   std::vector<double> b(pz);
   for (std::size_t j = 0; j < pz; ++j) b[j] = z[j] / scale[j];
 

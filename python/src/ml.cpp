@@ -83,9 +83,8 @@ struct Model {
   std::mutex mutex;
 };
 
-}  // namespace
-
-void bind_ml(nb::module_& m) {
+// read_csv, train_test_split and tandem.Standardizer: data in and out of NumPy.
+void bind_data(nb::module_& m) {
   m.def(
       "read_csv",
       [](const std::string& path, std::optional<long> label_column) {
@@ -126,7 +125,10 @@ void bind_ml(nb::module_& m) {
           nb::arg("x"), "The standardised features (a new array).")
       .def_rw("mean", &data::Standardizer::mean)
       .def_rw("scale", &data::Standardizer::scale);
+}
 
+// tandem.LinearModel and fit_linear_regression().
+void bind_linear_regression(nb::module_& m) {
   nb::class_<ml::LinearModel>(m, "LinearModel", "y = x @ coefficients + intercept, from fit_linear_regression().")
       .def_ro("coefficients", &ml::LinearModel::coefficients)
       .def_ro("intercept", &ml::LinearModel::intercept)
@@ -190,31 +192,33 @@ void bind_ml(nb::module_& m) {
       nb::arg("dtype") = nb::none(), nb::arg("standardize") = true, nb::arg("learning_rate") = 0.1,
       nb::arg("epochs") = 1000, nb::arg("batch_size") = 0, nb::arg("tolerance") = 1e-9, nb::arg("seed") = 1,
       "Least squares with an intercept: closed_form (QR) or gradient_descent; dtype float64 (default) or float32.");
+}
 
-  nb::class_<Model>(m, "Mlp", "A multi-layer perceptron on a backend: Linear layers with an activation between them.")
-      .def(
-          "__init__",
-          [](Model* self, std::vector<std::size_t> widths, nb::handle backend, const std::string& activation,
-             const std::string& loss, const std::string& optimizer, double learning_rate, double momentum,
-             double weight_decay, std::uint64_t seed, nb::handle dtype, bool mixed_precision) {
-            Backend& be = backend_arg(backend);
-            ml::MlpOptions o;
-            o.loss = parse_loss(loss);
-            o.optimizer.kind = parse_optimizer(optimizer);
-            o.optimizer.learning_rate = learning_rate;
-            o.optimizer.momentum = momentum;
-            o.optimizer.weight_decay = weight_decay;
-            o.seed = seed;
-            o.dtype = dtype_arg(dtype, DType::f32);
-            o.mixed_precision = mixed_precision;
-            auto mlp = std::make_unique<ml::Mlp>(be, ml::layers_from_widths(widths, parse_activation(activation)), o);
-            new (self) Model{std::move(mlp), {}};
-          },
-          nb::arg("widths"), nb::arg("backend") = nb::none(), nb::arg("activation") = "relu",
-          nb::arg("loss") = "softmax_cross_entropy", nb::arg("optimizer") = "adam", nb::arg("learning_rate") = 1e-3,
-          nb::arg("momentum") = 0.9, nb::arg("weight_decay") = 0.0, nb::arg("seed") = 1, nb::arg("dtype") = nb::none(),
-          nb::arg("mixed_precision") = false,
-          "widths: inputs, hidden..., outputs ([64, 128, 10]). As `tandem train`'s options.")
+// tandem.Mlp's constructor and properties.
+void bind_mlp_model(nb::class_<Model>& cls) {
+  cls.def(
+         "__init__",
+         [](Model* self, std::vector<std::size_t> widths, nb::handle backend, const std::string& activation,
+            const std::string& loss, const std::string& optimizer, double learning_rate, double momentum,
+            double weight_decay, std::uint64_t seed, nb::handle dtype, bool mixed_precision) {
+           Backend& be = backend_arg(backend);
+           ml::MlpOptions o;
+           o.loss = parse_loss(loss);
+           o.optimizer.kind = parse_optimizer(optimizer);
+           o.optimizer.learning_rate = learning_rate;
+           o.optimizer.momentum = momentum;
+           o.optimizer.weight_decay = weight_decay;
+           o.seed = seed;
+           o.dtype = dtype_arg(dtype, DType::f32);
+           o.mixed_precision = mixed_precision;
+           auto mlp = std::make_unique<ml::Mlp>(be, ml::layers_from_widths(widths, parse_activation(activation)), o);
+           new (self) Model{std::move(mlp), {}};
+         },
+         nb::arg("widths"), nb::arg("backend") = nb::none(), nb::arg("activation") = "relu",
+         nb::arg("loss") = "softmax_cross_entropy", nb::arg("optimizer") = "adam", nb::arg("learning_rate") = 1e-3,
+         nb::arg("momentum") = 0.9, nb::arg("weight_decay") = 0.0, nb::arg("seed") = 1, nb::arg("dtype") = nb::none(),
+         nb::arg("mixed_precision") = false,
+         "widths: inputs, hidden..., outputs ([64, 128, 10]). As `tandem train`'s options.")
       .def_prop_ro("backend", [](const Model& model) { return model.mlp->backend().shared_from_this(); })
       .def_prop_ro("inputs", [](const Model& model) { return model.mlp->inputs(); })
       .def_prop_ro("outputs", [](const Model& model) { return model.mlp->outputs(); })
@@ -229,37 +233,40 @@ void bind_ml(nb::module_& m) {
             std::lock_guard lock(model.mutex);
             model.mlp->standardizer = st;
           },
-          "Saved with the model; not applied by predict/evaluate.")
-      .def(
-          "train",
-          [](Model& model, const Features& x, const Targets& y, std::size_t epochs, std::size_t batch_size,
-             std::uint64_t seed, std::optional<Features> x_test, std::optional<Targets> y_test, bool graphs) {
-            if (x_test.has_value() != y_test.has_value()) {
-              throw InvalidArgument("train: give both x_test and y_test, or neither");
-            }
-            const data::Dataset train = dataset(x, y, "train");
-            std::optional<data::Dataset> test;
-            if (x_test) test = dataset(*x_test, *y_test, "test");
-            ml::TrainOptions o;
-            o.epochs = epochs;
-            o.batch_size = batch_size;
-            o.seed = seed;
-            o.graphs = graphs;
-            std::vector<ml::EpochReport> reports;
-            {
-              nb::gil_scoped_release release;
-              std::lock_guard lock(model.mutex);
-              reports = ml::train(*model.mlp, train, test ? &*test : nullptr, o);
-            }
-            nb::list out;
-            for (const auto& r : reports) out.append(epoch_dict(r));
-            return out;
-          },
-          nb::arg("x"), nb::arg("y"), nb::arg("epochs") = kTrain.epochs, nb::arg("batch_size") = kTrain.batch_size,
-          nb::arg("seed") = 1,
-          nb::arg("x_test") = nb::none(), nb::arg("y_test") = nb::none(), nb::arg("graphs") = false,
-          "Trains on (x, y) (y: class indices or values) and returns one dict per epoch (losses, accuracies,\n"
-          "seconds); with x_test/y_test, the held-out loss and accuracy after each epoch.")
+          "Saved with the model; not applied by predict/evaluate.");
+}
+
+// tandem.Mlp's training, evaluation, inference, save and load.
+void bind_mlp_training(nb::class_<Model>& cls) {
+  cls.def(
+         "train",
+         [](Model& model, const Features& x, const Targets& y, std::size_t epochs, std::size_t batch_size,
+            std::uint64_t seed, std::optional<Features> x_test, std::optional<Targets> y_test, bool graphs) {
+           if (x_test.has_value() != y_test.has_value()) {
+             throw InvalidArgument("train: give both x_test and y_test, or neither");
+           }
+           const data::Dataset train = dataset(x, y, "train");
+           std::optional<data::Dataset> test;
+           if (x_test) test = dataset(*x_test, *y_test, "test");
+           ml::TrainOptions o;
+           o.epochs = epochs;
+           o.batch_size = batch_size;
+           o.seed = seed;
+           o.graphs = graphs;
+           std::vector<ml::EpochReport> reports;
+           {
+             nb::gil_scoped_release release;
+             std::lock_guard lock(model.mutex);
+             reports = ml::train(*model.mlp, train, test ? &*test : nullptr, o);
+           }
+           nb::list out;
+           for (const auto& r : reports) out.append(epoch_dict(r));
+           return out;
+         },
+         nb::arg("x"), nb::arg("y"), nb::arg("epochs") = kTrain.epochs, nb::arg("batch_size") = kTrain.batch_size,
+         nb::arg("seed") = 1, nb::arg("x_test") = nb::none(), nb::arg("y_test") = nb::none(), nb::arg("graphs") = false,
+         "Trains on (x, y) (y: class indices or values) and returns one dict per epoch (losses, accuracies,\n"
+         "seconds); with x_test/y_test, the held-out loss and accuracy after each epoch.")
       .def(
           "evaluate",
           [](Model& model, const Features& x, const Targets& y, std::size_t batch_size) {
@@ -308,6 +315,17 @@ void bind_ml(nb::module_& m) {
             return new Model{std::move(mlp), {}};
           },
           nb::arg("path"), nb::arg("backend") = nb::none(), nb::rv_policy::take_ownership);
+}
+
+}  // namespace
+
+void bind_ml(nb::module_& m) {
+  bind_data(m);
+  bind_linear_regression(m);
+  nb::class_<Model> cls(m, "Mlp",
+                        "A multi-layer perceptron on a backend: Linear layers with an activation between them.");
+  bind_mlp_model(cls);
+  bind_mlp_training(cls);
 }
 
 }  // namespace tandem::py

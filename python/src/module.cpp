@@ -15,22 +15,10 @@ namespace tandem::py {
 
 namespace {
 
-const char* kind_name(BackendKind k) {
-  switch (k) {
-    case BackendKind::cpu:
-      return "cpu";
-    case BackendKind::gpu:
-      return "gpu";
-    case BackendKind::simulator:
-      return "simulator";
-  }
-  return "?";
-}
-
 nb::dict properties_dict(const DeviceProperties& p) {
   nb::dict d;
   d["name"] = p.name;
-  d["kind"] = kind_name(p.kind);
+  d["kind"] = std::string(name_of(p.kind));
   d["memory_bytes"] = p.memory_bytes;
   d["compute_units"] = p.compute_units;
   d["simd_width"] = p.simd_width;
@@ -129,9 +117,8 @@ nb::list compare_results(const std::vector<cli::sweep::Result>& results) {
   return out;
 }
 
-}  // namespace
-
-void bind_core(nb::module_& m) {
+// The typed errors, as Python exceptions under tandem.Error.
+void bind_errors(nb::module_& m) {
   // The C++ hierarchy, most general first: nanobind tries the translators registered last first.
   nb::exception<Error> error(m, "Error", PyExc_RuntimeError);
   nb::exception<InvalidArgument> invalid(m, "InvalidArgument", error);
@@ -144,13 +131,14 @@ void bind_core(nb::module_& m) {
   nb::exception<DeviceError>(m, "DeviceError", error);
   nb::exception<DataError> data_error(m, "DataError", error);
   nb::exception<IoError>(m, "IoError", data_error);
+}
 
-  m.attr("__version__") = version_string;
-
+// tandem.Backend: a backend's device, memory place, tiers, variants and allocator.
+void bind_backend_class(nb::module_& m) {
   nb::class_<Backend>(m, "Backend",
                       "A compute backend (openmp, reference, sim, cuda, hip, kokkos); get one with get_backend().")
       .def_prop_ro("name", &Backend::name)
-      .def_prop_ro("kind", [](const Backend& b) { return kind_name(b.properties().kind); })
+      .def_prop_ro("kind", [](const Backend& b) { return std::string(name_of(b.properties().kind)); })
       .def_prop_ro(
           "properties", [](const Backend& b) { return properties_dict(b.properties()); },
           "The device: name, memory, compute units, caches, ISA features, the tuning chosen.")
@@ -184,7 +172,10 @@ void bind_core(nb::module_& m) {
            })
       .def("empty_cache", &Backend::empty_cache, "Returns the allocator's cached blocks to the device.")
       .def("__repr__", [](const Backend& b) { return "<tandem.Backend '" + b.name() + "'>"; });
+}
 
+// backends(), get_backend(), auto_backend_name() and info().
+void bind_backend_selection(nb::module_& m) {
   m.def("backends", &backend_list,
         "Every backend tandem knows: built, available here, and why not (the device probe runs once).");
   m.def(
@@ -206,7 +197,10 @@ void bind_core(nb::module_& m) {
     d["backends"] = list;
     return d;
   });
+}
 
+// check(): the verification cases on a backend (as `tandem check`).
+void bind_check(nb::module_& m) {
   m.def(
       "check",
       [](nb::handle backend, bool quick, std::optional<std::vector<std::string>> families,
@@ -255,7 +249,10 @@ void bind_core(nb::module_& m) {
       "Runs tandem's verification cases on a backend against the float64 reference (as `tandem check`).\n"
       "families: a subset of elementwise, matrix, matmul, reduce, scan, ml. Returns a dict with\n"
       "'passed', 'failed', 'seed' (TANDEM_TEST_SEED replays it) and one dict per case.");
+}
 
+// compare() and compare_algorithms(): timings across backends (as `tandem compare`).
+void bind_compare(nb::module_& m) {
   m.def(
       "compare",
       [](std::optional<std::vector<std::string>> algorithms, std::optional<std::vector<std::string>> backends_,
@@ -278,6 +275,17 @@ void bind_core(nb::module_& m) {
       "Times algorithms on backends at log-spaced sizes, kernel-only and end to end (as `tandem compare`),\n"
       "beside the copy bandwidth or vendor BLAS measured in the same run. One dict per measurement.");
   m.def("compare_algorithms", &cli::sweep::algorithm_names, "The algorithms compare() can time.");
+}
+
+}  // namespace
+
+void bind_core(nb::module_& m) {
+  bind_errors(m);
+  m.attr("__version__") = version_string;
+  bind_backend_class(m);
+  bind_backend_selection(m);
+  bind_check(m);
+  bind_compare(m);
 }
 
 }  // namespace tandem::py
