@@ -35,8 +35,8 @@ struct SumAcc<std::int32_t> {
 // How many threads the backend's parallel regions use: all it was given (OMP_NUM_THREADS, else
 // one per CPU), unless other programs want those cores too. A parallel region waits for its
 // slowest thread, so one thread that waits for a core held by another program holds up the whole
-// team for a time slice, at every region: on a 2-core machine beside a build, an MLP epoch took
-// a hundred times longer than on one thread. So, at most every 100 ms, the team is checked: other
+// team for a time slice, at every region: an op of many short regions then runs slower than it
+// would on fewer threads. So, at most every 100 ms, the team is checked: other
 // programs' runnable tasks (the machine's in /proc/loadavg, less this process's own in
 // /proc/self/task) take their cores out of it, down to one thread, once two checks in a row saw
 // them.
