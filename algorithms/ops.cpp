@@ -71,7 +71,7 @@ Matrix matrix(Buffer buffer, std::int64_t rows, std::int64_t cols, std::int64_t 
   return m;
 }
 
-void binary(BinaryOp op, const Buffer& x, const Buffer& y, Buffer& out, Queue q) {
+void binary(BinaryOp op, const Buffer& x, const Buffer& y, Buffer out, Queue q) {
   const std::string name = op_name("", name_of(op));
   Backend& be = backend_of(x, name.c_str(), "x");
   same_backend(be, y, name.c_str(), "y");
@@ -89,7 +89,7 @@ void binary(BinaryOp op, const Buffer& x, const Buffer& y, Buffer& out, Queue q)
   be.binary(q, op, x.dtype(), x.size(), x.data(), y.data(), out.data());
 }
 
-void unary(UnaryOp op, const Buffer& x, Buffer& out, Queue q) {
+void unary(UnaryOp op, const Buffer& x, Buffer out, Queue q) {
   const std::string name = op_name("", name_of(op));
   Backend& be = backend_of(x, name.c_str(), "x");
   same_backend(be, out, name.c_str(), "out");
@@ -103,7 +103,7 @@ void unary(UnaryOp op, const Buffer& x, Buffer& out, Queue q) {
   be.unary(q, op, x.dtype(), x.size(), x.data(), out.data());
 }
 
-void axpy(double alpha, const Buffer& x, Buffer& y, Queue q) {
+void axpy(double alpha, const Buffer& x, Buffer y, Queue q) {
   Backend& be = backend_of(x, "axpy", "x");
   same_backend(be, y, "axpy", "y");
   dtype_in(x.dtype(), kFloat, "axpy", "x");
@@ -116,7 +116,7 @@ void axpy(double alpha, const Buffer& x, Buffer& y, Queue q) {
   be.axpy(q, x.dtype(), x.size(), alpha, x.data(), y.data());
 }
 
-void scale(double alpha, const Buffer& x, Buffer& out, Queue q) {
+void scale(double alpha, const Buffer& x, Buffer out, Queue q) {
   Backend& be = backend_of(x, "scale", "x");
   same_backend(be, out, "scale", "out");
   dtype_in(x.dtype(), kFloat, "scale", "x");
@@ -129,7 +129,7 @@ void scale(double alpha, const Buffer& x, Buffer& out, Queue q) {
   be.scale(q, x.dtype(), x.size(), alpha, x.data(), out.data());
 }
 
-void fill(Buffer& out, double value, Queue q) {
+void fill(Buffer out, double value, Queue q) {
   Backend& be = backend_of(out, "fill", "out");
   if (out.dtype() == DType::i32 && !(value >= INT32_MIN && value <= INT32_MAX)) {
     throw InvalidArgument("fill: " + std::to_string(value) + " does not fit an i32 buffer (finite, within +-2^31)");
@@ -140,7 +140,7 @@ void fill(Buffer& out, double value, Queue q) {
   be.fill(q, out.dtype(), out.size(), value, out.data());
 }
 
-void copy(const Buffer& src, Buffer& dst, Queue q) {
+void copy(const Buffer& src, Buffer dst, Queue q) {
   Backend& be = backend_of(src, "copy", "src");
   same_backend(be, dst, "copy", "dst");
   same_dtype(src.dtype(), dst, "copy", "dst");
@@ -151,7 +151,7 @@ void copy(const Buffer& src, Buffer& dst, Queue q) {
   be.copy_on_device(q, dst.data(), src.data(), src.bytes());
 }
 
-void add_row_vector(const Matrix& x, const Buffer& bias, Matrix& out, Queue q) {
+void add_row_vector(const Matrix& x, const Buffer& bias, Matrix out, Queue q) {
   matrix_fits(x, "add_row_vector", "x");
   matrix_fits(out, "add_row_vector", "out");
   Backend& be = x.buffer.backend();
@@ -174,7 +174,7 @@ void add_row_vector(const Matrix& x, const Buffer& bias, Matrix& out, Queue q) {
   be.add_row_vector(q, x.buffer.dtype(), x.rows, x.cols, x.buffer.data(), x.ld, bias.data(), out.buffer.data(), out.ld);
 }
 
-void bias_activation(const Matrix& x, const Buffer& bias, UnaryOp act, Matrix& out, Matrix* z, Queue q) {
+void bias_activation(const Matrix& x, const Buffer& bias, UnaryOp act, Matrix out, Matrix* z, Queue q) {
   matrix_fits(x, "bias_activation", "x");
   matrix_fits(out, "bias_activation", "out");
   Backend& be = x.buffer.backend();
@@ -215,7 +215,7 @@ void bias_activation(const Matrix& x, const Buffer& bias, UnaryOp act, Matrix& o
                      z ? z->buffer.data() : nullptr, z ? z->ld : 0, out.buffer.data(), out.ld);
 }
 
-void gather_rows(const Matrix& x, const Buffer& index, Matrix& out, Queue q) {
+void gather_rows(const Matrix& x, const Buffer& index, Matrix out, Queue q) {
   matrix_fits(x, "gather_rows", "x");
   matrix_fits(out, "gather_rows", "out");
   Backend& be = x.buffer.backend();
@@ -239,7 +239,7 @@ void gather_rows(const Matrix& x, const Buffer& index, Matrix& out, Queue q) {
                  x.buffer.data(), x.ld, out.buffer.data(), out.ld);
 }
 
-void convert(const Buffer& x, Buffer& out, Queue q) {
+void convert(const Buffer& x, Buffer out, Queue q) {
   Backend& be = checks::backend_of(x, "convert", "x");
   same_backend(be, out, "convert", "out");
   dtype_in(x.dtype(), kConvertible, "convert", "x");
@@ -257,7 +257,7 @@ void convert(const Buffer& x, Buffer& out, Queue q) {
   be.convert(q, x.dtype(), out.dtype(), x.size(), x.data(), out.data());
 }
 
-void matrix_add(double alpha, const Matrix& a, double beta, const Matrix& b, Matrix& c, Queue q) {
+void matrix_add(double alpha, const Matrix& a, double beta, const Matrix& b, Matrix c, Queue q) {
   matrix_fits(a, "matrix_add", "a");
   matrix_fits(b, "matrix_add", "b");
   matrix_fits(c, "matrix_add", "c");
@@ -283,7 +283,7 @@ void matrix_add(double alpha, const Matrix& a, double beta, const Matrix& b, Mat
                 c.buffer.data(), c.ld);
 }
 
-void transpose(const Matrix& a, Matrix& out, Queue q) {
+void transpose(const Matrix& a, Matrix out, Queue q) {
   matrix_fits(a, "transpose", "a");
   matrix_fits(out, "transpose", "out");
   Backend& be = a.buffer.backend();
@@ -383,7 +383,7 @@ MatmulTier resolve_matmul_tier(const Matrix& a, const Matrix& b, const Matrix& c
   return tier_for(a.buffer.backend(), gemm_args(a, b, c, options));
 }
 
-void matmul(const Matrix& a, const Matrix& b, Matrix& c, const MatmulOptions& options, Queue q) {
+void matmul(const Matrix& a, const Matrix& b, Matrix c, const MatmulOptions& options, Queue q) {
   GemmArgs g = gemm_args(a, b, c, options);
   Backend& be = a.buffer.backend();
   g.tier = tier_for(be, g);
@@ -398,7 +398,7 @@ void matmul(const Matrix& a, const Matrix& b, Matrix& c, const MatmulOptions& op
   be.matmul(q, g);
 }
 
-void reduce(ReduceOp op, const Buffer& x, Buffer& result, Queue q, ReduceVariant variant) {
+void reduce(ReduceOp op, const Buffer& x, Buffer result, Queue q, ReduceVariant variant) {
   const ReduceTraits r = traits_of(op);
   const std::string name(r.name);
   Backend& be = backend_of(x, name.c_str(), "x");
@@ -430,7 +430,7 @@ void reduce(ReduceOp op, const Buffer& x, Buffer& result, Queue q, ReduceVariant
   be.reduce(q, op, x.dtype(), x.size(), x.data(), result.data(), variant);
 }
 
-void dot(const Buffer& x, const Buffer& y, Buffer& result, Queue q) {
+void dot(const Buffer& x, const Buffer& y, Buffer result, Queue q) {
   Backend& be = backend_of(x, "dot", "x");
   same_backend(be, y, "dot", "y");
   same_backend(be, result, "dot", "result");
@@ -451,7 +451,7 @@ void dot(const Buffer& x, const Buffer& y, Buffer& result, Queue q) {
 }
 
 namespace {
-double read_scalar(const Buffer& result) {
+double read_scalar(const Buffer result) {
   switch (result.dtype()) {
     case DType::f32:
       return result.to_vector<float>()[0];
@@ -484,7 +484,7 @@ double dot(const Buffer& x, const Buffer& y) {
 }
 
 namespace {
-void reduce_axis(bool per_row, ReduceOp op, const Matrix& x, Buffer& out, Queue q) {
+void reduce_axis(bool per_row, ReduceOp op, const Matrix& x, Buffer out, Queue q) {
   const char* name = per_row ? "reduce_rows" : "reduce_cols";
   if (!traits_of(op).per_axis) {
     std::string offered;
@@ -517,7 +517,7 @@ void reduce_axis(bool per_row, ReduceOp op, const Matrix& x, Buffer& out, Queue 
   }
 }
 
-void scan(ScanKind kind, const Buffer& x, Buffer& out, Queue q, ScanVariant variant) {
+void scan(ScanKind kind, const Buffer& x, Buffer out, Queue q, ScanVariant variant) {
   const char* name = kind == ScanKind::inclusive ? "inclusive_scan" : "exclusive_scan";
   Backend& be = backend_of(x, name, "x");
   same_backend(be, out, name, "out");
@@ -536,16 +536,16 @@ void scan(ScanKind kind, const Buffer& x, Buffer& out, Queue q, ScanVariant vari
 }
 }  // namespace
 
-void reduce_rows(ReduceOp op, const Matrix& x, Buffer& out, Queue q) { reduce_axis(true, op, x, out, q); }
-void reduce_cols(ReduceOp op, const Matrix& x, Buffer& out, Queue q) { reduce_axis(false, op, x, out, q); }
-void inclusive_scan(const Buffer& x, Buffer& out, Queue q, ScanVariant variant) {
+void reduce_rows(ReduceOp op, const Matrix& x, Buffer out, Queue q) { reduce_axis(true, op, x, out, q); }
+void reduce_cols(ReduceOp op, const Matrix& x, Buffer out, Queue q) { reduce_axis(false, op, x, out, q); }
+void inclusive_scan(const Buffer& x, Buffer out, Queue q, ScanVariant variant) {
   scan(ScanKind::inclusive, x, out, q, variant);
 }
-void exclusive_scan(const Buffer& x, Buffer& out, Queue q, ScanVariant variant) {
+void exclusive_scan(const Buffer& x, Buffer out, Queue q, ScanVariant variant) {
   scan(ScanKind::exclusive, x, out, q, variant);
 }
 
-void softmax_cross_entropy(const Matrix& logits, const Buffer& labels, Matrix& probs, Buffer& losses, Queue q,
+void softmax_cross_entropy(const Matrix& logits, const Buffer& labels, Matrix probs, Buffer losses, Queue q,
                            LabelCheck check) {
   const char* name = "softmax_cross_entropy";
   matrix_fits(logits, name, "logits");
@@ -579,7 +579,7 @@ void softmax_cross_entropy(const Matrix& logits, const Buffer& labels, Matrix& p
                            losses.data());
 }
 
-void mse(const Buffer& a, const Buffer& b, Buffer& result, Queue q) {
+void mse(const Buffer& a, const Buffer& b, Buffer result, Queue q) {
   Backend& be = backend_of(a, "mse", "a");
   same_backend(be, b, "mse", "b");
   same_backend(be, result, "mse", "result");

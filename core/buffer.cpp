@@ -1,9 +1,13 @@
 #include "tandem/buffer.hpp"
 
+#include <algorithm>
 #include <cstdint>
 #include <limits>
+#include <new>
 #include <string>
+#include <vector>
 
+#include "host_memory.hpp"
 #include "tandem/profile.hpp"
 
 namespace tandem {
@@ -136,6 +140,28 @@ Buffer Buffer::slice(std::size_t offset, std::size_t count) const {
   view.offset_ = offset_ + offset;
   view.size_ = count;
   return view;
+}
+
+Buffer Buffer::to(Backend& dst) const {
+  Backend& src = backend();
+  if (&dst == &src) return *this;
+  Buffer out(dst, dtype_, size_);
+  // Pieces of at most 64 MiB through one host buffer, so that a copy needs no host memory the size
+  // of the buffer.
+  const std::size_t esize = size_of(dtype_), piece = std::max<std::size_t>(1, (std::size_t{64} << 20) / esize);
+  std::vector<unsigned char> staging;
+  const std::size_t staging_bytes = std::min(size_, piece) * esize;
+  try {
+    staging.resize(staging_bytes);
+  } catch (const std::bad_alloc&) {
+    throw OutOfMemory(staging_bytes, host::available_memory_bytes(), "host (Buffer::to)");
+  }
+  for (std::size_t first = 0; first < size_; first += piece) {
+    const std::size_t count = std::min(piece, size_ - first);
+    slice(first, count).download_bytes(staging.data(), count * esize);
+    out.slice(first, count).upload_bytes(staging.data(), count * esize);
+  }
+  return out;
 }
 
 void Buffer::check_host_type(DType host, std::size_t count, const char* what) const {

@@ -13,16 +13,14 @@ int main() try {
   tandem::Buffer x = tandem::Buffer::from(be, h_x);
   tandem::Buffer w = tandem::Buffer::from(be, h_w);
 
-  // y = x + w, elementwise; then the sum of y.
-  tandem::Buffer y(be, tandem::DType::f32, h_x.size());
-  tandem::add(x, w, y);
+  // y = x + w, elementwise (a new buffer on be); then the sum of y.
+  const tandem::Buffer y = tandem::add(x, w);
   const double total = tandem::sum(y);
 
-  // C (2, 2) = A (2, 3) * B (3, 2): x and w viewed as row-major matrices.
-  tandem::Buffer c(be, tandem::DType::f32, 4);
-  tandem::Matrix cm = tandem::matrix(c, 2, 2);
-  tandem::matmul(tandem::matrix(x, 2, 3), tandem::matrix(w, 3, 2), cm);
-  const std::vector<float> h_c = c.to_vector<float>();
+  // C (2, 2) = A (2, 3) * B (3, 2): x and w viewed as row-major matrices. Every op also has a
+  // form that writes into a buffer you give: tandem::add(x, w, y), tandem::matmul(a, b, c).
+  const tandem::Matrix c = tandem::matmul(tandem::matrix(x, 2, 3), tandem::matrix(w, 3, 2));
+  const std::vector<float> h_c = c.buffer.to_vector<float>();
 
   std::printf("backend %s: sum(x + w) = %g, C = [%g %g; %g %g]\n", be.name().c_str(), total, h_c[0], h_c[1],
               h_c[2], h_c[3]);

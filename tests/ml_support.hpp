@@ -43,14 +43,4 @@ inline bool zlib_or_skip() {
   return false;
 }
 
-// The backend under test, or nullptr after printing SKIPPED with the reason.
-inline Backend* backend_or_skip() {
-  try {
-    return &get_backend(backend_under_test());
-  } catch (const BackendUnavailable& e) {
-    std::printf("SKIPPED: %s\n", e.what());
-    return nullptr;
-  }
-}
-
 }  // namespace tandem::test

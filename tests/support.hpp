@@ -2,7 +2,11 @@
 #pragma once
 
 #include <cstdint>
+#include <cstdio>
 #include <string>
+
+#include "tandem/errors.hpp"
+#include "tandem/registry.hpp"
 
 namespace tandem::test {
 
@@ -17,5 +21,15 @@ int isa_rank(const std::string& isa);
 // Names the case now running for the watchdog (main.cpp): past TANDEM_CASE_TIMEOUT it is reported
 // as hung and the program ends. Test cases are named on their own; the matrix names each of its cases.
 void watch_case(const std::string& name);
+
+// The backend under test, or nullptr after printing SKIPPED with the reason.
+inline Backend* backend_or_skip() {
+  try {
+    return &get_backend(backend_under_test());
+  } catch (const BackendUnavailable& e) {
+    std::printf("SKIPPED: %s\n", e.what());
+    return nullptr;
+  }
+}
 
 }  // namespace tandem::test

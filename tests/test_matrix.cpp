@@ -27,12 +27,7 @@ Backend* backend_or_skip() {
     std::printf("SKIPPED: %s is this CPU's widest ISA: the plain openmp matrix ran these kernels\n", isa);
     return nullptr;
   }
-  try {
-    return &get_backend(test::backend_under_test());
-  } catch (const BackendUnavailable& e) {
-    std::printf("SKIPPED: %s\n", e.what());
-    return nullptr;
-  }
+  return test::backend_or_skip();
 }
 
 void run_family(const std::string& family, bool non_finite) {

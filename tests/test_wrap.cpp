@@ -20,14 +20,7 @@ namespace {
 
 using namespace tandem;
 
-Backend* backend_or_skip() {
-  try {
-    return &get_backend(test::backend_under_test());
-  } catch (const BackendUnavailable& e) {
-    std::printf("SKIPPED: %s\n", e.what());
-    return nullptr;
-  }
-}
+using test::backend_or_skip;
 
 std::vector<float> iota(std::size_t n, float start) {
   std::vector<float> v(n);

@@ -6,6 +6,7 @@
 #include "tandem/environment.hpp"
 #include "tandem/errors.hpp"
 #include "tandem/verify.hpp"
+#include "harness.hpp"
 
 namespace tandem::verify {
 
@@ -80,4 +81,44 @@ std::uint64_t seed_from_environment() {
   return (static_cast<std::uint64_t>(device()) << 32) ^ device();
 }
 
+namespace {
+
+void same_size(const Buffer& a, const Buffer& b, const char* what) {
+  if (a.size() != b.size()) {
+    throw ShapeMismatch(std::string(what) + ": the buffers have " + std::to_string(a.size()) + " and " +
+                        std::to_string(b.size()) + " elements");
+  }
+}
+
+}  // namespace
+
+Comparison compare(const Buffer& actual, const Buffer& expected, double rtol, double atol) {
+  same_size(actual, expected, "verify::compare");
+  if (!(rtol >= 0) || !(atol >= 0)) throw InvalidArgument("verify::compare: rtol and atol must be 0 or more");
+  const detail::Host a = detail::download(actual), e = detail::download(expected);
+  detail::Host bound(e.size());
+  for (std::size_t i = 0; i < e.size(); ++i) bound[i] = atol + rtol * std::fabs(e[i]);
+  return compare(a, e, bound);
+}
+
 }  // namespace tandem::verify
+
+namespace tandem {
+
+bool allclose(const Buffer& a, const Buffer& b, double rtol, double atol, bool equal_nan) {
+  verify::same_size(a, b, "allclose");
+  if (!(rtol >= 0) || !(atol >= 0)) throw InvalidArgument("allclose: rtol and atol must be 0 or more");
+  const verify::detail::Host x = verify::detail::download(a), y = verify::detail::download(b);
+  for (std::size_t i = 0; i < x.size(); ++i) {
+    if (std::isnan(x[i]) || std::isnan(y[i])) {
+      if (!(equal_nan && std::isnan(x[i]) && std::isnan(y[i]))) return false;
+    } else if (std::isinf(x[i]) || std::isinf(y[i])) {
+      if (x[i] != y[i]) return false;
+    } else if (!(std::fabs(x[i] - y[i]) <= atol + rtol * std::fabs(y[i]))) {
+      return false;
+    }
+  }
+  return true;
+}
+
+}  // namespace tandem

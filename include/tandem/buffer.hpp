@@ -107,6 +107,9 @@ class Buffer {
   void copy_from(const Buffer& src, Queue q = {});
   // Every element = value (converted to dtype()).
   void fill(double value, Queue q = {});
+  // This buffer on backend dst: itself (a handle sharing its memory) when dst is its backend, else
+  // a new buffer there holding a copy, made through host memory in bounded pieces.
+  Buffer to(Backend& dst) const;
 
  private:
   void check_host_type(DType host, std::size_t count, const char* what) const;

@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "tandem/backend.hpp"
+#include "tandem/buffer.hpp"
 
 namespace tandem::verify {
 
@@ -38,6 +39,10 @@ struct Comparison {
 
 // Element i passes when both are NaN, both are the same infinity, or |actual - expected| <= bound[i].
 Comparison compare(std::span<const double> actual, std::span<const double> expected, std::span<const double> bound);
+// Two buffers of the same size (ShapeMismatch otherwise), on any backends and of any dtypes, read
+// back as f64: element i passes as above with bound[i] = atol + rtol * |expected[i]|. describe()
+// says which elements fail and by how much.
+Comparison compare(const Buffer& actual, const Buffer& expected, double rtol, double atol = 0);
 
 struct CaseResult {
   std::string algorithm, backend, tier, dtype, size;
@@ -72,3 +77,10 @@ CaseResult run_case(const CheckCase& c, Backend& tested, Backend& reference, std
 std::uint64_t seed_from_environment();
 
 }  // namespace tandem::verify
+
+namespace tandem {
+// NumPy's allclose: every |a[i] - b[i]| <= atol + rtol * |b[i]|, with NaNs equal only when
+// equal_nan (infinities equal when of the same sign). Same size (ShapeMismatch otherwise); any
+// backends and dtypes; waits for both.
+bool allclose(const Buffer& a, const Buffer& b, double rtol = 1e-5, double atol = 1e-8, bool equal_nan = false);
+}  // namespace tandem

@@ -13,16 +13,16 @@
 
 namespace tandem::py {
 
-namespace {
-
-constexpr const char* kCapsuleName = "dltensor";
-constexpr const char* kUsedCapsuleName = "used_dltensor";
-
 std::string shape_text(const std::vector<std::int64_t>& shape) {
   std::string s = "(";
   for (std::size_t i = 0; i < shape.size(); ++i) s += (i ? ", " : "") + std::to_string(shape[i]);
   return s + (shape.size() == 1 ? ",)" : ")");
 }
+
+namespace {
+
+constexpr const char* kCapsuleName = "dltensor";
+constexpr const char* kUsedCapsuleName = "used_dltensor";
 
 std::int64_t product(const std::vector<std::int64_t>& shape) {
   std::int64_t n = 1;
@@ -220,17 +220,16 @@ Array output(const Array* out, Backend& backend, DType dtype, const std::vector<
   return *out;
 }
 
-void bind_array(nb::module_& m) {
-  nb::class_<Array>(m, "Array",
-                    "An array on a tandem backend: a buffer of float16, bfloat16, float32, float64 or int32\n"
-                    "with a row-major shape. np.asarray(x) reads it (in place for host-memory backends);\n"
-                    "it speaks DLPack both ways.")
-      .def_prop_ro("shape",
-                   [](const Array& a) {
-                     nb::list l;
-                     for (std::int64_t d : a.shape) l.append(d);
-                     return nb::tuple(l);
-                   })
+namespace {
+
+// tandem.Array's shape, dtype, size, backend and len().
+void bind_array_attributes(nb::class_<Array>& cls) {
+  cls.def_prop_ro("shape",
+                  [](const Array& a) {
+                    nb::list l;
+                    for (std::int64_t d : a.shape) l.append(d);
+                    return nb::tuple(l);
+                  })
       .def_prop_ro("dtype", [](const Array& a) { return dtype_name(a.buffer.dtype()); })
       .def_prop_ro("ndim", &Array::ndim)
       .def_prop_ro("size", &Array::size)
@@ -239,14 +238,17 @@ void bind_array(nb::module_& m) {
       .def_prop_ro(
           "is_wrapped", [](const Array& a) { return a.buffer.is_wrapped(); },
           "True when the memory belongs to another library (imported through DLPack).")
-      .def("__len__",
-           [](const Array& a) {
-             if (a.shape.empty()) throw nb::type_error("len() of a 0-d tandem.Array");
-             return a.shape[0];
-           })
-      .def(
-          "numpy", [](const Array& a) { return to_numpy(a, false); },
-          "The array as a NumPy array: sharing the memory on host-memory backends, a copy otherwise.")
+      .def("__len__", [](const Array& a) {
+        if (a.shape.empty()) throw nb::type_error("len() of a 0-d tandem.Array");
+        return a.shape[0];
+      });
+}
+
+// tandem.Array's ways out (NumPy, DLPack) and to another backend.
+void bind_array_exchange(nb::class_<Array>& cls) {
+  cls.def(
+         "numpy", [](const Array& a) { return to_numpy(a, false); },
+         "The array as a NumPy array: sharing the memory on host-memory backends, a copy otherwise.")
       .def(
           "__array__",
           [](const Array& a, nb::handle dtype, std::optional<bool> copy) {
@@ -286,39 +288,36 @@ void bind_array(nb::module_& m) {
           "to",
           [](const Array& a, nb::handle backend) {
             Backend& dst = backend_arg(backend);
-            if (&dst == &a.buffer.backend()) return a;
-            Array out = empty(dst, a.buffer.dtype(), a.shape);
-            std::vector<unsigned char> staging(a.buffer.bytes());
             nb::gil_scoped_release release;
-            if (!staging.empty()) {
-              a.buffer.download_bytes(staging.data(), staging.size());
-              out.buffer.upload_bytes(staging.data(), staging.size());
-            }
-            return out;
+            return Array{a.buffer.to(dst), a.shape};
           },
-          nb::arg("backend"), "This array on another backend (a copy through the host; itself on its own backend).")
-      .def(
-          "reshape",
-          [](const Array& a, std::vector<std::int64_t> shape) {
-            std::int64_t known = 1;
-            std::size_t unknown = shape.size();  // the -1 dimension, if any
-            for (std::size_t i = 0; i < shape.size(); ++i) {
-              if (shape[i] == -1 && unknown == shape.size()) {
-                unknown = i;
-              } else if (shape[i] < 0) {
-                throw InvalidArgument("reshape: negative dimension in " + shape_text(shape));
-              } else {
-                known *= shape[i];
-              }
-            }
-            if (unknown < shape.size()) shape[unknown] = known > 0 ? static_cast<std::int64_t>(a.size()) / known : 0;
-            if (product(shape) != static_cast<std::int64_t>(a.size())) {
-              throw ShapeMismatch("reshape: shape " + shape_text(shape) + " does not hold the array's " +
-                                  std::to_string(a.size()) + " elements");
-            }
-            return Array{a.buffer, std::move(shape)};
-          },
-          nb::arg("shape"), "A view with another shape of the same elements (-1: the dimension that fits).")
+          nb::arg("backend"), "This array on another backend (a copy through the host; itself on its own backend).");
+}
+
+// tandem.Array's reshape, operators, transpose, tolist and repr.
+void bind_array_operations(nb::class_<Array>& cls) {
+  cls.def(
+         "reshape",
+         [](const Array& a, std::vector<std::int64_t> shape) {
+           std::int64_t known = 1;
+           std::size_t unknown = shape.size();  // the -1 dimension, if any
+           for (std::size_t i = 0; i < shape.size(); ++i) {
+             if (shape[i] == -1 && unknown == shape.size()) {
+               unknown = i;
+             } else if (shape[i] < 0) {
+               throw InvalidArgument("reshape: negative dimension in " + shape_text(shape));
+             } else {
+               known *= shape[i];
+             }
+           }
+           if (unknown < shape.size()) shape[unknown] = known > 0 ? static_cast<std::int64_t>(a.size()) / known : 0;
+           if (product(shape) != static_cast<std::int64_t>(a.size())) {
+             throw ShapeMismatch("reshape: shape " + shape_text(shape) + " does not hold the array's " +
+                                 std::to_string(a.size()) + " elements");
+           }
+           return Array{a.buffer, std::move(shape)};
+         },
+         nb::arg("shape"), "A view with another shape of the same elements (-1: the dimension that fits).")
       .def(
           "__add__", [](const Array& x, const Array& y) { return binary_op(BinaryOp::add, x, y, nullptr); },
           nb::is_operator(), nb::call_guard<nb::gil_scoped_release>())
@@ -345,7 +344,10 @@ void bind_array(nb::module_& m) {
         return "tandem.Array(shape=" + shape_text(a.shape) + ", dtype=" + dtype_name(a.buffer.dtype()) + ", backend='" +
                (a.buffer.empty_handle() ? std::string("none") : a.buffer.backend().name()) + "')";
       });
+}
 
+// The functions that make arrays: empty, full, from_dlpack, _from_host (and _dtype_name).
+void bind_array_factories(nb::module_& m) {
   m.def(
       "empty",
       [](nb::handle shape, nb::handle dtype, nb::handle backend) {
@@ -381,6 +383,19 @@ void bind_array(nb::module_& m) {
       },
       nb::arg("host"), nb::arg("backend"), nb::arg("dtype"));
   m.def("_dtype_name", [](nb::handle dtype) { return dtype_name(dtype_arg(dtype, DType::f32)); });
+}
+
+}  // namespace
+
+void bind_array(nb::module_& m) {
+  nb::class_<Array> cls(m, "Array",
+                        "An array on a tandem backend: a buffer of float16, bfloat16, float32, float64 or int32\n"
+                        "with a row-major shape. np.asarray(x) reads it (in place for host-memory backends);\n"
+                        "it speaks DLPack both ways.");
+  bind_array_attributes(cls);
+  bind_array_exchange(cls);
+  bind_array_operations(cls);
+  bind_array_factories(m);
 }
 
 }  // namespace tandem::py

@@ -26,6 +26,9 @@ struct Array {
   Matrix matrix(const char* what) const;
 };
 
+// "(3, 4)", "(5,)": a shape as NumPy writes it, for messages.
+std::string shape_text(const std::vector<std::int64_t>& shape);
+
 // The backend a call names: None (the default backend: TANDEM_BACKEND, else auto), a name
 // ("openmp", "cuda:1", "auto") or a Backend object.
 Backend& backend_arg(nb::handle backend);

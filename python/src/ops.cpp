@@ -10,6 +10,7 @@
 #include <chrono>
 
 #include "bindings.hpp"
+#include "tandem/verify.hpp"
 
 namespace tandem::py {
 
@@ -87,7 +88,10 @@ Array transpose(const Array& a, const Array* out) {
   return o;
 }
 
-void bind_ops(nb::module_& m) {
+namespace {
+
+// The elementwise family (one function per op of the op table), axpy, scale, fill, copy and astype.
+void bind_elementwise(nb::module_& m) {
   nb::list unary_names, binary_names;
   for (UnaryOp op : kUnaryOps) {
     const std::string name(name_of(op));
@@ -155,7 +159,10 @@ void bind_ops(nb::module_& m) {
       },
       nb::arg("x"), nb::arg("dtype"),
       "x converted to dtype (float16, bfloat16, float32, float64), rounded to nearest even.");
+}
 
+// matrix_add, transpose, add_row_vector, bias_activation and gather_rows on 2-D arrays.
+void bind_matrix_ops(nb::module_& m) {
   m.def(
       "matrix_add",
       [](const Array& a, const Array& b, double alpha, double beta, const Array* out) {
@@ -202,7 +209,10 @@ void bind_ops(nb::module_& m) {
       },
       nb::arg("x"), nb::arg("index"), nb::arg("out") = nb::none(), Release(),
       "Rows index[0], index[1], ... of x (index: int32); an index out of range gives a row of NaN.");
+}
 
+// matmul with its tiers and GEMM arguments, and the tier 'auto' picks.
+void bind_matmul(nb::module_& m) {
   m.def("matmul", &matmul, nb::arg("a"), nb::arg("b"), nb::arg("out") = nb::none(), nb::kw_only(),
         nb::arg("trans_a") = false, nb::arg("trans_b") = false, nb::arg("alpha") = 1.0, nb::arg("beta") = 0.0,
         nb::arg("tier") = "auto", nb::arg("tf32") = false, Release(),
@@ -222,7 +232,10 @@ void bind_ops(nb::module_& m) {
       },
       nb::arg("a"), nb::arg("b"), nb::kw_only(), nb::arg("trans_a") = false, nb::arg("trans_b") = false, Release(),
       "The tier matmul's 'auto' picks for these operands (it allocates the output to ask).");
+}
 
+// sum, min, max, argmax, norm2, dot, reduce and the row and column reductions.
+void bind_reductions(nb::module_& m) {
   m.def(
       "sum", [](const Array& x) { return tandem::sum(x.buffer); }, nb::arg("x"), Release());
   m.def(
@@ -237,6 +250,18 @@ void bind_ops(nb::module_& m) {
   m.def(
       "dot", [](const Array& x, const Array& y) { return same_backend(x, y, "dot"), tandem::dot(x.buffer, y.buffer); },
       nb::arg("x"), nb::arg("y"), Release());
+  m.def(
+      "allclose",
+      [](const Array& a, const Array& b, double rtol, double atol, bool equal_nan) {
+        if (a.shape != b.shape) {
+          throw ShapeMismatch("allclose: the shapes " + shape_text(a.shape) + " and " + shape_text(b.shape) + " differ");
+        }
+        return tandem::allclose(a.buffer, b.buffer, rtol, atol, equal_nan);
+      },
+      nb::arg("a"), nb::arg("b"), nb::arg("rtol") = 1e-5, nb::arg("atol") = 1e-8, nb::arg("equal_nan") = false,
+      Release(),
+      "NumPy's allclose: |a - b| <= atol + rtol * |b| everywhere (NaNs equal only with equal_nan); the arrays may be "
+      "on different backends and of different dtypes.");
   m.def(
       "reduce",
       [](const std::string& op, const Array& x, const std::string& variant) {
@@ -265,6 +290,10 @@ void bind_ops(nb::module_& m) {
         return o;
       },
       nb::arg("x"), nb::arg("op") = "sum", Release(), "sum or max of each column of a 2-D array.");
+}
+
+// inclusive_scan and exclusive_scan.
+void bind_scans(nb::module_& m) {
   for (const char* name : {"inclusive_scan", "exclusive_scan"}) {
     const bool inclusive = name[0] == 'i';
     m.def(
@@ -282,6 +311,10 @@ void bind_ops(nb::module_& m) {
         inclusive ? "Cumulative sum: out[i] = x[0] + ... + x[i] (float32, float64, int32; out may be x)."
                   : "out[i] = x[0] + ... + x[i-1], out[0] = 0 (float32, float64, int32; out may be x).");
   }
+}
+
+// softmax_cross_entropy and mse.
+void bind_losses(nb::module_& m) {
   m.def(
       "softmax_cross_entropy",
       [](const Array& logits, const Array& labels) {
@@ -305,6 +338,17 @@ void bind_ops(nb::module_& m) {
         return read_scalar(result);
       },
       nb::arg("a"), nb::arg("b"), Release(), "mean((a - b)^2).");
+}
+
+}  // namespace
+
+void bind_ops(nb::module_& m) {
+  bind_elementwise(m);
+  bind_matrix_ops(m);
+  bind_matmul(m);
+  bind_reductions(m);
+  bind_scans(m);
+  bind_losses(m);
 }
 
 }  // namespace tandem::py

@@ -138,3 +138,17 @@ def test_softmax_cross_entropy(backend, dtype):
     bad[3] = 10
     with pytest.raises(tandem.InvalidArgument, match="row 3"):
         tandem.softmax_cross_entropy(tandem.array(logits, backend=backend), tandem.array(bad, backend=backend))
+
+
+def test_allclose_is_numpys(backend):
+    a = rng.uniform(-3, 3, 300).astype("float32")
+    b = a.astype(np.float64)
+    b[17] += 1e-3
+    x, y = tandem.array(a, backend=backend), tandem.array(b, backend="reference")
+    for rtol, atol in [(1e-5, 1e-8), (0, 2e-3), (1e-3, 0)]:
+        assert tandem.allclose(x, y, rtol=rtol, atol=atol) == np.allclose(a, b, rtol=rtol, atol=atol)
+    odd = np.array([np.nan, np.inf, 1.0])
+    t = tandem.array(odd, backend=backend)
+    assert tandem.allclose(t, t) is False and tandem.allclose(t, t, equal_nan=True) is True
+    with pytest.raises(tandem.ShapeMismatch, match=r"\(300,\) and \(3,\)"):
+        tandem.allclose(x, t)
