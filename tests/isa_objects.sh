@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # The openmp backend compiles some sources for AVX2 or AVX-512 (kernels_<isa>.cpp under a target
-# pragma, microkernel/softmax/scan_avx512 with -m flags), and matmul_amx.cpp for AMX tiles. One copy of each inline function or
+# pragma, vector_<isa>.cpp with -m flags), and matmul_amx.cpp for AMX tiles. One copy of each inline function or
 # template instance is kept by the linker for the whole program: if an ISA object defined one
 # with AVX instructions (a header included after the pragma, an inline helper outside the ISA's
 # namespace), code that runs on every CPU could get it, and die with SIGILL on a CPU without that

@@ -54,6 +54,11 @@ void add_convert_cases(std::vector<CheckCase>& out, DType t, std::size_t n, cons
   }
 }
 
+// Values for the ops that move elements without arithmetic: small integers for i32.
+Host moved_values(std::mt19937_64& rng, DType t, std::size_t n) {
+  return random_values(rng, t, n, t == DType::i32 ? -1000 : -1, t == DType::i32 ? 1000 : 1);
+}
+
 // x op y against the f64 reference, with the op's bound per element.
 CheckCase binary_case(DType t, std::size_t n, BinaryOp op, const CheckOptions& o) {
   CheckCase c{"elementwise", std::string(name_of(op)), "-", std::string(name_of(t)), size_label(n), {}};
@@ -164,7 +169,7 @@ CheckCase copy_case(DType t, std::size_t n, const CheckOptions& o) {
   CheckCase c{"elementwise", "copy", "-", std::string(name_of(t)), size_label(n), {}};
   c.run = [c, t, n, o](Backend& be, Backend&, std::uint64_t seed) {
     auto rng = case_rng(seed, c);
-    Host x = random_values(rng, t, n, t == DType::i32 ? -1000 : -1, t == DType::i32 ? 1000 : 1);
+    Host x = moved_values(rng, t, n);
     if (o.non_finite && t != DType::i32) plant_non_finite(rng, x);
     CaseResult r = result_for(c, be);
     Output got = make_output(be, t, n);
@@ -288,13 +293,14 @@ CheckCase gather_rows_case(DType t, Shape s) {
   CheckCase ga{"matrix", "gather_rows", "-", std::string(name_of(t)), s.label(), {}};
   ga.run = [ga, t, s, ld = s.ld(), span = s.span()](Backend& be, Backend& ref, std::uint64_t seed) {
     auto rng = case_rng(seed, ga);
-    Host x = random_values(rng, t, span, t == DType::i32 ? -1000 : -1, t == DType::i32 ? 1000 : 1);
+    Host x = moved_values(rng, t, span);
     std::vector<std::int32_t> index(static_cast<std::size_t>(s.rows));
     std::uniform_int_distribution<std::int32_t> pick(-2, static_cast<std::int32_t>(s.rows) + 1);
     for (auto& i : index) i = pick(rng);
     CaseResult r = result_for(ga, be);
-    const std::int64_t ldo = s.cols + 1;
-    const std::size_t out_span = s.rows == 0 ? 0 : static_cast<std::size_t>((s.rows - 1) * ldo + s.cols);
+    const Shape o{s.rows, s.cols, 1};  // out's ld is not x's
+    const std::int64_t ldo = o.ld();
+    const std::size_t out_span = o.span();
     Output got = make_output(be, t, out_span);
     Matrix gm = matrix(got.inner, s.rows, s.cols, ldo);
     gather_rows(matrix(upload(be, t, x), s.rows, s.cols, ld), Buffer::from(be, index), gm);
@@ -313,10 +319,11 @@ CheckCase transpose_case(DType t, Shape s) {
   CheckCase tr{"matrix", "transpose", "-", std::string(name_of(t)), s.label(), {}};
   tr.run = [tr, t, s, ld = s.ld(), span = s.span()](Backend& be, Backend& ref, std::uint64_t seed) {
     auto rng = case_rng(seed, tr);
-    Host a = random_values(rng, t, span, t == DType::i32 ? -1000 : -1, t == DType::i32 ? 1000 : 1);
+    Host a = moved_values(rng, t, span);
     CaseResult r = result_for(tr, be);
-    const std::int64_t ldo = s.rows + 1;
-    const std::size_t out_span = s.cols == 0 ? 0 : static_cast<std::size_t>((s.cols - 1) * ldo + s.rows);
+    const Shape o{s.cols, s.rows, 1};
+    const std::int64_t ldo = o.ld();
+    const std::size_t out_span = o.span();
     Output got = make_output(be, t, out_span);
     Matrix gm = matrix(got.inner, s.cols, s.rows, ldo);
     transpose(matrix(upload(be, t, a), s.rows, s.cols, ld), gm);

@@ -174,7 +174,7 @@ void pack_a(const GemmArgs& g, std::int64_t i0, std::int64_t mb, std::int64_t p0
   for (std::int64_t panel = 0; panel * mr < mb; ++panel) {
     T* out = dst + panel * kb * mr;
     const std::int64_t row0 = i0 + panel * mr, rows = std::min<std::int64_t>(mr, mb - panel * mr);
-    switch (mr) {  // the kernels' MR (microkernel_<isa>.cpp)
+    switch (mr) {  // the kernels' MR (vector_<isa>.cpp)
       case 4:
         pack_a_panel<4>(g, a, row0, rows, p0, kb, mr, out);
         break;

@@ -3,8 +3,8 @@
 // here. Included by kernels_<isa>.cpp after kernels_prelude.hpp, with
 //   TANDEM_ISA          the namespace and name of this variant (avx512, avx2, generic)
 //   TANDEM_ISA_TARGET   the GCC/clang target it is compiled for ("avx2,fma"; unset: baseline)
-//   TANDEM_ISA_AVX512   1 where the scan may take its AVX-512 pass (scan_avx512.cpp)
-//   TANDEM_ISA_AVX2     1 where it may take its AVX2 pass (scan_avx2.cpp)
+//   TANDEM_ISA_AVX512   1 where the scan may take its AVX-512 pass (vector_avx512.cpp)
+//   TANDEM_ISA_AVX2     1 where it may take its AVX2 pass (vector_avx2.cpp)
 //   TANDEM_ISA_SOFTMAX  this ISA's softmax row pass (softmax_kernel.hpp)
 // Everything is in this variant's own namespace, so no template or helper of one ISA can be
 // merged by the linker with another's; the target applies from here on, after every header.

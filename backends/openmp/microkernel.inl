@@ -1,4 +1,4 @@
-// Included by microkernel_<isa>.cpp, each compiled with its own -m flags, with
+// Included by vector_<isa>.cpp, each compiled with its own -m flags, with
 //   TANDEM_ISA            namespace and name of this variant (avx512, avx2, generic)
 //   TANDEM_VECTOR_BYTES   bytes per vector register (64, 32, 16)
 //   TANDEM_MR_F32 / TANDEM_MR_F64   rows of the register tile

@@ -1,6 +1,6 @@
 // The scan's in-cache block loop, written once over a vector-traits struct W (width, load, store,
 // stream, add, splat, first, shift<k>, last, scan) and included inside an anonymous namespace by
-// scan.inl (SSE2 traits), scan_avx2.cpp and scan_avx512.cpp, so each file's copy is its own.
+// scan.inl (SSE2 traits), vector_avx2.cpp and vector_avx512.cpp, so each file's copy is its own.
 // The next piece's lines are asked for pf.bytes ahead into L1 or L2, or not at all (ReadPrefetch,
 // calibrated per CPU: which distance and cache pays differs between CPUs, and none can lose).
 

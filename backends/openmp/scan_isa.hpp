@@ -1,4 +1,4 @@
-// The scan's in-cache pass compiled for AVX-512F (scan_avx512.cpp) and AVX2 (scan_avx2.cpp), for
+// The scan's in-cache pass compiled for AVX-512F (vector_avx512.cpp) and AVX2 (vector_avx2.cpp), for
 // scan.inl to call where the CPU has it. Each scans whole blocks of 4 vectors from the start of x
 // into out, adding `running` and leaving the last prefix in it, and returns how many elements it
 // did (the rest is the caller's); meanwhile it sums what it can of ahead[0, ahead_n) into

@@ -1,4 +1,4 @@
-// Included by softmax_<isa>.cpp, each compiled with its own -m flags, with
+// Included by vector_<isa>.cpp, each compiled with its own -m flags, with
 //   TANDEM_ISA            namespace and name of this variant (avx512, avx2, generic)
 //   TANDEM_VECTOR_BYTES   bytes per vector register (64, 32, 16)
 // The softmax row pass in f32: p[c] = exp(x[c] - m) and their sum, in vectors (vexp.inl). As in

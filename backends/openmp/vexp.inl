@@ -1,4 +1,4 @@
-// exp of a vector of f32, for the openmp kernels compiled once per ISA (softmax_<isa>.cpp) and
+// exp of a vector of f32, for the openmp kernels compiled once per ISA (vector_<isa>.cpp) and
 // for the test that measures it. Include it inside an ISA's own (anonymous) namespace: the same
 // template compiled with other -m flags must not be merged by the linker.
 //

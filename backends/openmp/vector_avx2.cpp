@@ -1,10 +1,24 @@
-// The scan's in-cache pass with AVX2 (compiled with -mavx2, called only where the CPU has it):
-// the block loop of scan_blocks.inl, as in scan.inl, with 32-byte vectors. Each vector is scanned
-// in its two 16-byte halves (two lane shifts), then the low half's total is added to the high
-// half (one in-lane broadcast and one cross-half move): 5 shuffles per 8 floats against SSE2's 6,
-// and half the loads, stores and additions.
-// Self-contained on purpose, like scan_avx512.cpp: everything here is in an anonymous namespace,
-// so no inline function is shared with another file.
+// The openmp kernels that AVX2 CPUs (with FMA) run, compiled with -m flags rather than under
+// kernels.inl's target pragma: the GEMM micro-kernel (a 6 x 16 f32, 6 x 8 f64 register tile,
+// 12 of the 16 ymm registers; microkernel.inl), the softmax row pass (softmax.inl) and the scan's in-cache pass (below).
+// Called only where the CPU has AVX2. Nothing here may share an inline function with another
+// file: the linker could keep this file's AVX2 copy for a CPU without it (tests/isa_objects.sh
+// checks the object).
+#define TANDEM_ISA avx2
+#define TANDEM_VECTOR_BYTES 32
+#define TANDEM_MR_F32 6
+#define TANDEM_MR_F64 6
+#define TANDEM_NV 2
+// clang-format off
+#include "microkernel.inl"
+#include "softmax.inl"
+// clang-format on
+
+// The scan's in-cache pass: the block loop of scan_blocks.inl, as in scan.inl, with 32-byte
+// vectors. Each vector is scanned in its two 16-byte halves (two lane shifts), then the low half's
+// total is added to the high half (one in-lane broadcast and one cross-half move): 5 shuffles per 8
+// floats against SSE2's 6, and half the loads, stores and additions. Everything here, the included
+// block loop too, is in an anonymous namespace.
 #include <immintrin.h>
 
 #include <algorithm>

@@ -1,11 +1,24 @@
-// The scan's in-cache pass with AVX-512F (compiled with -mavx512f, called only where the CPU has
-// it): the block loop of scan_blocks.inl, as in scan.inl, with 16 lanes instead of 4. Each
-// 64-byte vector is scanned in registers with 4 lane shifts (valignd against zero). With SSE2 the
-// shuffles (2 per 4 elements, all on one port) bound the pass at well under the memory's speed;
-// here it is 1 per 4 elements, so a scan from RAM is bound by RAM.
-// Self-contained on purpose: everything here, the included block loop too, is in an anonymous
-// namespace, so no inline function is shared with another file (the linker could otherwise keep
-// this file's AVX-512 copy for a CPU without it).
+// The openmp kernels that AVX-512 CPUs (F, VL) run, compiled with -m flags rather than under
+// kernels.inl's target pragma: the GEMM micro-kernel (a 12 x 32 f32, 12 x 16 f64 register tile, 24
+// of the 32 zmm registers; microkernel.inl), the softmax row pass (softmax.inl) and the scan's
+// in-cache pass (below). Called only where the CPU has AVX-512. Nothing here may share an inline
+// function with another file: the linker could keep this file's AVX-512 copy for a CPU without it
+// (tests/isa_objects.sh checks the object).
+#define TANDEM_ISA avx512
+#define TANDEM_VECTOR_BYTES 64
+#define TANDEM_MR_F32 12
+#define TANDEM_MR_F64 12
+#define TANDEM_NV 2
+// clang-format off
+#include "microkernel.inl"
+#include "softmax.inl"
+// clang-format on
+
+// The scan's in-cache pass: the block loop of scan_blocks.inl, as in scan.inl, with 16 lanes
+// instead of 4. Each 64-byte vector is scanned in registers with 4 lane shifts (valignd against
+// zero). With SSE2 the shuffles (2 per 4 elements, all on one port) bound the pass at well under
+// the memory's speed; here it is 1 per 4 elements, so a scan from RAM is bound by RAM. Everything
+// here, the included block loop too, is in an anonymous namespace.
 #include <immintrin.h>
 
 #include <algorithm>
