@@ -174,6 +174,7 @@ DeviceProperties OpenMPBackend::properties() const {
 #endif
     p.tuning.push_back({"tensor_core tier", why.empty() ? std::string("bf16 on AMX tiles (tdpbf16ps)") : "none: " + why});
   }
+  p.tuning.push_back({"vendor tier", vendor_description()});
   p.tuning.push_back({"gemm blocking f32", gemm_blocking_text()});
   if (!gemm_blocking_forced() && !gemm_tuning().measured.empty()) {
     p.tuning.push_back({"gemm blocking measured", gemm_tuning().measured});

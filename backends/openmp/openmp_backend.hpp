@@ -283,6 +283,9 @@ void matmul_naive(const GemmArgs& g);
 void matmul_tiled(const GemmArgs& g);
 void matmul_register_blocked(const GemmArgs& g);
 bool vendor_available();
+// The vendor tier's library and the kernels it chose for this CPU, with a warning when they are
+// for an older ISA than the CPU has: "OpenBLAS 0.3.21, Prescott kernels (SSE): older than ...".
+std::string vendor_description();
 void matmul_vendor(const GemmArgs& g);
 // C = beta * C, or C = 0 without reading it when beta == 0 (BLAS semantics); used before tiers that add.
 void prescale_c(const GemmArgs& g);

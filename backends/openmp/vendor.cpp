@@ -1,4 +1,9 @@
 // vendor tier: OpenBLAS through CBLAS, for f32 and f64 (row-major, transposes passed through).
+#include <dlfcn.h>
+
+#include <cctype>
+#include <string>
+
 #include "openmp_backend.hpp"
 
 #ifdef TANDEM_HAVE_BLAS
@@ -12,6 +17,61 @@ bool vendor_available() {
   return true;
 #else
   return false;
+#endif
+}
+
+namespace {
+
+// The vector ISA an OpenBLAS core name's kernels use: 3 AVX-512, 2 AVX2, 1 AVX, 0 older (SSE).
+int core_level(std::string core) {
+  for (char& ch : core) ch = static_cast<char>(std::tolower(static_cast<unsigned char>(ch)));
+  for (const char* name : {"skylakex", "cooperlake", "sapphirerapids"}) {
+    if (core == name) return 3;
+  }
+  for (const char* name : {"haswell", "zen"}) {
+    if (core == name) return 2;
+  }
+  for (const char* name : {"sandybridge", "bulldozer", "piledriver", "steamroller", "excavator"}) {
+    if (core == name) return 1;
+  }
+  return 0;
+}
+
+int cpu_level() {
+#if defined(__x86_64__)
+  if (__builtin_cpu_supports("avx512f")) return 3;
+  if (__builtin_cpu_supports("avx2")) return 2;
+  if (__builtin_cpu_supports("avx")) return 1;
+#endif
+  return 0;
+}
+
+}  // namespace
+
+std::string vendor_description() {
+#ifdef TANDEM_HAVE_BLAS
+  // OpenBLAS says which kernels it chose for this CPU; looked up at run time, so that another
+  // CBLAS library still links.
+  using Text = char* (*)();
+  const auto corename = reinterpret_cast<Text>(dlsym(RTLD_DEFAULT, "openblas_get_corename"));
+  const auto config = reinterpret_cast<Text>(dlsym(RTLD_DEFAULT, "openblas_get_config"));
+  if (corename == nullptr) return "a CBLAS library that does not say which kernels it runs (not OpenBLAS)";
+  const std::string core = corename();
+  std::string version = "OpenBLAS";
+  if (config != nullptr) {  // "OpenBLAS 0.3.21 NO_AFFINITY Prescott MAX_THREADS=64"
+    const std::string c = config();
+    if (c.rfind("OpenBLAS ", 0) == 0) version = c.substr(0, c.find(' ', 9));
+  }
+  static const char* const isa[] = {"SSE", "AVX", "AVX2", "AVX-512"};
+  std::string text = version + ", " + core + " kernels (" + isa[core_level(core)] + ")";
+  if (core_level(core) < cpu_level()) {
+    text += ": older than this CPU's " + std::string(isa[cpu_level()]) +
+            ", so the vendor tier understates the CPU (a newer OpenBLAS knows it; with a DYNAMIC_ARCH build, "
+            "OPENBLAS_CORETYPE names a newer core)";
+  }
+  return text;
+#else
+  return "none: this build has no BLAS (install libopenblas-dev and rebuild)";
 #endif
 }
 

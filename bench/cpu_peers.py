@@ -1,0 +1,225 @@
+#!/usr/bin/env python3
+"""The CPU targets against the best peer a user could pick, measured in the same run.
+
+Runs `tandem_bench_cpu --json` and times NumPy and PyTorch on the same operations, arrays and
+thread count, in alternating rounds (tandem, then the peers, N times), and judges each target op
+against the fastest of its peers (medians over the rounds):
+  read-only ops (sum, dot, norm2, max): >= 100% of the fastest of OpenMP's `reduction` loop (sum;
+      tandem_bench_cpu times it), NumPy and PyTorch;
+  elementwise (add, axpy, scale, relu) and scan: >= 100% of NumPy and PyTorch;
+  sgemm 1024-4096: >= 100% of the best of OpenBLAS (tandem_bench_cpu's vendor tier, on a current
+      core), NumPy and PyTorch.
+Each peer's kernels are printed: NumPy's BLAS through threadpoolctl (library, version, core), and
+PyTorch's CPU capability (torch.backends.cpu.get_cpu_capability()). A peer that is not installed
+is left out and said so. Not a test: it exits 0 whether or not a target is met.
+
+  python3 bench/cpu_peers.py --bench build/cpu/bench/tandem_bench_cpu --rounds 3 --json peers.json
+
+NumPy, PyTorch and threadpoolctl come from PyPI; tandem does not depend on them.
+"""
+import argparse
+import datetime
+import json
+import os
+import platform
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+
+ARRAY = 64 << 20  # floats per array: tandem_bench_cpu's 256 MB
+GB = ARRAY * 4 / 1e9
+# op: (tandem_bench_cpu's row name, arrays moved, kind)
+MEMORY_OPS = {
+    "sum": ("sum f32 (1 read)", 1, "read"),
+    "dot": ("dot f32 (2 reads)", 2, "read"),
+    "norm2": ("norm2 f32 (1 read)", 1, "read"),
+    "max": ("max f32 (1 read)", 1, "read"),
+    "add": ("add f32 (2 reads + 1 write)", 3, "elementwise"),
+    "axpy": ("axpy f32 (2 reads + 1 write)", 3, "elementwise"),
+    "scale": ("scale f32 (1 read + 1 write)", 2, "elementwise"),
+    "relu": ("relu f32 (1 read + 1 write)", 2, "elementwise"),
+    "scan": ("inclusive_scan f32 (1 read + 1 write)", 2, "scan"),
+}
+
+
+def median_seconds(reps, fn):
+    """The median of reps timed calls after one warm-up call."""
+    fn()
+    times = []
+    for _ in range(reps):
+        t0 = time.perf_counter()
+        fn()
+        times.append(time.perf_counter() - t0)
+    return statistics.median(times)
+
+
+def numpy_peer(threads):
+    """(name with its kernels, {op: callable}, {N: callable maker}) for NumPy, or None."""
+    try:
+        import numpy as np
+    except ImportError:
+        return None
+    blas = "BLAS not reported (pip install threadpoolctl)"
+    limit = None
+    try:
+        from threadpoolctl import threadpool_info, threadpool_limits
+        limit = threadpool_limits(limits=threads, user_api="blas")
+        libs = [i for i in threadpool_info() if i.get("user_api") == "blas"]
+        if libs:
+            i = libs[0]
+            blas = f"{i.get('internal_api')} {i.get('version')}, {i.get('architecture') or '?'} kernels"
+    except ImportError:
+        pass
+    rng = np.random.default_rng(1)
+    x = rng.uniform(-1, 1, ARRAY).astype(np.float32)
+    y = rng.uniform(-1, 1, ARRAY).astype(np.float32)
+    out = np.empty_like(x)
+    ops = {
+        "sum": lambda: x.sum(),
+        "dot": lambda: np.dot(x, y),
+        "norm2": lambda: np.linalg.norm(x),
+        "max": lambda: x.max(),
+        "add": lambda: np.add(x, y, out=out),
+        "axpy": lambda: np.add(y, np.float32(1e-3) * x, out=y),  # y += a * x, as NumPy users write it
+        "scale": lambda: np.multiply(x, np.float32(2), out=out),
+        "relu": lambda: np.maximum(x, np.float32(0), out=out),
+        "scan": lambda: np.cumsum(x, out=out),
+    }
+
+    def gemm(n):
+        a = rng.uniform(-1, 1, (n, n)).astype(np.float32)
+        b = rng.uniform(-1, 1, (n, n)).astype(np.float32)
+        c = np.empty((n, n), np.float32)
+        return lambda: np.matmul(a, b, out=c)
+    return f"NumPy {np.__version__} ({blas}, {threads} threads)", ops, gemm, limit
+
+
+def torch_peer(threads):
+    """The same for PyTorch on the CPU, or None."""
+    try:
+        import torch
+    except ImportError:
+        return None
+    torch.set_num_threads(threads)
+    capability = torch.backends.cpu.get_cpu_capability() if hasattr(torch.backends, "cpu") else "?"
+    g = torch.Generator().manual_seed(1)
+    x = torch.rand(ARRAY, generator=g) * 2 - 1
+    y = torch.rand(ARRAY, generator=g) * 2 - 1
+    out = torch.empty_like(x)
+    ops = {
+        "sum": lambda: x.sum(),
+        "dot": lambda: torch.dot(x, y),
+        "norm2": lambda: torch.linalg.vector_norm(x),
+        "max": lambda: x.max(),
+        "add": lambda: torch.add(x, y, out=out),
+        "axpy": lambda: y.add_(x, alpha=1e-3),
+        "scale": lambda: torch.mul(x, 2.0, out=out),
+        "relu": lambda: torch.clamp_min(x, 0.0, out=out),
+        "scan": lambda: torch.cumsum(x, 0, out=out),
+    }
+
+    def gemm(n):
+        a = torch.rand(n, n, generator=g)
+        b = torch.rand(n, n, generator=g)
+        c = torch.empty(n, n)
+        return lambda: torch.mm(a, b, out=c)
+    return f"PyTorch {torch.__version__} ({capability}, {threads} threads)", ops, gemm, None
+
+
+def time_peer(peer, sizes, reps):
+    """{op: GB/s or GFLOP/s} for one round of a peer."""
+    _, ops, gemm, _ = peer
+    got = {op: MEMORY_OPS[op][1] * GB / median_seconds(reps, fn) for op, fn in ops.items()}
+    for n in sizes:
+        got[f"sgemm N={n}"] = 2 * n ** 3 / 1e9 / median_seconds(reps, gemm(n))
+    return got
+
+
+def run_tandem(bench, quick):
+    """{op: (value, its own peer's value, the peer's name)} from one tandem_bench_cpu run."""
+    with tempfile.TemporaryDirectory() as d:
+        path = os.path.join(d, "cpu.json")
+        cmd = [bench, "--json", path] + (["--quick"] if quick else [])
+        done = subprocess.run(cmd, capture_output=True, text=True)
+        if done.returncode != 0:
+            sys.exit(f"cpu_peers: {' '.join(cmd)} failed ({done.returncode}):\n{done.stdout}{done.stderr}")
+        with open(path) as f:
+            doc = json.load(f)
+    by_name = {}
+    for r in doc["results"]:
+        by_name.setdefault((r["group"], r["name"]), []).append(r)
+    got = {}
+    for op, (name, _, _) in MEMORY_OPS.items():
+        rows = by_name.get(("memory", name), [])
+        own = max((r["peer_value"] for r in rows if r["peer"] == "omp reduction"), default=0)
+        if rows:
+            got[op] = (rows[0]["value"], own, "omp reduction" if own else "")
+    for (group, name), rows in by_name.items():
+        if group.startswith("sgemm") and name == "register_blocked":
+            got[group] = (rows[0]["value"], rows[0]["peer_value"], rows[0]["peer"])
+    return got, doc
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--bench", required=True, help="the tandem_bench_cpu program")
+    ap.add_argument("--rounds", type=int, default=3)
+    ap.add_argument("--reps", type=int, default=5, help="timed calls per op and round (median)")
+    ap.add_argument("--quick", action="store_true", help="no N = 4096 (as tandem_bench_cpu --quick)")
+    ap.add_argument("--json", help="write the rows here")
+    args = ap.parse_args()
+    threads = int(os.environ.get("OMP_NUM_THREADS") or os.cpu_count())
+    sizes = [1024, 2048] + ([] if args.quick else [4096])
+    peers = [p for p in (numpy_peer(threads), torch_peer(threads)) if p is not None]
+    missing = [n for n in ("NumPy", "PyTorch") if not any(q[0].startswith(n) for q in peers)]
+    tandem_rounds, peer_rounds, doc = [], [[] for _ in peers], None
+    for k in range(args.rounds):
+        print(f"round {k + 1}/{args.rounds}: tandem_bench_cpu, then {', '.join(p[0].split(' (')[0] for p in peers)}",
+              flush=True)
+        got, doc = run_tandem(args.bench, args.quick)
+        tandem_rounds.append(got)
+        for i, p in enumerate(peers):
+            peer_rounds[i].append(time_peer(p, sizes, args.reps))
+    print(f"\n{doc['machine']}, {threads} threads; peers: " + "; ".join(p[0] for p in peers) +
+          (f"; not installed: {', '.join(missing)}" if missing else ""))
+    for what, how in doc.get("tuning", {}).items():
+        if what == "vendor tier":
+            print(f"tandem's vendor tier (the sgemm peer of tandem_bench_cpu): {how}")
+    rows, met, judged = [], 0, 0
+    print(f"\n{'op':<14} {'tandem':>9} {'best peer':>10}  {'ratio':>6}  verdict  (peers, medians of {args.rounds} rounds)")
+    for key in list(MEMORY_OPS) + [f"sgemm N={n}" for n in sizes]:
+        if key not in tandem_rounds[0]:
+            continue
+        value = statistics.median(r[key][0] for r in tandem_rounds)
+        candidates = {}
+        own = statistics.median(r[key][1] for r in tandem_rounds)
+        if own > 0:
+            candidates[tandem_rounds[0][key][2]] = own
+        for p, rounds in zip(peers, peer_rounds):
+            candidates[p[0].split(" (")[0]] = statistics.median(r[key] for r in rounds)
+        if not candidates:
+            continue
+        best_name = max(candidates, key=candidates.get)
+        ratio = value / candidates[best_name]
+        judged += 1
+        met += ratio >= 1.0
+        unit = "GFLOP/s" if key.startswith("sgemm") else "GB/s"
+        print(f"{key:<14} {value:9.1f} {candidates[best_name]:10.1f}  {ratio:6.2f}  {'met' if ratio >= 1 else 'MISSED':7}  "
+              + ", ".join(f"{n} {v:.1f}" for n, v in candidates.items()) + f" {unit}")
+        rows.append({"op": key, "unit": unit, "tandem": value, "peers": candidates, "best_peer": best_name,
+                     "ratio": ratio, "target": 1.0, "met": ratio >= 1.0})
+    print(f"\n{met} of {judged} targets met (>= 100% of the fastest peer)")
+    if args.json:
+        with open(args.json, "w") as f:
+            json.dump({"machine": doc["machine"], "date": datetime.datetime.now(datetime.timezone.utc).isoformat(),
+                       "threads": threads, "python": platform.python_version(), "rounds": args.rounds,
+                       "peers": [p[0] for p in peers], "vendor_tier": doc.get("tuning", {}).get("vendor tier"),
+                       "rows": rows}, f, indent=1)
+        print(f"wrote {args.json}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
