@@ -26,6 +26,15 @@ add_test(NAME "openmp: TANDEM_CPU_ISA=avx512 leaves out the AMX tensor_core tier
 set_tests_properties("openmp: TANDEM_CPU_ISA=avx512 leaves out the AMX tensor_core tier" PROPERTIES LABELS openmp
                      ENVIRONMENT "TANDEM_CPU_ISA=avx512;TANDEM_TUNING=table" SKIP_REGULAR_EXPRESSION "SKIPPED:")
 
+# The vendor tier's line names the kernels OpenBLAS chose, from OpenBLAS itself: forced to its
+# oldest x86-64 core, it says so (the unit test checks the warning that goes with it).
+if(TANDEM_ENABLE_BLAS_ON AND TARGET tandem_cli AND CMAKE_SYSTEM_PROCESSOR MATCHES "x86_64|AMD64|amd64")
+  add_test(NAME "openmp: tandem info names the OpenBLAS kernels in use" COMMAND tandem_cli info)
+  set_tests_properties("openmp: tandem info names the OpenBLAS kernels in use" PROPERTIES LABELS openmp
+                       ENVIRONMENT "OPENBLAS_CORETYPE=Prescott;TANDEM_TUNING=table"
+                       PASS_REGULAR_EXPRESSION "vendor tier: OpenBLAS [0-9.]+, Prescott kernels \\(SSE\\)")
+endif()
+
 # No code of those ISA variants can leak into code that runs on every CPU (see the script).
 if(CMAKE_SYSTEM_PROCESSOR MATCHES "x86_64|AMD64|amd64")
   add_test(NAME "openmp: the ISA objects share no AVX code" COMMAND bash ${CMAKE_CURRENT_SOURCE_DIR}/isa_objects.sh

@@ -287,3 +287,33 @@ TEST_CASE("openmp: an op leaves the caller's OpenMP thread setting as it was, an
   if (const char* policy = std::getenv("OMP_WAIT_POLICY")) CHECK(wait.find(policy) != std::string::npos);
 #endif
 }
+
+// The vendor tier's line in `tandem info`: the library and the kernels it chose, and a warning where
+// those kernels are for an older ISA than the CPU has (an OpenBLAS that predates the CPU model
+// runs its SSE3 Prescott kernels on an AVX-512 Xeon). The forced core is checked in openmp.cmake.
+TEST_CASE("openmp: the vendor tier names its library and kernels, and says when they are older than the CPU") {
+#ifndef TANDEM_TEST_HAVE_OPENMP
+  std::printf("SKIPPED: built without the openmp backend\n");
+#else
+  Backend& be = get_backend("openmp");
+  std::string vendor;
+  for (const auto& [key, value] : be.properties().tuning) {
+    if (key == "vendor tier") vendor = value;
+  }
+  const auto tiers = be.matmul_tiers(DType::f32);
+  if (std::find(tiers.begin(), tiers.end(), MatmulTier::vendor) == tiers.end()) {
+    CHECK_MESSAGE(vendor.rfind("none:", 0) == 0, vendor);
+    return;
+  }
+  if (vendor.rfind("OpenBLAS", 0) != 0) {
+    CHECK_MESSAGE(vendor.find("not OpenBLAS") != std::string::npos, vendor);
+    return;
+  }
+  CHECK_MESSAGE(vendor.find(" kernels (") != std::string::npos, vendor);
+#if defined(__x86_64__)
+  const bool sse_kernels = vendor.find(" kernels (SSE)") != std::string::npos;
+  CHECK_MESSAGE((sse_kernels && __builtin_cpu_supports("avx")) == (vendor.find("older than this CPU's") != std::string::npos),
+                vendor);
+#endif
+#endif
+}
