@@ -225,7 +225,6 @@ struct TrainOptions {
 struct EpochReport {
   std::size_t epoch = 0;      // 1-based
   double train_loss = 0;      // mean over the epoch's batches
-  double train_accuracy = 0;  // on the training batches as seen (classification)
   double test_loss = 0;       // NaN without test data
   double test_accuracy = 0;
   double seconds = 0;

@@ -57,7 +57,6 @@ nb::dict epoch_dict(const ml::EpochReport& r) {
   nb::dict d;
   d["epoch"] = r.epoch;
   d["train_loss"] = r.train_loss;
-  d["train_accuracy"] = r.train_accuracy;
   d["test_loss"] = r.test_loss;
   d["test_accuracy"] = r.test_accuracy;
   d["seconds"] = r.seconds;

@@ -45,8 +45,8 @@ double read_scalar(const Buffer& b) {
 Array binary_op(BinaryOp op, const Array& x, const Array& y, const Array* out) {
   same_backend(x, y, "binary op");
   if (x.shape != y.shape) {
-    throw ShapeMismatch(std::string(name_of(op)) + ": shapes differ (" + std::to_string(x.size()) + " and " +
-                        std::to_string(y.size()) + " elements); tandem does not broadcast");
+    throw ShapeMismatch(std::string(name_of(op)) + ": the shapes " + shape_text(x.shape) + " and " +
+                        shape_text(y.shape) + " differ; tandem does not broadcast");
   }
   Array o = output(out, backend_of(x), x.buffer.dtype(), x.shape, "binary op");
   tandem::binary(op, x.buffer, y.buffer, o.buffer);

@@ -10,7 +10,8 @@ Arrays speak DLPack (np.from_dlpack, torch.from_dlpack, tandem.from_dlpack) with
 tandem's C++ errors arrive as tandem.Error and its subclasses, with the same messages.
 """
 
-from __future__ import annotations
+import functools as _functools
+import warnings as _warnings
 
 import numpy as _np
 
@@ -33,14 +34,14 @@ def _host_array(obj, dtype):
         a = a.astype(name, copy=False)
     elif a.dtype.kind in _INT_KINDS and a.dtype != _np.int32:
         if isinstance(given, _np.ndarray):
-            raise tandem_dtype_error(a.dtype)
+            raise _dtype_error(a.dtype)
         a = a.astype(_np.int32)  # a Python list of ints
     elif a.dtype.kind == "b":
-        raise tandem_dtype_error(a.dtype)
+        raise _dtype_error(a.dtype)
     return _np.ascontiguousarray(a)
 
 
-def tandem_dtype_error(dtype):
+def _dtype_error(dtype):
     from ._tandem import DTypeMismatch
     return DTypeMismatch(f"NumPy dtype {dtype} has no tandem dtype; tandem has float16, bfloat16, "
                          "float32, float64 and int32 (give dtype=...)")
@@ -84,15 +85,57 @@ def _dtype_matches(obj, dtype):
 
 
 def zeros(shape, dtype=None, backend=None) -> Array:
-    return full(shape, 0.0, dtype=dtype, backend=backend)
+    """A new array of zeros (float32 unless dtype says otherwise) on backend (None: the default)."""
+    return full(shape, 0.0, dtype=dtype, backend=backend)  # noqa: F405
 
 
 def ones(shape, dtype=None, backend=None) -> Array:
-    return full(shape, 1.0, dtype=dtype, backend=backend)
+    """A new array of ones (float32 unless dtype says otherwise) on backend (None: the default)."""
+    return full(shape, 1.0, dtype=dtype, backend=backend)  # noqa: F405
 
 
 cumsum = inclusive_scan  # noqa: F405
 
 
 def mean(x: Array) -> float:
+    """The mean of all elements; NaN with a RuntimeWarning for an empty array, as in NumPy."""
+    if x.size == 0:
+        _warnings.warn("Mean of empty array", RuntimeWarning, stacklevel=2)
+        return float("nan")
     return sum(x) / x.size  # noqa: F405
+
+
+def _as_float64(a):
+    """a (a NumPy array of any dtype, a tandem.Array, a list) as the C-contiguous float64 NumPy
+    array the data and model functions take; None stays None."""
+    if a is None or (isinstance(a, _np.ndarray) and a.dtype == _np.float64 and a.flags.c_contiguous):
+        return a
+    return _np.ascontiguousarray(_np.asarray(a), dtype=_np.float64)
+
+
+def _taking_arrays(fn, positions):
+    """fn with its array arguments (those at `positions`, and x, y, x_test, y_test by name)
+    converted by _as_float64, so that float32 arrays, tandem.Arrays and lists work."""
+    @_functools.wraps(fn)
+    def wrapper(*args, **kwargs):
+        args = tuple(_as_float64(a) if i in positions else a for i, a in enumerate(args))
+        for name in ("x", "y", "x_test", "y_test"):
+            if name in kwargs:
+                kwargs[name] = _as_float64(kwargs[name])
+        return fn(*args, **kwargs)
+    return wrapper
+
+
+def _wrap_data_functions():
+    from . import _tandem as core
+    for name in ("fit_linear_regression", "train_test_split"):  # (x, y, ...)
+        globals()[name] = _taking_arrays(getattr(core, name), (0, 1))
+    methods = ((core.Mlp, "train", (1, 2)), (core.Mlp, "evaluate", (1, 2)), (core.Mlp, "predict", (1,)),
+               (core.LinearModel, "predict", (1,)), (core.LinearModel, "evaluate", (1, 2)),
+               (core.Standardizer, "apply", (1,)))
+    for cls, method, positions in methods:
+        setattr(cls, method, _taking_arrays(getattr(cls, method), positions))
+    core.Standardizer.fit = staticmethod(_taking_arrays(core.Standardizer.fit, (0,)))
+
+
+_wrap_data_functions()

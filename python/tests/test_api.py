@@ -45,6 +45,23 @@ def test_tandem_backend_environment_variable_picks_the_default():
     assert "tandem._tandem.BackendUnavailable: TANDEM_BACKEND=nonesuch: unknown backend 'nonesuch'" in out.stderr
 
 
+def test_the_namespace_holds_the_api_only():
+    for leaked in ("annotations", "tandem_dtype_error", "functools", "warnings"):
+        assert not hasattr(tandem, leaked), leaked
+
+
+def test_mean_of_an_empty_array_is_nan_as_in_numpy():
+    with pytest.warns(RuntimeWarning, match="empty"):
+        assert np.isnan(tandem.mean(tandem.empty([0])))
+    assert tandem.mean(tandem.array(np.arange(4, dtype=np.float32))) == 1.5
+
+
+def test_shape_errors_name_the_shapes():
+    a, b = tandem.zeros([3, 4]), tandem.zeros([4, 3])
+    with pytest.raises(tandem.ShapeMismatch, match=r"the shapes \(3, 4\) and \(4, 3\) differ"):
+        tandem.add(a, b)
+
+
 def test_errors_are_typed_with_the_cpp_message():
     assert issubclass(tandem.ShapeMismatch, tandem.Error) and issubclass(tandem.Error, RuntimeError)
     assert issubclass(tandem.IoError, tandem.DataError)

@@ -61,6 +61,11 @@ def test_digits_train_like_the_cli(tmp_path):
     loss, evaluated = model.evaluate(xte, yte)
     assert evaluated == pytest.approx(accuracy)
     assert np.mean(model.predict(xte) == yte) == pytest.approx(accuracy)
+    assert "train_accuracy" not in history[-1]  # never computed: not reported
+    # Features as float32, as a tandem.Array and as a list: converted as NumPy converts them.
+    assert np.array_equal(model.predict(xte.astype(np.float32)), model.predict(xte.astype(np.float32).astype(np.float64)))
+    assert np.array_equal(model.predict(tandem.array(xte[:5], dtype="float32")), model.predict(xte[:5].astype(np.float32)))
+    assert np.array_equal(model.predict(xte[:3].tolist()), model.predict(xte[:3]))
     model.save(str(tmp_path / "digits.model"))
     again = tandem.Mlp.load(str(tmp_path / "digits.model"), backend="reference")
     assert np.array_equal(again.predict(xte), model.predict(xte))
