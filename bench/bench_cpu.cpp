@@ -260,10 +260,16 @@ std::string vendor_tier(const DeviceProperties& p) {
 // An OpenBLAS older than the CPU model runs kernels for an older ISA (0.3.21 runs SSE3 kernels
 // on an AVX-512 Xeon it does not know): a peer at a fraction of the machine. Unless the caller
 // chose OPENBLAS_CORETYPE, the benchmark runs again with it naming a core of the CPU's ISA, so
-// that the sgemm peer is a current one; the first line says so.
-void current_openblas(char** argv, const std::string& vendor) {
+// that the sgemm peer is a current one; the first line says so, and says when it did not help.
+void current_openblas(char** argv, const std::string& vendor, bool caller_tuning) {
   const std::size_t older = vendor.find("older than this CPU's ");
-  if (older == std::string::npos || std::getenv("OPENBLAS_CORETYPE") != nullptr) return;
+  if (older == std::string::npos) return;
+  if (const char* forced = std::getenv("OPENBLAS_CORETYPE"); forced != nullptr) {
+    std::printf("with OPENBLAS_CORETYPE=%s OpenBLAS still runs kernels older than this CPU (a build without "
+                "DYNAMIC_ARCH ignores the variable): the sgemm peer is %s\n",
+                forced, vendor.substr(0, vendor.find(':')).c_str());
+    return;
+  }
   const std::string isa = vendor.substr(older + 22);
   const char* core = isa.rfind("AVX-512", 0) == 0 ? "SkylakeX" : isa.rfind("AVX2", 0) == 0 ? "Haswell" : "SandyBridge";
   std::printf("OpenBLAS chose kernels older than this CPU (%s); running again with OPENBLAS_CORETYPE=%s so that the "
@@ -271,6 +277,7 @@ void current_openblas(char** argv, const std::string& vendor) {
               vendor.substr(0, vendor.find(':')).c_str(), core);
   std::fflush(stdout);
   setenv("OPENBLAS_CORETYPE", core, 1);
+  if (!caller_tuning) setenv("TANDEM_TUNING", "auto", 1);  // the calibration just made is cached: not again
   execv("/proc/self/exe", argv);
   std::printf("(could not run again: the peer stays the older kernels)\n");  // execv returns only on failure
 }
@@ -381,11 +388,12 @@ int main(int argc, char** argv) {
   const bool quick = options.quick;
   // The store tuning measured now, on the quiet machine a benchmark needs (and cached for later
   // runs), rather than whatever a busier moment cached; TANDEM_TUNING set by the caller wins.
+  const bool caller_tuning = std::getenv("TANDEM_TUNING") != nullptr;
   setenv("TANDEM_TUNING", "calibrate", 0);
   Backend& be = get_backend("openmp");
   const DeviceProperties props = be.properties();
   const std::string vendor = vendor_tier(props);
-  current_openblas(argv, vendor);
+  current_openblas(argv, vendor, caller_tuning);
   std::vector<Row> rows;
   measure_memory(be, quick ? 5 : 11, rows);
 

@@ -1,5 +1,6 @@
-// Data, linear regression and the MLP from Python. Features and targets cross as NumPy arrays
-// (float64, C order; nanobind converts others); training and evaluation release the GIL, and a
+// Data, linear regression and the MLP from Python. Features and targets are whatever NumPy makes a
+// float64 array of (NumPy arrays of any dtype, tandem.Arrays, lists), converted as
+// np.ascontiguousarray(x, dtype=float64) does; training and evaluation release the GIL, and a
 // model takes one call at a time (its own lock), as ml::Mlp asks.
 #include <nanobind/ndarray.h>
 #include <nanobind/stl/optional.h>
@@ -16,13 +17,50 @@
 #include "bindings.hpp"
 
 namespace tandem::py {
+namespace {
+
+// A float64 host array of Dims dimensions, from any array-like (the caster below).
+template <int Dims>
+struct HostDoubles {
+  nb::ndarray<const double, nb::ndim<Dims>, nb::c_contig, nb::device::cpu> array;
+  std::size_t shape(std::size_t i) const { return array.shape(i); }
+  const double* data() const { return array.data(); }
+};
+
+}  // namespace
+}  // namespace tandem::py
+
+namespace nanobind::detail {
+
+// numpy.ascontiguousarray(src, dtype="float64"), then nanobind's own ndarray check (dimensions).
+// Typed as numpy.typing.ArrayLike in the stubs.
+template <int Dims>
+struct type_caster<tandem::py::HostDoubles<Dims>> {
+  using Doubles = tandem::py::HostDoubles<Dims>;
+  NB_TYPE_CASTER(Doubles, const_name("numpy.typing.ArrayLike"))
+  bool from_python(handle src, uint8_t, cleanup_list*) noexcept {
+    try {
+      const object converted = module_::import_("numpy").attr("ascontiguousarray")(src, arg("dtype") = "float64");
+      value.array = cast<decltype(value.array)>(converted);
+      return true;
+    } catch (const std::exception&) {  // not array-like, or the wrong number of dimensions
+      PyErr_Clear();
+      return false;
+    }
+  }
+  static handle from_cpp(const Doubles&, rv_policy, cleanup_list*) noexcept { return none().release(); }
+};
+
+}  // namespace nanobind::detail
+
+namespace tandem::py {
 
 namespace {
 
 const ml::TrainOptions kTrain;  // the defaults C++ and the CLI have
 
-using Features = nb::ndarray<const double, nb::ndim<2>, nb::c_contig, nb::device::cpu>;
-using Targets = nb::ndarray<const double, nb::ndim<1>, nb::c_contig, nb::device::cpu>;
+using Features = HostDoubles<2>;
+using Targets = HostDoubles<1>;
 using Release = nb::call_guard<nb::gil_scoped_release>;
 
 data::Dataset dataset(const Features& x, const std::optional<Targets>& y, const char* source) {

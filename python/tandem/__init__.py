@@ -10,12 +10,11 @@ Arrays speak DLPack (np.from_dlpack, torch.from_dlpack, tandem.from_dlpack) with
 tandem's C++ errors arrive as tandem.Error and its subclasses, with the same messages.
 """
 
-import functools as _functools
-import warnings as _warnings
 
 import numpy as _np
 
 from ._tandem import *  # noqa: F401,F403  (the C++ core: Array, Backend, ops, Mlp, ...)
+from . import _numpy_semantics as _semantics
 from ._tandem import (Array, Backend, Error, _dtype_name, _from_host, from_dlpack, get_backend,
                       unary_ops, binary_ops, __version__)
 
@@ -96,46 +95,4 @@ def ones(shape, dtype=None, backend=None) -> Array:
 
 cumsum = inclusive_scan  # noqa: F405
 
-
-def mean(x: Array) -> float:
-    """The mean of all elements; NaN with a RuntimeWarning for an empty array, as in NumPy."""
-    if x.size == 0:
-        _warnings.warn("Mean of empty array", RuntimeWarning, stacklevel=2)
-        return float("nan")
-    return sum(x) / x.size  # noqa: F405
-
-
-def _as_float64(a):
-    """a (a NumPy array of any dtype, a tandem.Array, a list) as the C-contiguous float64 NumPy
-    array the data and model functions take; None stays None."""
-    if a is None or (isinstance(a, _np.ndarray) and a.dtype == _np.float64 and a.flags.c_contiguous):
-        return a
-    return _np.ascontiguousarray(_np.asarray(a), dtype=_np.float64)
-
-
-def _taking_arrays(fn, positions):
-    """fn with its array arguments (those at `positions`, and x, y, x_test, y_test by name)
-    converted by _as_float64, so that float32 arrays, tandem.Arrays and lists work."""
-    @_functools.wraps(fn)
-    def wrapper(*args, **kwargs):
-        args = tuple(_as_float64(a) if i in positions else a for i, a in enumerate(args))
-        for name in ("x", "y", "x_test", "y_test"):
-            if name in kwargs:
-                kwargs[name] = _as_float64(kwargs[name])
-        return fn(*args, **kwargs)
-    return wrapper
-
-
-def _wrap_data_functions():
-    from . import _tandem as core
-    for name in ("fit_linear_regression", "train_test_split"):  # (x, y, ...)
-        globals()[name] = _taking_arrays(getattr(core, name), (0, 1))
-    methods = ((core.Mlp, "train", (1, 2)), (core.Mlp, "evaluate", (1, 2)), (core.Mlp, "predict", (1,)),
-               (core.LinearModel, "predict", (1,)), (core.LinearModel, "evaluate", (1, 2)),
-               (core.Standardizer, "apply", (1,)))
-    for cls, method, positions in methods:
-        setattr(cls, method, _taking_arrays(getattr(cls, method), positions))
-    core.Standardizer.fit = staticmethod(_taking_arrays(core.Standardizer.fit, (0,)))
-
-
-_wrap_data_functions()
+_semantics.install(globals())  # scalars, broadcasting, comparisons and axis= as in NumPy

@@ -21,7 +21,7 @@ def test_the_readme_python_session_runs_as_written():
     finally:
         os.chdir(cwd)
     lines = out.getvalue().splitlines()
-    assert lines[1] == "125000"
+    assert lines[1] == "125000 True"
     assert lines[2] == "True"
     assert lines[3].startswith("ShapeMismatch: matmul")
     accuracy = float(lines[4].split()[-1])

@@ -1,0 +1,138 @@
+"""NumPy's semantics over the core's ops: scalar operands and broadcasting for the arithmetic ops
+and operators, elementwise comparisons, and axis= on the reductions.
+
+A Python or NumPy scalar takes the array's dtype (NumPy's weak scalars), and becomes an array
+filled on the array's backend. An operand that broadcasts (NumPy's rules) is expanded to the
+result's shape before the op runs on the backend: through the host, so broadcasting costs a copy
+of the expanded operand. Comparisons return NumPy bool arrays, computed on the host (tandem has no
+bool dtype).
+"""
+import numbers
+
+import numpy as np
+
+from . import _tandem as core
+
+_ARITHMETIC = ("add", "sub", "mul", "div")
+
+
+def _is_scalar(v):
+    return isinstance(v, numbers.Number) or (isinstance(v, np.ndarray) and v.ndim == 0) or isinstance(v, np.generic)
+
+
+def _as_array(v, like):
+    """v as a tandem.Array of like's dtype on like's backend: a scalar filled there, an array-like
+    (NumPy array, list) copied there."""
+    if isinstance(v, core.Array):
+        return v
+    if _is_scalar(v):
+        value = float(v)
+        if like.dtype == "int32" and value != int(value):
+            raise core.DTypeMismatch(f"{value} is not an int32, the array's dtype: convert the array first "
+                                     "(tandem.astype(x, 'float32'))")
+        return core.full(list(like.shape), value, dtype=like.dtype, backend=like.backend)
+    return core._from_host(np.ascontiguousarray(np.asarray(v, dtype=like.dtype)), like.backend, like.dtype)
+
+
+def _expanded(a, shape):
+    """a with NumPy's broadcasting to shape: itself when it has that shape, else expanded on the host."""
+    if tuple(a.shape) == tuple(shape):
+        return a
+    host = np.ascontiguousarray(np.broadcast_to(np.asarray(a), shape))
+    return core._from_host(host, a.backend, a.dtype)
+
+
+def operands(op, x, y):
+    """x and y as tandem.Arrays of one shape (scalars filled, NumPy broadcasting applied)."""
+    if not isinstance(x, core.Array) and not isinstance(y, core.Array):
+        raise TypeError(f"{op}: one operand must be a tandem.Array")
+    if not isinstance(x, core.Array):
+        x = _as_array(x, y)
+    if not isinstance(y, core.Array):
+        y = _as_array(y, x)
+    if tuple(x.shape) == tuple(y.shape):
+        return x, y
+    try:
+        shape = np.broadcast_shapes(tuple(x.shape), tuple(y.shape))
+    except ValueError:
+        raise core.ShapeMismatch(f"{op}: the shapes {tuple(x.shape)} and {tuple(y.shape)} do not broadcast "
+                                 "(NumPy's rules)") from None
+    return _expanded(x, shape), _expanded(y, shape)
+
+
+def _arithmetic(name):
+    op = getattr(core, name)
+
+    def f(x, y, out=None):
+        x, y = operands(name, x, y)
+        return op(x, y, out=out)
+    f.__name__ = f.__qualname__ = name
+    f.__doc__ = (f"{name}(x, y, out=None): elementwise, on the arrays' backend. Either may be a scalar (it takes "
+                 "the array's dtype) or broadcast to the other's shape, as in NumPy.")
+    return f
+
+
+def _reduction(name):
+    op = getattr(core, name)
+
+    def f(x, axis=None):
+        if axis is None:
+            return op(x)
+        ndim = len(x.shape)
+        if not isinstance(axis, int) or not -ndim <= axis < ndim:
+            raise core.InvalidArgument(f"{name}: axis {axis} is out of range for a {ndim}-D array")
+        axis %= ndim
+        if ndim == 1:
+            return op(x)
+        if ndim != 2:
+            raise core.InvalidArgument(f"{name}: axis= takes 1-D and 2-D arrays; this one has shape {tuple(x.shape)} "
+                                       "(reshape it to 2-D)")
+        along = core.reduce_cols if axis == 0 else core.reduce_rows
+        if name == "min":  # min = -max(-x)
+            return core.scale(-1.0, along(core.scale(-1.0, x), "max"))
+        return along(x, name)
+    f.__name__ = f.__qualname__ = name
+    f.__doc__ = (f"{name}(x, axis=None): over all elements (a Python number), or along axis 0 (each column) or "
+                 "1 (each row) of a 2-D array (a tandem.Array), as in NumPy.")
+    return f
+
+
+def mean(x, axis=None):
+    """mean(x, axis=None): over all elements, or along an axis of a 2-D array as sum does; NaN with
+    a RuntimeWarning for an empty array, as in NumPy."""
+    import warnings
+    if axis is None:
+        if x.size == 0:
+            warnings.warn("Mean of empty array", RuntimeWarning, stacklevel=2)
+            return float("nan")
+        return core.sum(x) / x.size
+    total = _reduction("sum")(x, axis)
+    n = x.shape[axis % len(x.shape)] if len(x.shape) else 1
+    return total / n if not isinstance(total, core.Array) else core.scale(1.0 / n, total)
+
+
+def _compare(ufunc):
+    def f(self, other):
+        o = np.asarray(other) if isinstance(other, core.Array) else other
+        return ufunc(np.asarray(self), o)
+    return f
+
+
+def install(namespace):
+    """Puts the NumPy-like functions into the tandem namespace and operators onto tandem.Array."""
+    for name in _ARITHMETIC:
+        namespace[name] = _arithmetic(name)
+    for name in ("sum", "min", "max"):
+        namespace[name] = _reduction(name)
+    namespace["mean"] = mean
+    add, sub, mul, div = (namespace[n] for n in _ARITHMETIC)
+    operators = {
+        "__add__": lambda s, o: add(s, o), "__radd__": lambda s, o: add(o, s),
+        "__sub__": lambda s, o: sub(s, o), "__rsub__": lambda s, o: sub(o, s),
+        "__mul__": lambda s, o: mul(s, o), "__rmul__": lambda s, o: mul(o, s),
+        "__truediv__": lambda s, o: div(s, o), "__rtruediv__": lambda s, o: div(o, s),
+        "__eq__": _compare(np.equal), "__ne__": _compare(np.not_equal), "__lt__": _compare(np.less),
+        "__le__": _compare(np.less_equal), "__gt__": _compare(np.greater), "__ge__": _compare(np.greater_equal),
+    }
+    for name, fn in operators.items():
+        setattr(core.Array, name, fn)
