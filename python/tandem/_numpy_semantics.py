@@ -112,7 +112,7 @@ def mean(x, axis=None):
 
 
 def _compare(ufunc):
-    def f(self, other):
+    def f(self, other):  # named by install()
         o = np.asarray(other) if isinstance(other, core.Array) else other
         return ufunc(np.asarray(self), o)
     return f
@@ -127,12 +127,15 @@ def install(namespace):
     namespace["mean"] = mean
     add, sub, mul, div = (namespace[n] for n in _ARITHMETIC)
     operators = {
-        "__add__": lambda s, o: add(s, o), "__radd__": lambda s, o: add(o, s),
-        "__sub__": lambda s, o: sub(s, o), "__rsub__": lambda s, o: sub(o, s),
-        "__mul__": lambda s, o: mul(s, o), "__rmul__": lambda s, o: mul(o, s),
-        "__truediv__": lambda s, o: div(s, o), "__rtruediv__": lambda s, o: div(o, s),
+        "__add__": lambda self, other: add(self, other), "__radd__": lambda self, other: add(other, self),
+        "__sub__": lambda self, other: sub(self, other), "__rsub__": lambda self, other: sub(other, self),
+        "__mul__": lambda self, other: mul(self, other), "__rmul__": lambda self, other: mul(other, self),
+        "__truediv__": lambda self, other: div(self, other), "__rtruediv__": lambda self, other: div(other, self),
         "__eq__": _compare(np.equal), "__ne__": _compare(np.not_equal), "__lt__": _compare(np.less),
         "__le__": _compare(np.less_equal), "__gt__": _compare(np.greater), "__ge__": _compare(np.greater_equal),
     }
     for name, fn in operators.items():
+        # Named as Array's own methods of the core module, so that nanobind's stubgen (which imports
+        # the package) writes them into _tandem.pyi as methods.
+        fn.__name__, fn.__qualname__, fn.__module__ = name, f"Array.{name}", core.__name__
         setattr(core.Array, name, fn)
