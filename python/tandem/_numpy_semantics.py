@@ -64,6 +64,11 @@ def _arithmetic(name):
     op = getattr(core, name)
 
     def f(x, y, out=None):
+        if type(x) is core.Array and type(y) is core.Array:
+            try:
+                return op(x, y, out=out)  # the common case, arrays of one shape: the core op directly
+            except core.ShapeMismatch:
+                pass  # shapes that may broadcast (an error the core still raises below if not)
         x, y = operands(name, x, y)
         return op(x, y, out=out)
     f.__name__ = f.__qualname__ = name
@@ -106,9 +111,31 @@ def mean(x, axis=None):
             warnings.warn("Mean of empty array", RuntimeWarning, stacklevel=2)
             return float("nan")
         return core.sum(x) / x.size
-    total = _reduction("sum")(x, axis)
+    total = _sum_along(x, axis)
     n = x.shape[axis % len(x.shape)] if len(x.shape) else 1
     return total / n if not isinstance(total, core.Array) else core.scale(1.0 / n, total)
+
+
+def _operator(name, with_semantics, swapped):
+    """Array's operator for an arithmetic op: the core op directly for two arrays of one shape (as
+    fast as before), else the NumPy semantics (scalars, broadcasting); `swapped`: the reflected one."""
+    op = getattr(core, name)
+    if swapped:
+        def method(self, other):  # named by install()
+            return with_semantics(other, self)
+        return method
+
+    def method(self, other):  # named by install()
+        if type(other) is core.Array:
+            try:
+                return op(self, other)
+            except core.ShapeMismatch:
+                pass
+        return with_semantics(self, other)
+    return method
+
+
+_sum_along = _reduction("sum")
 
 
 def _compare(ufunc):
@@ -125,15 +152,15 @@ def install(namespace):
     for name in ("sum", "min", "max"):
         namespace[name] = _reduction(name)
     namespace["mean"] = mean
-    add, sub, mul, div = (namespace[n] for n in _ARITHMETIC)
-    operators = {
-        "__add__": lambda self, other: add(self, other), "__radd__": lambda self, other: add(other, self),
-        "__sub__": lambda self, other: sub(self, other), "__rsub__": lambda self, other: sub(other, self),
-        "__mul__": lambda self, other: mul(self, other), "__rmul__": lambda self, other: mul(other, self),
-        "__truediv__": lambda self, other: div(self, other), "__rtruediv__": lambda self, other: div(other, self),
+    symbols = {"add": "add", "sub": "sub", "mul": "mul", "div": "truediv"}
+    operators = {}
+    for name in _ARITHMETIC:
+        operators[f"__{symbols[name]}__"] = _operator(name, namespace[name], swapped=False)
+        operators[f"__r{symbols[name]}__"] = _operator(name, namespace[name], swapped=True)
+    operators.update({
         "__eq__": _compare(np.equal), "__ne__": _compare(np.not_equal), "__lt__": _compare(np.less),
         "__le__": _compare(np.less_equal), "__gt__": _compare(np.greater), "__ge__": _compare(np.greater_equal),
-    }
+    })
     for name, fn in operators.items():
         # Named as Array's own methods of the core module, so that nanobind's stubgen (which imports
         # the package) writes them into _tandem.pyi as methods.
