@@ -76,6 +76,72 @@ int stale_messages(Order order) {
       [](const auto&, const auto& seen) { return seen[0] != 42; });
 }
 
+// Message passing with plain data, as kernels write their results: block 0 stores data with a
+// plain C++ store, then the flag; block 1 waits for the flag and reads data with a flag load. The
+// writer's device fence (or a release store of the flag) is what makes the data visible first.
+TANDEM_KERNEL void plain_message_passing(unsigned* data, unsigned* flag, unsigned* seen, int order) {
+  const auto o = static_cast<Order>(order);
+  if (g::thread_rank() != 0) return;
+  if (g::block_idx().x == 0) {
+    *data = 42u;
+    if (o == Order::fences || o == Order::writer_fence) g::thread_fence();
+    if (o == Order::block_fence) g::thread_fence_block();
+    if (o == Order::release) {
+      g::store_release(flag, 1u);
+    } else {
+      g::store_volatile(flag, 1u);
+    }
+  } else {
+    while ((o == Order::release ? g::load_acquire(flag) : g::load_volatile(flag)) == 0u) {
+    }
+    if (o != Order::release) g::thread_fence();
+    *seen = g::load_volatile(data);
+  }
+}
+
+int stale_plain_messages(Order order) {
+  return count_bad(
+      [&](std::uint64_t seed, unsigned* a, unsigned* b) {
+        sim::launch_adversarial(sim_backend(), {seed, 2}, {"plain_message_passing", {2, 1, 1}, {32, 1, 1}},
+                                plain_message_passing, a, a + 1, b, static_cast<int>(order));
+      },
+      [](const auto&, const auto& seen) { return seen[0] != 42; });
+}
+
+// The single-pass reduction's ending (reduce.hpp): every block stores its partial with a plain
+// store and takes a ticket; the last one sums the partials. Without the writer's fence between
+// the partial and the ticket, the last block may read a partial from before its store.
+TANDEM_KERNEL void last_block_sum(unsigned* partials, unsigned* ticket, unsigned* sum, int fenced) {
+  TANDEM_SHARED(bool, last);
+  if (g::thread_rank() == 0) {
+    partials[g::block_idx().x] = g::block_idx().x + 1;
+    if (fenced != 0) g::thread_fence();
+    last = g::atomic_add(ticket, 1u) == g::grid_dim().x - 1;
+  }
+  g::sync_threads();
+  if (!last || g::thread_rank() != 0) return;
+  g::thread_fence();
+  unsigned total = 0;
+  for (unsigned i = 0; i < g::grid_dim().x; ++i) total += g::load_volatile(partials + i);
+  *sum = total;
+}
+
+int wrong_sums(bool fenced) {
+  constexpr unsigned kBlocks = 6;
+  int n = 0;
+  for (std::uint64_t seed = 1; seed <= kSeeds; ++seed) {
+    Buffer partials(sim_backend(), DType::i32, kBlocks), ticket(sim_backend(), DType::i32, 1), sum(sim_backend(), DType::i32, 1);
+    fill(partials, 0.0);
+    fill(ticket, 0.0);
+    fill(sum, 0.0);
+    sim::launch_adversarial(sim_backend(), {seed, 3}, {"last_block_sum", {kBlocks, 1, 1}, {32, 1, 1}}, last_block_sum,
+                            static_cast<unsigned*>(partials.data()), static_cast<unsigned*>(ticket.data()),
+                            static_cast<unsigned*>(sum.data()), fenced ? 1 : 0);
+    n += sum.to_vector<std::int32_t>()[0] != std::int32_t(kBlocks * (kBlocks + 1) / 2) ? 1 : 0;
+  }
+  return n;
+}
+
 // Store buffering: each block stores its flag, then reads the other's. Both reading 0 is allowed
 // without fences and forbidden with them.
 TANDEM_KERNEL void store_buffering(unsigned* flags, unsigned* seen, int fenced) {
@@ -259,6 +325,18 @@ TEST_SUITE("sim adversary") {
     CHECK(stale_messages(Order::block_fence) > 0);   // a block fence orders for the block only
     CHECK(stale_messages(Order::fences) == 0);
     CHECK(stale_messages(Order::release) == 0);
+  }
+
+  TEST_CASE("plain stores: data stored before a flag is stale without the writer's fence, never with it") {
+    CHECK(stale_plain_messages(Order::none) > 0);
+    CHECK(stale_plain_messages(Order::block_fence) > 0);
+    CHECK(stale_plain_messages(Order::writer_fence) == 0);
+    CHECK(stale_plain_messages(Order::release) == 0);
+  }
+
+  TEST_CASE("the single-pass reduction's last block reads stale partials without the writer's fence") {
+    CHECK(wrong_sums(false) > 0);
+    CHECK(wrong_sums(true) == 0);
   }
 
   TEST_CASE("store buffering: both loads see 0 without fences, never with them") {

@@ -313,6 +313,7 @@ bool step_block(Running& r, Block& b) {
     }
     f.skipped = 0;
     resume(r, f);
+    if (b.adversary != nullptr) adversary_ran(b, f);
     if (f.state == State::exited) ++b.events;
     if (b.error) std::rethrow_exception(b.error);
   }
@@ -492,7 +493,7 @@ void SimEngine::run(const gpu::LaunchConfig& config, const std::function<void()>
   ++launch_index_;
   if (options_.adversary) {  // a seed per launch, from the engine's seed and the launch's index
     std::uint64_t mix = options_.seed ^ (launch_index_ * 0xd1b54a32d192ed03ull);
-    adversary_launch(config, thread_body, {splitmix(mix), options_.resident, options_.watchdog});
+    adversary_launch(config, thread_body, {splitmix(mix), options_.resident, options_.watchdog, 4});
     check_guards(config.kernel);
     return;
   }

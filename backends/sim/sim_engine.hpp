@@ -10,6 +10,7 @@
 #include <unordered_map>
 #include <vector>
 
+#include "sim_plain.hpp"
 #include "tandem/sim.hpp"
 
 namespace tandem::sim {
@@ -49,6 +50,8 @@ class SimEngine final : public Engine {
   void set_requested(void* ptr, std::size_t requested) noexcept;
   // Throws DeviceError naming the kernel when a guard zone was written (and restores it).
   void check_guards(const char* kernel);
+  // Every buffer with its guard zones, page-aligned: what the adversary watches for plain stores.
+  std::vector<internal::Span> buffer_spans();
 
  private:
   void release_all() noexcept;  // frees every buffer still allocated (at destruction)

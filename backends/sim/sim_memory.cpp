@@ -1,22 +1,30 @@
 // The simulator's global memory: every buffer between guard zones of a known byte, checked after
 // each kernel, so that a write outside a buffer is reported with the kernel and how far it went
 // (a GPU would corrupt its neighbour silently). The caching allocator's rounding is guarded too:
-// set_requested moves the end guard down to the bytes the caller asked for.
+// set_requested moves the end guard down to the bytes the caller asked for. Every buffer owns its
+// pages, so that the adversary can watch them for plain stores (sim_plain.hpp).
 #include <cstdlib>
 #include <cstring>
 #include <string>
 
 #include "sim_engine.hpp"
+#include "sim_plain.hpp"
 #include "tandem/errors.hpp"
 
 namespace tandem::sim {
 namespace {
 constexpr std::size_t kGuardBytes = 1024;  // before and after every global buffer
 constexpr unsigned char kGuardByte = 0xCD;
+
+// The pages a buffer of `bytes` takes with its guard zones.
+std::size_t span_bytes(std::size_t bytes) {
+  const std::size_t page = internal::PageWatch::page_size();
+  return (bytes + 2 * kGuardBytes + page - 1) / page * page;
+}
 }  // namespace
 
 void* SimEngine::allocate(std::size_t bytes) {
-  auto* raw = static_cast<unsigned char*>(std::aligned_alloc(256, (bytes + 2 * kGuardBytes + 255) / 256 * 256));
+  auto* raw = static_cast<unsigned char*>(std::aligned_alloc(internal::PageWatch::page_size(), span_bytes(bytes)));
   if (raw == nullptr) return nullptr;
   std::memset(raw, kGuardByte, kGuardBytes);
   std::memset(raw + kGuardBytes + bytes, kGuardByte, kGuardBytes);
@@ -48,6 +56,14 @@ void SimEngine::set_requested(void* ptr, std::size_t requested) noexcept {
   if (it == allocations_.end() || requested > it->second.block) return;
   it->second.requested = requested;
   std::memset(p + requested, kGuardByte, it->second.block - requested);
+}
+
+std::vector<internal::Span> SimEngine::buffer_spans() {
+  std::lock_guard lock(memory_mutex_);
+  std::vector<internal::Span> spans;
+  spans.reserve(allocations_.size());
+  for (const auto& [p, a] : allocations_) spans.push_back({p - kGuardBytes, span_bytes(a.block)});
+  return spans;
 }
 
 void SimEngine::check_guards(const char* kernel) {
@@ -84,6 +100,4 @@ void SimEngine::check_guards(const char* kernel) {
                       " (guard zone overwritten)");
   }
 }
-
-
 }  // namespace tandem::sim
