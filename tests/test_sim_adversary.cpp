@@ -77,9 +77,10 @@ int stale_messages(Order order) {
 }
 
 // Message passing with plain data, as kernels write their results: block 0 stores data with a
-// plain C++ store, then the flag; block 1 waits for the flag and reads data with a flag load. The
-// writer's device fence (or a release store of the flag) is what makes the data visible first.
-TANDEM_KERNEL void plain_message_passing(unsigned* data, unsigned* flag, unsigned* seen, int order) {
+// plain C++ store, then the flag; block 1 waits for the flag and reads data with a flag load or a
+// plain load. The writer's device fence (or a release store of the flag) is what makes the data
+// visible first.
+TANDEM_KERNEL void plain_message_passing(unsigned* data, unsigned* flag, unsigned* seen, int order, int plain_read) {
   const auto o = static_cast<Order>(order);
   if (g::thread_rank() != 0) return;
   if (g::block_idx().x == 0) {
@@ -95,15 +96,15 @@ TANDEM_KERNEL void plain_message_passing(unsigned* data, unsigned* flag, unsigne
     while ((o == Order::release ? g::load_acquire(flag) : g::load_volatile(flag)) == 0u) {
     }
     if (o != Order::release) g::thread_fence();
-    *seen = g::load_volatile(data);
+    *seen = plain_read != 0 ? *data : g::load_volatile(data);
   }
 }
 
-int stale_plain_messages(Order order) {
+int stale_plain_messages(Order order, bool plain_read) {
   return count_bad(
       [&](std::uint64_t seed, unsigned* a, unsigned* b) {
         sim::launch_adversarial(sim_backend(), {seed, 2}, {"plain_message_passing", {2, 1, 1}, {32, 1, 1}},
-                                plain_message_passing, a, a + 1, b, static_cast<int>(order));
+                                plain_message_passing, a, a + 1, b, static_cast<int>(order), plain_read ? 1 : 0);
       },
       [](const auto&, const auto& seen) { return seen[0] != 42; });
 }
@@ -111,7 +112,7 @@ int stale_plain_messages(Order order) {
 // The single-pass reduction's ending (reduce.hpp): every block stores its partial with a plain
 // store and takes a ticket; the last one sums the partials. Without the writer's fence between
 // the partial and the ticket, the last block may read a partial from before its store.
-TANDEM_KERNEL void last_block_sum(unsigned* partials, unsigned* ticket, unsigned* sum, int fenced) {
+TANDEM_KERNEL void last_block_sum(unsigned* partials, unsigned* ticket, unsigned* sum, int fenced, int plain_read) {
   TANDEM_SHARED(bool, last);
   if (g::thread_rank() == 0) {
     partials[g::block_idx().x] = g::block_idx().x + 1;
@@ -122,11 +123,11 @@ TANDEM_KERNEL void last_block_sum(unsigned* partials, unsigned* ticket, unsigned
   if (!last || g::thread_rank() != 0) return;
   g::thread_fence();
   unsigned total = 0;
-  for (unsigned i = 0; i < g::grid_dim().x; ++i) total += g::load_volatile(partials + i);
+  for (unsigned i = 0; i < g::grid_dim().x; ++i) total += plain_read != 0 ? partials[i] : g::load_volatile(partials + i);
   *sum = total;
 }
 
-int wrong_sums(bool fenced) {
+int wrong_sums(bool fenced, bool plain_read) {
   constexpr unsigned kBlocks = 6;
   int n = 0;
   for (std::uint64_t seed = 1; seed <= kSeeds; ++seed) {
@@ -136,7 +137,7 @@ int wrong_sums(bool fenced) {
     fill(sum, 0.0);
     sim::launch_adversarial(sim_backend(), {seed, 3}, {"last_block_sum", {kBlocks, 1, 1}, {32, 1, 1}}, last_block_sum,
                             static_cast<unsigned*>(partials.data()), static_cast<unsigned*>(ticket.data()),
-                            static_cast<unsigned*>(sum.data()), fenced ? 1 : 0);
+                            static_cast<unsigned*>(sum.data()), fenced ? 1 : 0, plain_read ? 1 : 0);
     n += sum.to_vector<std::int32_t>()[0] != std::int32_t(kBlocks * (kBlocks + 1) / 2) ? 1 : 0;
   }
   return n;
@@ -328,15 +329,21 @@ TEST_SUITE("sim adversary") {
   }
 
   TEST_CASE("plain stores: data stored before a flag is stale without the writer's fence, never with it") {
-    CHECK(stale_plain_messages(Order::none) > 0);
-    CHECK(stale_plain_messages(Order::block_fence) > 0);
-    CHECK(stale_plain_messages(Order::writer_fence) == 0);
-    CHECK(stale_plain_messages(Order::release) == 0);
+    for (const bool plain_read : {false, true}) {
+      CAPTURE(plain_read);
+      CHECK(stale_plain_messages(Order::none, plain_read) > 0);
+      CHECK(stale_plain_messages(Order::block_fence, plain_read) > 0);
+      CHECK(stale_plain_messages(Order::writer_fence, plain_read) == 0);
+      CHECK(stale_plain_messages(Order::release, plain_read) == 0);
+    }
   }
 
   TEST_CASE("the single-pass reduction's last block reads stale partials without the writer's fence") {
-    CHECK(wrong_sums(false) > 0);
-    CHECK(wrong_sums(true) == 0);
+    for (const bool plain_read : {false, true}) {
+      CAPTURE(plain_read);
+      CHECK(wrong_sums(false, plain_read) > 0);
+      CHECK(wrong_sums(true, plain_read) == 0);
+    }
   }
 
   TEST_CASE("store buffering: both loads see 0 without fences, never with them") {

@@ -12,12 +12,13 @@
 //    buffered store, else any of the address's last versions that is not older than what the
 //    thread's fences and acquires have shown it (every version visible then) or than what it read
 //    there before (coherence).
-//  - Memory, plain stores: from the launch's first flag access on, the buffers' pages are watched
-//    (sim_plain.hpp), so each fiber's plain stores are known when it is switched out. Until its
-//    thread makes them visible (a device or system fence or a release store of that thread; a
-//    block fence or a barrier shows them to its block, and a device fence or release of any thread
-//    of that block then to all, as cumulativity allows), a flag load by another thread may return
-//    the bytes from before them. Plain loads cannot be intercepted: they read the newest bytes.
+//  - Memory, plain stores (in the launches drawn for it): the buffers' pages are watched
+//    (sim_plain.hpp), so each fiber's plain stores are known when it is switched out. They wait
+//    in a store buffer of their thread until a device or system fence or a release store of that
+//    thread, a rare random step or a quiet launch makes them visible (a block fence or a barrier
+//    shows them to the block, and a device fence or release of any thread of that block then to
+//    all, as cumulativity allows); before each fiber runs, memory shows what its thread may see,
+//    so its plain and flag loads read the bytes from before the stores hidden from it.
 //  - Watchdog: a launch whose threads make `watchdog` flag accesses and warp exchanges while
 //    nothing progresses (a store or atomic that changes memory, a barrier, a thread or block that
 //    ends or starts) fails,
@@ -56,6 +57,7 @@ class Adversary {
     blocks_ = std::uint64_t(config.grid.x) * config.grid.y * config.grid.z;
     resident_ = adversary.resident != 0 ? adversary.resident : 1 + static_cast<unsigned>(draw() % 4);
     watch_plain_ = adversary.plain_one_in <= 1 || draw() % adversary.plain_one_in == 0;
+    watch_from_start_ = adversary.plain_one_in <= 1;
   }
 
   void run();
@@ -66,7 +68,10 @@ class Adversary {
   void rmw_begin(void* p, std::size_t bytes, const std::source_location& where);
   void rmw_end(void* p, std::size_t bytes);
   void barrier(Block& b);
-  void ran(const Block& b, const Fiber& f);
+  // Around each run of fiber f of block b: memory shows what its thread may see; then its plain
+  // stores join its store buffer.
+  void resuming(const Block& b, const Fiber& f) { plain_.show({b.linear, f.rank}); }
+  void ran(const Block& b, const Fiber& f) { plain_.ran({b.linear, f.rank}); }
 
  private:
   struct Pending {
@@ -82,15 +87,7 @@ class Adversary {
     std::uint64_t seq, bits;
   };
   static constexpr std::size_t kVersions = 4;  // versions a load may choose from, per address
-  // A thread's plain stores to one aligned 8-byte chunk not yet visible to every other thread.
-  struct PlainStore {
-    std::uint64_t block;  // the block's linear index (a Block may be reused by a later block)
-    unsigned rank;
-    unsigned char mask;  // the bytes it wrote
-    std::uint64_t old;   // those bytes before
-    bool block_visible;
-  };
-  using ThreadId = std::pair<std::uint64_t, unsigned>;
+  static constexpr std::uint64_t kPlainPatience = 4096;  // quiet flag accesses before plain stores show
 
   std::uint64_t draw() { return splitmix(rng_); }
   std::uint64_t next_block();
@@ -124,22 +121,14 @@ class Adversary {
   void flush_all() {
     while (!pending_.empty()) flush(0);
   }
-  // Plain stores: the watch starts at the launch's first flag access (kernels that never make one
-  // pay nothing for it), in the launches drawn for it.
+  // Plain stores, in the launches drawn for it: watched from the start of a launch_adversarial,
+  // and from the first flag access of a launch under TANDEM_SIM_ADVERSARY (there kernels that
+  // never make one pay nothing for it).
   void watch() {
     if (watch_tried_ || !watch_plain_) return;
     watch_tried_ = true;
-    watch_.start(engine_.buffer_spans());
+    plain_.start(engine_.buffer_spans());
   }
-  // A write of the simulator itself to [p, p + bytes): it supersedes plain stores there.
-  void overwrote(const void* p, std::size_t bytes);
-  // Thread t of block b made its plain stores visible to all (with those its block was shown).
-  void publish_plain(std::uint64_t block, unsigned rank);
-  // A block fence (one thread's stores) or a barrier (rank null: every thread's) shows them to the block.
-  void show_plain_to_block(std::uint64_t block, const unsigned* rank);
-  // A flag load of [p, p + bytes) by thread (block, rank) that may return bytes from before a
-  // plain store it was not shown; false when none hides there or the newest is read.
-  bool stale_plain(const void* p, std::size_t bytes, const Block& b, Fiber& f, std::uint64_t& bits);
 
   SimEngine& engine_;
   const gpu::LaunchConfig& config_;
@@ -160,12 +149,10 @@ class Adversary {
   std::uint64_t rmw_before_ = 0;
   // flag accesses and warp exchanges: the watchdog counts those made since the last progress
   std::uint64_t accesses_ = 0;
-  PageWatch watch_;
+  PlainStores plain_;
   bool watch_plain_ = true;
+  bool watch_from_start_ = true;  // else from the launch's first flag access
   bool watch_tried_ = false;
-  std::unordered_map<std::uintptr_t, std::vector<PlainStore>> plain_;  // by chunk address
-  std::map<ThreadId, std::vector<std::uintptr_t>> plain_chunks_;       // each thread's chunks
-  std::vector<PageWatch::Chunk> written_;                              // scratch for collect
 };
 
 std::uint64_t Adversary::next_block() {
@@ -201,6 +188,7 @@ std::string Adversary::launch_text() const {
 void Adversary::run() {
   Running& r = tl_running;
   adversarial = true;
+  if (watch_from_start_) watch();
   std::uint64_t quiet_since = 0, seen = 0;
   try {
     for (;;) {
@@ -218,6 +206,12 @@ void Adversary::run() {
         ++progress_;
       }
       if (!pending_.empty() && draw() % 3 == 0) flush(draw() % pending_.size());
+      // A hidden plain store becomes visible at a rare random step, or when the launch has gone
+      // quiet (a spin on it must end, as on a GPU): as late as a GPU may show it, to catch
+      // readers that lean on it without a fence.
+      if (plain_.active() && (draw() % 64 == 0 || accesses_ - quiet_since > kPlainPatience)) {
+        plain_.publish_some(draw());
+      }
       if (progress_ != seen) {
         seen = progress_;
         quiet_since = accesses_;
@@ -229,12 +223,12 @@ void Adversary::run() {
   } catch (...) {
     for (auto& b : running_) unwind_block(r, *b);
     running_.clear();
-    watch_.stop();
+    plain_.finish();
     r.block = nullptr;
     adversarial = false;
     throw;
   }
-  watch_.stop();
+  plain_.finish();
   r.block = nullptr;
   adversarial = false;
 }
@@ -280,7 +274,7 @@ void Adversary::flush(std::size_t i) {
     auto& vs = versions_of(go.addr, go.bytes);
     if (vs.back().bits != go.bits) ++progress_;
     std::memcpy(go.addr, &go.bits, go.bytes);
-    overwrote(go.addr, go.bytes);
+    plain_.overwrote(go.addr, go.bytes);
     push(vs, go.bits);
     if (first == i) return;
     --i;  // the entry moved down by one
@@ -310,7 +304,6 @@ std::uint64_t Adversary::load(const void* p, std::size_t bytes, bool acquire, co
     const Pending& e = pending_[j];
     if (e.addr == p && e.block == b && e.block_visible) return e.bits;
   }
-  if (std::uint64_t stale = 0; stale_plain(p, bytes, *b, f, stale)) return stale;
   const auto it = versions_.find(p);
   if (it == versions_.end()) return read(p, bytes);  // never stored through a flag access
   auto& vs = versions_of(p, bytes);
@@ -331,7 +324,7 @@ void Adversary::store(void* p, std::size_t bytes, std::uint64_t bits, bool relea
                       const std::source_location& where) {
   watch();
   Running& r = yield(release ? "store_release" : "store_volatile", where);
-  if (release) publish_plain(r.block->linear, r.fiber->rank);
+  if (release) plain_.publish({r.block->linear, r.fiber->rank});
   pending_.push_back({static_cast<unsigned char*>(p), bytes, bits, r.block, r.fiber->rank, release, false});
 }
 
@@ -347,10 +340,10 @@ void Adversary::fence(Scope scope, const std::source_location& where) {
     for (Pending& e : pending_) {
       if (same_thread(e, b, rank)) e.block_visible = true;
     }
-    show_plain_to_block(b->linear, &rank);
+    plain_.show_to_block(b->linear, &rank);
     return;
   }
-  publish_plain(b->linear, rank);
+  plain_.publish({b->linear, rank});
   flush_thread(b, rank);
   r.fiber->view = seq_;
 }
@@ -370,7 +363,7 @@ void Adversary::rmw_begin(void* p, std::size_t bytes, const std::source_location
 
 void Adversary::rmw_end(void* p, std::size_t bytes) {
   if (versions_of(p, bytes).back().bits != rmw_before_) ++progress_;
-  overwrote(p, bytes);
+  plain_.overwrote(p, bytes);
 }
 
 void Adversary::barrier(Block& b) {
@@ -382,109 +375,9 @@ void Adversary::barrier(Block& b) {
     }
   }
   for (Fiber& f : b.fibers) f.view = seq_;
-  show_plain_to_block(b.linear, nullptr);
+  plain_.show_to_block(b.linear, nullptr);
 }
 
-void Adversary::ran(const Block& b, const Fiber& f) {
-  if (!watch_.armed()) return;
-  written_.clear();
-  watch_.collect(written_);
-  if (written_.empty()) return;
-  auto& mine = plain_chunks_[{b.linear, f.rank}];
-  for (const PageWatch::Chunk& c : written_) {
-    auto& stores = plain_[c.addr];
-    const auto it = std::find_if(stores.begin(), stores.end(),
-                                 [&](const PlainStore& s) { return s.block == b.linear && s.rank == f.rank; });
-    if (it == stores.end()) {
-      stores.push_back({b.linear, f.rank, c.mask, c.old, false});
-      mine.push_back(c.addr);
-      continue;
-    }
-    // Written again: the bytes it had not written yet take their old value; the others keep the
-    // one from before its first store, and the store is hidden from its block again.
-    for (unsigned i = 0; i < 8; ++i) {
-      const std::uint64_t byte = std::uint64_t(0xFF) << (8 * i);
-      if ((c.mask >> i & 1u) != 0 && (it->mask >> i & 1u) == 0) it->old = (it->old & ~byte) | (c.old & byte);
-    }
-    it->mask = static_cast<unsigned char>(it->mask | c.mask);
-    it->block_visible = false;
-  }
-}
-
-void Adversary::overwrote(const void* p, std::size_t bytes) {
-  watch_.settle(p, bytes);
-  if (plain_.empty()) return;
-  const auto at = reinterpret_cast<std::uintptr_t>(p);
-  for (std::uintptr_t chunk = at & ~std::uintptr_t(7); chunk < at + bytes; chunk += 8) {
-    const auto it = plain_.find(chunk);
-    if (it == plain_.end()) continue;
-    unsigned char mask = 0;
-    for (unsigned i = 0; i < 8; ++i) {
-      if (chunk + i >= at && chunk + i < at + bytes) mask = static_cast<unsigned char>(mask | (1u << i));
-    }
-    for (PlainStore& s : it->second) s.mask = static_cast<unsigned char>(s.mask & ~mask);
-    std::erase_if(it->second, [](const PlainStore& s) { return s.mask == 0; });
-  }
-}
-
-void Adversary::publish_plain(std::uint64_t block, unsigned rank) {
-  if (plain_.empty()) return;
-  for (auto t = plain_chunks_.lower_bound({block, 0}); t != plain_chunks_.end() && t->first.first == block;) {
-    const bool own = t->first.second == rank;
-    for (const std::uintptr_t chunk : t->second) {
-      const auto it = plain_.find(chunk);
-      if (it == plain_.end()) continue;
-      std::erase_if(it->second, [&](const PlainStore& s) {
-        return s.block == block && (s.rank == rank || s.block_visible);
-      });
-      if (it->second.empty()) plain_.erase(it);
-    }
-    t = own ? plain_chunks_.erase(t) : std::next(t);
-  }
-}
-
-void Adversary::show_plain_to_block(std::uint64_t block, const unsigned* rank) {
-  if (plain_.empty()) return;
-  for (auto t = plain_chunks_.lower_bound({block, 0}); t != plain_chunks_.end() && t->first.first == block; ++t) {
-    if (rank != nullptr && t->first.second != *rank) continue;
-    for (const std::uintptr_t chunk : t->second) {
-      const auto it = plain_.find(chunk);
-      if (it == plain_.end()) continue;
-      for (PlainStore& s : it->second) {
-        if (s.block == block && (rank == nullptr || s.rank == *rank)) s.block_visible = true;
-      }
-    }
-  }
-}
-
-bool Adversary::stale_plain(const void* p, std::size_t bytes, const Block& b, Fiber& f, std::uint64_t& bits) {
-  if (plain_.empty()) return false;
-  const auto at = reinterpret_cast<std::uintptr_t>(p);
-  const std::uintptr_t chunk = at & ~std::uintptr_t(7);
-  const unsigned offset = static_cast<unsigned>(at - chunk);
-  if (offset + bytes > 8) return false;  // a flag access is aligned: never across chunks
-  const auto it = plain_.find(chunk);
-  if (it == plain_.end() || f.plain_seen.contains(p)) return false;
-  const unsigned mine = static_cast<unsigned>(((1u << bytes) - 1) << offset);
-  std::vector<const PlainStore*> hidden;
-  for (const PlainStore& s : it->second) {
-    const bool shown = s.block == b.linear && (s.rank == f.rank || s.block_visible);
-    if ((s.mask & mine) != 0 && !shown) hidden.push_back(&s);
-  }
-  if (hidden.empty()) return false;
-  if (draw() % 2 == 0) {  // the newest, as often as not; from then on never older
-    f.plain_seen.insert(p);
-    return false;
-  }
-  const PlainStore& s = *hidden[draw() % hidden.size()];
-  std::uint64_t now = read(reinterpret_cast<const void*>(chunk), 8);
-  for (unsigned i = 0; i < 8; ++i) {
-    const std::uint64_t byte = std::uint64_t(0xFF) << (8 * i);
-    if ((s.mask >> i & 1u) != 0) now = (now & ~byte) | (s.old & byte);
-  }
-  bits = bytes == 8 ? now : (now >> (8 * offset)) & ((std::uint64_t(1) << (8 * bytes)) - 1);
-  return true;
-}
 
 // ---- what kernels call (sim.hpp) ----
 
@@ -506,6 +399,7 @@ void adversary_rmw_end(void* p, std::size_t bytes) { adversary().rmw_end(p, byte
 
 namespace internal {
 void adversary_barrier(Block& b) { b.adversary->barrier(b); }
+void adversary_resuming(Block& b, Fiber& f) { b.adversary->resuming(b, f); }
 void adversary_ran(Block& b, Fiber& f) { b.adversary->ran(b, f); }
 }  // namespace internal
 

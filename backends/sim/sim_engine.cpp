@@ -312,6 +312,7 @@ bool step_block(Running& r, Block& b) {
       continue;
     }
     f.skipped = 0;
+    if (b.adversary != nullptr) adversary_resuming(b, f);
     resume(r, f);
     if (b.adversary != nullptr) adversary_ran(b, f);
     if (f.state == State::exited) ++b.events;
@@ -493,7 +494,7 @@ void SimEngine::run(const gpu::LaunchConfig& config, const std::function<void()>
   ++launch_index_;
   if (options_.adversary) {  // a seed per launch, from the engine's seed and the launch's index
     std::uint64_t mix = options_.seed ^ (launch_index_ * 0xd1b54a32d192ed03ull);
-    adversary_launch(config, thread_body, {splitmix(mix), options_.resident, options_.watchdog, 4});
+    adversary_launch(config, thread_body, {splitmix(mix), options_.resident, options_.watchdog, 8});
     check_guards(config.kernel);
     return;
   }

@@ -13,7 +13,6 @@
 #include <source_location>
 #include <string>
 #include <unordered_map>
-#include <unordered_set>
 #include <vector>
 
 #include "sim_engine.hpp"
@@ -51,8 +50,6 @@ struct Fiber {
   // and per address the version this thread last read (a later read never goes back)
   std::uint64_t view = 0;
   std::unordered_map<const void*, std::uint64_t> last_read;
-  // addresses where it read another thread's plain store itself: never the older value after that
-  std::unordered_set<const void*> plain_seen;
   unsigned skipped = 0;  // rounds it was held back in a row (starvation, bounded)
 };
 
@@ -122,8 +119,9 @@ std::string where_threads_are(const Block& b);
 void unwind_block(Running& r, Block& b) noexcept;
 // The adversary's side of a barrier of block b (its stores become visible).
 void adversary_barrier(Block& b);
-// The adversary's side of fiber f of block b having been switched out: its plain stores since it
-// was switched in are taken from the watched pages.
+// The adversary's side of resuming fiber f of block b (memory shows what its thread may see), and
+// of its having been switched out (its plain stores since are taken from the watched pages).
+void adversary_resuming(Block& b, Fiber& f);
 void adversary_ran(Block& b, Fiber& f);
 
 }  // namespace internal

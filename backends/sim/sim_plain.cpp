@@ -162,3 +162,217 @@ void PageWatch::stop() noexcept {
 }
 
 }  // namespace tandem::sim::internal
+
+// ---- PlainStores ----
+
+namespace tandem::sim::internal {
+namespace {
+std::uint64_t byte_mask(unsigned char mask) {
+  std::uint64_t m = 0;
+  for (unsigned i = 0; i < 8; ++i) {
+    if ((mask >> i & 1u) != 0) m |= std::uint64_t(0xFF) << (8 * i);
+  }
+  return m;
+}
+std::uint64_t merge(std::uint64_t into, std::uint64_t from, unsigned char mask) {
+  const std::uint64_t m = byte_mask(mask);
+  return (into & ~m) | (from & m);
+}
+}  // namespace
+
+void PlainStores::put(std::uintptr_t addr, unsigned char mask, std::uint64_t bits) {
+  auto* p = reinterpret_cast<unsigned char*>(addr);
+  std::uint64_t m = 0;
+  std::memcpy(&m, p, 8);
+  m = merge(m, bits, mask);
+  std::memcpy(p, &m, 8);  // may fault on an armed page: twinned like a kernel's write,
+  watch_.settle(p, 8);    // and the twin takes it, as it is not a store of the next fiber
+}
+
+void PlainStores::set_shown(std::uintptr_t addr, Store& s, bool shown) {
+  if (s.shown == shown) return;
+  put(addr, s.mask, shown ? s.now : s.old);
+  s.shown = shown;
+}
+
+void PlainStores::show(const Thread& t) {
+  if (!active() || (chunks_.empty() && shown_.empty())) {
+    view_ = t;
+    return;
+  }
+  if (t.first == view_.first && !block_view_stale_) {
+    // Same block: hide the last thread's own stores its block was not shown.
+    if (const auto prev = by_thread_.find(view_); prev != by_thread_.end() && view_ != t) {
+      for (const std::uintptr_t addr : prev->second) {
+        const auto c = chunks_.find(addr);
+        if (c == chunks_.end()) continue;
+        for (Store& s : c->second) {
+          if (s.thread == view_ && !s.block_visible) set_shown(addr, s, false);
+        }
+      }
+    }
+  } else {
+    for (const std::uintptr_t addr : shown_) {
+      const auto c = chunks_.find(addr);
+      if (c == chunks_.end()) continue;
+      for (Store& s : c->second) {
+        if (s.thread != t) set_shown(addr, s, false);
+      }
+    }
+    shown_.clear();
+    for (auto o = by_thread_.lower_bound({t.first, 0}); o != by_thread_.end() && o->first.first == t.first; ++o) {
+      for (const std::uintptr_t addr : o->second) {
+        const auto c = chunks_.find(addr);
+        if (c == chunks_.end()) continue;
+        for (Store& s : c->second) {
+          if (s.thread == o->first && s.block_visible && !s.shown) {
+            set_shown(addr, s, true);
+            shown_.push_back(addr);
+          }
+        }
+      }
+    }
+    block_view_stale_ = false;
+  }
+  if (const auto own = by_thread_.find(t); own != by_thread_.end()) {
+    for (const std::uintptr_t addr : own->second) {
+      const auto c = chunks_.find(addr);
+      if (c == chunks_.end()) continue;
+      for (Store& s : c->second) {
+        if (s.thread == t && !s.shown) {
+          set_shown(addr, s, true);
+          shown_.push_back(addr);
+        }
+      }
+    }
+  }
+  view_ = t;
+}
+
+void PlainStores::record(const Thread& t, const PageWatch::Chunk& c) {
+  auto& stores = chunks_[c.addr];
+  std::uint64_t now = 0;
+  std::memcpy(&now, reinterpret_cast<const void*>(c.addr), 8);
+  std::uint64_t old = c.old;
+  // Its store supersedes other threads' stores under the same bytes; where it saw them, the
+  // bytes before its store are the bytes before theirs.
+  for (Store& s : stores) {
+    const auto over = static_cast<unsigned char>(s.mask & c.mask);
+    if (s.thread == t || over == 0) continue;
+    if (s.shown) old = merge(old, s.old, over);
+    s.mask = static_cast<unsigned char>(s.mask & ~over);
+  }
+  std::erase_if(stores, [&](const Store& s) { return s.mask == 0 && s.thread != t; });
+  const auto own = std::find_if(stores.begin(), stores.end(), [&](const Store& s) { return s.thread == t; });
+  if (own == stores.end()) {
+    stores.push_back({t, c.mask, old, now, false, true});
+    auto& mine = by_thread_[t];
+    if (mine.empty()) threads_.push_back(t);
+    mine.push_back(c.addr);
+  } else {
+    // Written again: the bytes it had not written keep what was there before; the store is
+    // hidden from its block again until the next barrier or block fence.
+    own->old = merge(own->old, old, static_cast<unsigned char>(c.mask & ~own->mask));
+    own->mask = static_cast<unsigned char>(own->mask | c.mask);
+    own->now = now;
+    own->block_visible = false;
+    own->shown = true;
+  }
+  shown_.push_back(c.addr);
+}
+
+void PlainStores::ran(const Thread& t) {
+  if (!active()) return;
+  written_.clear();
+  watch_.collect(written_);
+  for (const PageWatch::Chunk& c : written_) record(t, c);
+}
+
+template <class Which>
+void PlainStores::publish_if(const std::vector<std::uintptr_t>& chunks, Which which) {
+  for (const std::uintptr_t addr : chunks) {
+    const auto c = chunks_.find(addr);
+    if (c == chunks_.end()) continue;
+    for (Store& s : c->second) {
+      if (which(s)) set_shown(addr, s, true);
+    }
+    std::erase_if(c->second, which);
+    if (c->second.empty()) chunks_.erase(c);
+  }
+}
+
+void PlainStores::publish(const Thread& t) {
+  if (!active() || chunks_.empty()) return;
+  if (const auto own = by_thread_.find(t); own != by_thread_.end()) {
+    publish_if(own->second, [&](const Store& s) { return s.thread == t; });
+    by_thread_.erase(own);
+  }
+  for (auto o = by_thread_.lower_bound({t.first, 0}); o != by_thread_.end() && o->first.first == t.first; ++o) {
+    const Thread other = o->first;
+    publish_if(o->second, [&](const Store& s) { return s.thread == other && s.block_visible; });
+  }
+}
+
+void PlainStores::publish_some(std::uint64_t pick) {
+  while (!threads_.empty()) {
+    const std::size_t i = pick % threads_.size();
+    const Thread t = threads_[i];
+    threads_[i] = threads_.back();
+    threads_.pop_back();
+    const auto own = by_thread_.find(t);
+    if (own == by_thread_.end()) continue;  // published since
+    publish_if(own->second, [&](const Store& s) { return s.thread == t; });
+    by_thread_.erase(own);
+    return;
+  }
+}
+
+void PlainStores::show_to_block(std::uint64_t block, const unsigned* rank) {
+  if (!active() || chunks_.empty()) return;
+  for (auto o = by_thread_.lower_bound({block, rank != nullptr ? *rank : 0u});
+       o != by_thread_.end() && o->first.first == block && (rank == nullptr || o->first.second == *rank); ++o) {
+    for (const std::uintptr_t addr : o->second) {
+      const auto c = chunks_.find(addr);
+      if (c == chunks_.end()) continue;
+      for (Store& s : c->second) {
+        if (s.thread == o->first) s.block_visible = true;
+      }
+    }
+  }
+  if (block == view_.first) block_view_stale_ = true;
+}
+
+void PlainStores::overwrote(const void* p, std::size_t bytes) {
+  if (!active()) return;
+  watch_.settle(p, bytes);
+  if (chunks_.empty()) return;
+  const auto at = reinterpret_cast<std::uintptr_t>(p);
+  for (std::uintptr_t addr = at & ~std::uintptr_t(7); addr < at + bytes; addr += 8) {
+    const auto c = chunks_.find(addr);
+    if (c == chunks_.end()) continue;
+    unsigned char mask = 0;
+    for (unsigned i = 0; i < 8; ++i) {
+      if (addr + i >= at && addr + i < at + bytes) mask = static_cast<unsigned char>(mask | (1u << i));
+    }
+    for (Store& s : c->second) s.mask = static_cast<unsigned char>(s.mask & ~mask);
+    std::erase_if(c->second, [](const Store& s) { return s.mask == 0; });
+    if (c->second.empty()) chunks_.erase(c);
+  }
+}
+
+void PlainStores::finish() noexcept {
+  if (active()) {
+    for (auto& [addr, stores] : chunks_) {
+      for (Store& s : stores) set_shown(addr, s, true);
+    }
+  }
+  chunks_.clear();
+  by_thread_.clear();
+  threads_.clear();
+  shown_.clear();
+  view_ = {~std::uint64_t(0), 0};
+  block_view_stale_ = true;
+  watch_.stop();
+}
+
+}  // namespace tandem::sim::internal

@@ -43,8 +43,9 @@ struct AdversaryOptions {
   unsigned resident = 0;   // blocks resident at once; 0: 1 to 4, drawn from the seed
   std::uint64_t watchdog = std::uint64_t(1) << 20;  // flag accesses and warp exchanges with no progress: hung
   // Plain stores are watched (their pages made read-only) in one launch in this many, drawn from
-  // the seed; 1: every launch. TANDEM_SIM_ADVERSARY watches one in 4: a fault per thread and page
-  // is the dearest part of the adversary, and a kernel runs many launches in the test matrix.
+  // the seed; 1: every launch, from its start. TANDEM_SIM_ADVERSARY watches one in 8, from the
+  // launch's first flag access: a fault per thread and page is the dearest part of the adversary,
+  // and a kernel runs many launches in the test matrix.
   unsigned plain_one_in = 1;
 };
 
@@ -106,9 +107,9 @@ void* dynamic_shared();
 // out, and a memory model: a store waits in a buffer until a fence, a release, a barrier or a
 // random delay makes it visible to other blocks; a load may return an older value of the address
 // than the newest one, never older than what this thread's fences, acquires and earlier reads of
-// it have shown. Plain C++ stores to the simulator's buffers are seen through their pages (from the
-// launch's first flag access): until their thread fences or releases, a flag load by another
-// thread may return the bytes from before them. Plain loads are not seen: they read the newest.
+// it have shown. Plain C++ stores to the simulator's buffers are seen through their pages and
+// buffered per thread: until their thread fences or releases, memory shows another thread the
+// bytes from before them, to its plain loads and flag loads alike (backends/sim/sim_plain.hpp).
 enum class Scope : unsigned char { block, device, system };
 inline thread_local bool adversarial = false;  // this OS thread runs an adversarial launch
 std::uint64_t adversary_load(const void* p, std::size_t bytes, bool acquire, const std::source_location& where);
