@@ -15,9 +15,10 @@
 //  - Memory, plain stores (in the launches drawn for it): the buffers' pages are watched
 //    (sim_plain.hpp), so each fiber's plain stores are known when it is switched out. They wait
 //    in a store buffer of their thread until a device or system fence or a release store of that
-//    thread, a rare random step or a quiet launch makes them visible (a block fence or a barrier
-//    shows them to the block, and a device fence or release of any thread of that block then to
-//    all, as cumulativity allows); before each fiber runs, memory shows what its thread may see,
+//    thread, a rare random step or a quiet launch makes them visible (a block fence, a barrier or
+//    a sync_warp shows them to the block, and a device fence or release of any thread of that
+//    block then to all, as cumulativity allows; a flag store or an atomic to the same bytes
+//    supersedes them, visible first); before each fiber runs, memory shows what its thread may see,
 //    so its plain and flag loads read the bytes from before the stores hidden from it.
 //  - Watchdog: a launch whose threads make `watchdog` flag accesses and warp exchanges while
 //    nothing progresses (a store or atomic that changes memory, a barrier, a thread or block that
@@ -72,6 +73,11 @@ class Adversary {
   // stores join its store buffer.
   void resuming(const Block& b, const Fiber& f) { plain_.show({b.linear, f.rank}); }
   void ran(const Block& b, const Fiber& f) { plain_.ran({b.linear, f.rank}); }
+  // A sync_warp orders its lanes' memory accesses for each other (CUDA's __syncwarp): their plain
+  // stores are shown to the block (more than the warp: a bug missed, never a good kernel flagged).
+  void warp_synced(const Block& b, unsigned base, unsigned lanes) {
+    for (unsigned l = 0; l < lanes; ++l) plain_.show_to_block(b.linear, &b.fibers[base + l].rank);
+  }
 
  private:
   struct Pending {
@@ -271,10 +277,11 @@ void Adversary::flush(std::size_t i) {
     }
     const Pending go = pending_[first];
     pending_.erase(pending_.begin() + static_cast<std::ptrdiff_t>(first));
+    plain_.supersede(go.addr, go.bytes);
     auto& vs = versions_of(go.addr, go.bytes);
     if (vs.back().bits != go.bits) ++progress_;
     std::memcpy(go.addr, &go.bits, go.bytes);
-    plain_.overwrote(go.addr, go.bytes);
+    plain_.wrote(go.addr, go.bytes);
     push(vs, go.bits);
     if (first == i) return;
     --i;  // the entry moved down by one
@@ -358,12 +365,13 @@ void Adversary::rmw_begin(void* p, std::size_t bytes, const std::source_location
       ++i;
     }
   }
+  plain_.supersede(p, bytes);
   rmw_before_ = versions_of(p, bytes).back().bits;
 }
 
 void Adversary::rmw_end(void* p, std::size_t bytes) {
   if (versions_of(p, bytes).back().bits != rmw_before_) ++progress_;
-  plain_.overwrote(p, bytes);
+  plain_.wrote(p, bytes);
 }
 
 void Adversary::barrier(Block& b) {
@@ -400,6 +408,7 @@ void adversary_rmw_end(void* p, std::size_t bytes) { adversary().rmw_end(p, byte
 namespace internal {
 void adversary_barrier(Block& b) { b.adversary->barrier(b); }
 void adversary_resuming(Block& b, Fiber& f) { b.adversary->resuming(b, f); }
+void adversary_warp_synced(Block& b, unsigned base, unsigned lanes) { b.adversary->warp_synced(b, base, lanes); }
 void adversary_ran(Block& b, Fiber& f) { b.adversary->ran(b, f); }
 }  // namespace internal
 

@@ -277,6 +277,7 @@ bool settle_warp(Block& b, unsigned w) {
   }
   for (unsigned l = 0; l < lanes; ++l) b.fibers[base + l].state = State::ready;
   ++b.exchanges;
+  if (op == WarpOp::sync && b.adversary != nullptr) adversary_warp_synced(b, base, lanes);
   return true;
 }
 

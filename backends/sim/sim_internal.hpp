@@ -122,6 +122,9 @@ void adversary_barrier(Block& b);
 // The adversary's side of resuming fiber f of block b (memory shows what its thread may see), and
 // of its having been switched out (its plain stores since are taken from the watched pages).
 void adversary_resuming(Block& b, Fiber& f);
+// The adversary's side of a sync_warp() of lanes [base, base + lanes) of block b: it orders their
+// memory accesses as a barrier orders the block's.
+void adversary_warp_synced(Block& b, unsigned base, unsigned lanes);
 void adversary_ran(Block& b, Fiber& f);
 
 }  // namespace internal

@@ -36,6 +36,7 @@ void* SimEngine::allocate(std::size_t bytes) {
 
 void SimEngine::release(void* ptr) noexcept {
   auto* p = static_cast<unsigned char*>(ptr);
+  internal::PageWatch::forget(p - kGuardBytes);  // an adversarial launch may be watching its pages
   {
     std::lock_guard lock(memory_mutex_);
     allocations_.erase(p);

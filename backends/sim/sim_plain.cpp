@@ -7,11 +7,13 @@
 
 #include <algorithm>
 #include <cstring>
+#include <mutex>
 
 namespace tandem::sim::internal {
 namespace {
 
 std::atomic<PageWatch*> g_armed{nullptr};  // the one armed watch of the process
+std::mutex g_arming;  // held while a watch is armed or stopped, and by forget()
 // The handler before ours, while a watch is armed: faults that are not ours go there. Ours is
 // installed for each watch and the previous one put back after it, as a test framework replaces
 // handlers between its test cases.
@@ -69,8 +71,10 @@ void PageWatch::fault(std::size_t page) {
       dirty_.push_back(page);
     }
   } else {
-    // Another thread writes a buffer this launch does not own (a copy, a free): left open and
-    // no longer watched, so its writes are never taken for a fiber's.
+    // Another thread writes a buffer this launch does not use (a copy, a free): the page is left
+    // open and no longer watched. (A page a fiber already made dirty is open, so another thread's
+    // write there is not seen and would be taken for the fiber's; a program that writes a
+    // launch's own buffers from another thread during the launch has a race anyway.)
     state_[page].store(open_page, std::memory_order_relaxed);
   }
   mprotect(p, page_size(), PROT_READ | PROT_WRITE);
@@ -92,26 +96,44 @@ bool PageWatch::start(std::vector<Span> spans) {
   state_ = std::make_unique<std::atomic<unsigned char>[]>(pages_);
   dirty_.clear();
   dirty_.reserve(pages_);
+  released_ = std::make_unique<std::atomic<bool>[]>(spans_.size());
   owner_ = pthread_self();
-  PageWatch* none = nullptr;
-  if (!g_armed.compare_exchange_strong(none, this)) {
+  const std::lock_guard lock(g_arming);
+  if (g_armed.load() != nullptr) {
     munmap(twins_, pages_ * page_size());
     twins_ = nullptr;
     return false;
   }
+  g_armed.store(this, std::memory_order_release);
   struct sigaction action {};
   action.sa_sigaction = &PageWatch::on_fault;
-  action.sa_flags = SA_SIGINFO;
+  action.sa_flags = SA_SIGINFO | SA_ONSTACK;  // on the alternate stack where one is set (sanitizers set one)
   sigemptyset(&action.sa_mask);
   sigaction(SIGSEGV, &action, &g_previous);
   armed_ = true;
   for (const Span& s : spans_) {
     if (mprotect(s.begin, s.bytes, PROT_READ) != 0) {
-      stop();
+      for (const Span& o : spans_) mprotect(o.begin, o.bytes, PROT_READ | PROT_WRITE);
+      sigaction(SIGSEGV, &g_previous, nullptr);
+      g_armed.store(nullptr, std::memory_order_release);
+      munmap(twins_, pages_ * page_size());
+      twins_ = nullptr;
+      armed_ = false;
       return false;
     }
   }
   return true;
+}
+
+void PageWatch::forget(const void* begin) noexcept {
+  const std::lock_guard lock(g_arming);
+  PageWatch* w = g_armed.load(std::memory_order_acquire);
+  if (w == nullptr) return;
+  const auto it = std::lower_bound(w->spans_.begin(), w->spans_.end(), begin,
+                                   [](const Span& s, const void* b) { return s.begin < b; });
+  if (it == w->spans_.end() || it->begin != begin) return;
+  const std::size_t s = static_cast<std::size_t>(it - w->spans_.begin());
+  if (!w->released_[s].exchange(true)) mprotect(it->begin, it->bytes, PROT_READ | PROT_WRITE);
 }
 
 void PageWatch::collect(std::vector<Chunk>& out) {
@@ -132,7 +154,9 @@ void PageWatch::collect(std::vector<Chunk>& out) {
       out.push_back({reinterpret_cast<std::uintptr_t>(p + off), mask, old});
     }
     state_[page].store(armed_page, std::memory_order_relaxed);
-    mprotect(p, size, PROT_READ);
+    const std::size_t span =
+        static_cast<std::size_t>(std::upper_bound(first_.begin(), first_.end(), page) - first_.begin()) - 1;
+    if (!released_[span].load()) mprotect(p, size, PROT_READ);
   }
   dirty_.clear();
 }
@@ -152,7 +176,10 @@ void PageWatch::settle(const void* p, std::size_t bytes) {
 
 void PageWatch::stop() noexcept {
   if (!armed_) return;
-  for (const Span& s : spans_) mprotect(s.begin, s.bytes, PROT_READ | PROT_WRITE);
+  const std::lock_guard lock(g_arming);
+  for (std::size_t i = 0; i < spans_.size(); ++i) {
+    if (!released_[i].load()) mprotect(spans_[i].begin, spans_[i].bytes, PROT_READ | PROT_WRITE);
+  }
   sigaction(SIGSEGV, &g_previous, nullptr);
   g_armed.store(nullptr, std::memory_order_release);
   munmap(twins_, pages_ * page_size());
@@ -239,7 +266,7 @@ void PlainStores::show(const Thread& t) {
       const auto c = chunks_.find(addr);
       if (c == chunks_.end()) continue;
       for (Store& s : c->second) {
-        if (s.thread == t && !s.shown) {
+        if (s.thread == t) {  // listed even when already shown: the next switch must hide it
           set_shown(addr, s, true);
           shown_.push_back(addr);
         }
@@ -263,19 +290,26 @@ void PlainStores::record(const Thread& t, const PageWatch::Chunk& c) {
     s.mask = static_cast<unsigned char>(s.mask & ~over);
   }
   std::erase_if(stores, [&](const Store& s) { return s.mask == 0 && s.thread != t; });
-  const auto own = std::find_if(stores.begin(), stores.end(), [&](const Store& s) { return s.thread == t; });
+  auto own = std::find_if(stores.begin(), stores.end(), [&](const Store& s) { return s.thread == t; });
+  if (own != stores.end() && own->block_visible) {
+    // Written again after its block was shown the store: the block must not see its bytes go
+    // back to what was there before. It becomes visible to all (earlier than a GPU need show it:
+    // a bug missed, never a good kernel flagged), and this write is a new store over it (its
+    // old bytes, from the twin, are the first store's).
+    stores.erase(own);
+    own = stores.end();
+  }
   if (own == stores.end()) {
     stores.push_back({t, c.mask, old, now, false, true});
     auto& mine = by_thread_[t];
     if (mine.empty()) threads_.push_back(t);
     mine.push_back(c.addr);
   } else {
-    // Written again: the bytes it had not written keep what was there before; the store is
-    // hidden from its block again until the next barrier or block fence.
+    // Written again (its block not shown it yet): the bytes it had not written keep what was
+    // there before.
     own->old = merge(own->old, old, static_cast<unsigned char>(c.mask & ~own->mask));
     own->mask = static_cast<unsigned char>(own->mask | c.mask);
     own->now = now;
-    own->block_visible = false;
     own->shown = true;
   }
   shown_.push_back(c.addr);
@@ -342,10 +376,8 @@ void PlainStores::show_to_block(std::uint64_t block, const unsigned* rank) {
   if (block == view_.first) block_view_stale_ = true;
 }
 
-void PlainStores::overwrote(const void* p, std::size_t bytes) {
-  if (!active()) return;
-  watch_.settle(p, bytes);
-  if (chunks_.empty()) return;
+void PlainStores::supersede(const void* p, std::size_t bytes) {
+  if (!active() || chunks_.empty()) return;
   const auto at = reinterpret_cast<std::uintptr_t>(p);
   for (std::uintptr_t addr = at & ~std::uintptr_t(7); addr < at + bytes; addr += 8) {
     const auto c = chunks_.find(addr);
@@ -354,10 +386,19 @@ void PlainStores::overwrote(const void* p, std::size_t bytes) {
     for (unsigned i = 0; i < 8; ++i) {
       if (addr + i >= at && addr + i < at + bytes) mask = static_cast<unsigned char>(mask | (1u << i));
     }
-    for (Store& s : c->second) s.mask = static_cast<unsigned char>(s.mask & ~mask);
+    for (Store& s : c->second) {
+      if ((s.mask & mask) == 0) continue;
+      set_shown(addr, s, true);  // the newest bytes, for the write (an atomic reads them) and its versions
+      shown_.push_back(addr);
+      s.mask = static_cast<unsigned char>(s.mask & ~mask);
+    }
     std::erase_if(c->second, [](const Store& s) { return s.mask == 0; });
     if (c->second.empty()) chunks_.erase(c);
   }
+}
+
+void PlainStores::wrote(const void* p, std::size_t bytes) {
+  if (active()) watch_.settle(p, bytes);
 }
 
 void PlainStores::finish() noexcept {

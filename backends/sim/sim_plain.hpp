@@ -62,6 +62,9 @@ class PageWatch {
   void settle(const void* p, std::size_t bytes);
   // Opens every page again.
   void stop() noexcept;
+  // The buffer whose span begins at `begin` is being freed (by any thread): its pages are opened
+  // now and left alone, as the memory may be unmapped or reused before the watch stops.
+  static void forget(const void* begin) noexcept;
 
  private:
   enum Page : unsigned char { armed_page, dirty_page, open_page };
@@ -76,6 +79,7 @@ class PageWatch {
   std::vector<std::size_t> first_;  // the index of each span's first page
   std::size_t pages_ = 0;
   std::unique_ptr<std::atomic<unsigned char>[]> state_;
+  std::unique_ptr<std::atomic<bool>[]> released_;  // per span: freed while watched
   std::vector<std::size_t> dirty_;  // pages made dirty since the last collect (capacity: every page)
   unsigned char* twins_ = nullptr;  // one twin per page, mapped on demand (untouched ones cost nothing)
   pthread_t owner_{};
@@ -102,9 +106,11 @@ class PlainStores {
   // A block fence of thread `rank` of `block`, or a barrier of the block (rank null): their hidden
   // stores become visible to the block.
   void show_to_block(std::uint64_t block, const unsigned* rank);
-  // The simulator wrote [p, p + bytes) itself (a flag store made visible, an atomic): that write
-  // supersedes plain stores there.
-  void overwrote(const void* p, std::size_t bytes);
+  // The simulator is about to write [p, p + bytes) itself (a flag store made visible, an atomic):
+  // the plain stores there become visible first (the write reads or versions what was there) and
+  // are superseded. wrote() after the write: not a plain store of the next fiber.
+  void supersede(const void* p, std::size_t bytes);
+  void wrote(const void* p, std::size_t bytes);
   // The launch ends (or failed): every store visible, the pages open.
   void finish() noexcept;
 
