@@ -60,6 +60,10 @@ const std::vector<Checked>& table() {
        "bytes an op moves (inputs and output) from which the openmp backend writes its output in interleaved "
        "runs, streamed where that pays (default: the last-level cache)",
        [] { env::stream_from(); }},
+      {"TANDEM_OPENMP_PARALLEL_FROM", [] { return std::string("a number of elements"); },
+       "elements from which the openmp backend's loops run on every thread; below, on the calling thread "
+       "(default: measured)",
+       [] { env::parallel_from(); }},
       {"TANDEM_OPENMP_STORES", [] { return std::string("streaming or plain"); },
        "how the openmp backend writes large outputs (default: measured)",
        [] {
@@ -257,6 +261,18 @@ std::optional<std::uint64_t> stream_from() {
         "': give the bytes an op moves (inputs and output) from which stores stream (e.g. 134217728), or off");
   }
   return bytes;
+}
+
+std::optional<std::uint64_t> parallel_from() {
+  const auto value = text("TANDEM_OPENMP_PARALLEL_FROM");
+  if (!value) return std::nullopt;
+  std::uint64_t elements = 0;
+  const auto [end, ec] = std::from_chars(value->data(), value->data() + value->size(), elements);
+  if (ec != std::errc() || end != value->data() + value->size()) {
+    throw InvalidArgument("TANDEM_OPENMP_PARALLEL_FROM='" + *value +
+                          "': give the elements from which a loop runs on every thread (e.g. 32768; 0: always)");
+  }
+  return elements;
 }
 
 std::optional<CacheDistance> cache_distance(const char* name) {

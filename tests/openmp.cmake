@@ -78,6 +78,15 @@ add_test(NAME "openmp: large copies with streaming stores" COMMAND tandem_unit_t
 set_tests_properties("openmp: large copies with streaming stores" PROPERTIES LABELS openmp
                      ENVIRONMENT "TANDEM_OPENMP_STREAM_FROM=0;TANDEM_OPENMP_STORES=streaming;TANDEM_OPENMP_STORE_RUNS=4")
 
+# The loops on either side of the parallel threshold, whatever this CPU measured: every loop on the
+# team, and every loop on the calling thread.
+foreach(from 0 1000000000)
+  set(name "openmp: elementwise, reductions and scans with loops on the team from ${from} elements")
+  add_test(NAME "${name}" COMMAND tandem_matrix_tests --tandem-backend=openmp "--test-case=elementwise,matrix,reduce,scan")
+  set_tests_properties("${name}" PROPERTIES LABELS openmp SKIP_REGULAR_EXPRESSION "SKIPPED:"
+                       ENVIRONMENT "TANDEM_OPENMP_PARALLEL_FROM=${from}")
+endforeach()
+
 # The large-output paths of the openmp backend (outputs past the last-level cache) at the
 # matrix's sizes, in every store variant its tuning may choose on some CPU: with
 # TANDEM_OPENMP_STREAM_FROM=0 every large-enough output takes them.
@@ -166,7 +175,11 @@ if(TANDEM_ENABLE_OPENMP_ON)
       "scan prefetch off|TANDEM_OPENMP_SCAN_PREFETCH=off|0|scan prefetch: off \\(the hardware prefetchers alone\\)"
       "refused: scan prefetch into L3|TANDEM_OPENMP_SCAN_PREFETCH=l3:100|2|TANDEM_OPENMP_SCAN_PREFETCH='l3:100'.*l1:BYTES or l2:BYTES"
       "reduction prefetch forced|TANDEM_OPENMP_REDUCE_PREFETCH=l1:4096|0|stores chosen by: .*reduction prefetch from TANDEM_OPENMP_REDUCE_PREFETCH.*reduction prefetch: 4096 bytes ahead into L1"
-      "refused: reduction prefetch of 100 bytes|TANDEM_OPENMP_REDUCE_PREFETCH=l2:100|2|TANDEM_OPENMP_REDUCE_PREFETCH='l2:100'.*a multiple of 64")
+      "refused: reduction prefetch of 100 bytes|TANDEM_OPENMP_REDUCE_PREFETCH=l2:100|2|TANDEM_OPENMP_REDUCE_PREFETCH='l2:100'.*a multiple of 64"
+      "parallel threshold measured on first use and read back|OMP_NUM_THREADS=2|0|parallel from: [0-9]+ elements \\(smaller loops run on the calling thread\\).*parallel from chosen by: cached in ${tuning_cache}/openmp-parallel-[0-9a-f]+\\.txt.*parallel from measured: the team's time over one thread's at 1K [0-9.]+, 2K [0-9.]+,.* 256K [0-9.]+"
+      "parallel threshold from the table|TANDEM_TUNING=table|0|parallel from: 32768 elements .*parallel from chosen by: table"
+      "parallel threshold forced|TANDEM_OPENMP_PARALLEL_FROM=4096|0|parallel from: 4096 elements .*parallel from chosen by: TANDEM_OPENMP_PARALLEL_FROM"
+      "refused: parallel threshold of lots|TANDEM_OPENMP_PARALLEL_FROM=lots|2|TANDEM_OPENMP_PARALLEL_FROM='lots': give the elements from which a loop runs on every thread")
   set(previous "")
   foreach(step IN LISTS tuning_steps)
     string(REPLACE "|" ";" fields "${step}")

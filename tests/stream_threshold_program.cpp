@@ -1,8 +1,8 @@
 // Which openmp ops take the large-output path (interleaved runs, streaming stores, the sums' and
 // the scan's tuned prefetch) is decided by the bytes they move, their distinct inputs and output
 // together, against TANDEM_OPENMP_STREAM_FROM. Observed through the store tuning: the first op
-// on that path asks for it, which calibrates and writes a cache file; an op below the threshold
-// leaves the cache directory empty. Run in a fresh process with TANDEM_OPENMP_STREAM_FROM set as
+// on that path asks for it, which calibrates and writes its cache file; an op below the threshold
+// writes none. Run in a fresh process with TANDEM_OPENMP_STREAM_FROM set as
 // the case says (n = 65536 floats, 256 KiB an array):
 //   elementwise  3 arrays (786432): relu, add(x, x), add in place below; add(x, y, z) at it
 //   sums         2 arrays (524288): sum, dot(x, x) below; dot(x, y) at it
@@ -67,9 +67,11 @@ int main(int argc, char** argv) {
   }
 
   below();
-  const std::size_t after_below = tandem_test::cache_files(argv[1]);
+  // The store tuning's file alone: the threshold from which loops run on the team is measured
+  // and cached by the first op of any size.
+  const std::size_t after_below = tandem_test::cache_files(argv[1], "openmp-stores-");
   at();
-  const std::size_t after_at = tandem_test::cache_files(argv[1]);
+  const std::size_t after_at = tandem_test::cache_files(argv[1], "openmp-stores-");
   const double got = which == "sums" ? double(r.to_vector<float>()[0]) : double(z.to_vector<float>()[n - 1]);
   const bool right = got == expected;
   std::printf(

@@ -14,9 +14,12 @@ inline void use_empty_cache_dir(const std::filesystem::path& dir) {
   ::setenv("TANDEM_CACHE_DIR", dir.c_str(), 1);
 }
 
-inline std::size_t cache_files(const std::filesystem::path& dir) {
+// The files in dir whose names start with `kind` (all of them for "").
+inline std::size_t cache_files(const std::filesystem::path& dir, const char* kind = "") {
   std::size_t files = 0;
-  for ([[maybe_unused]] const auto& entry : std::filesystem::directory_iterator(dir)) ++files;
+  for (const auto& entry : std::filesystem::directory_iterator(dir)) {
+    if (entry.path().filename().string().rfind(kind, 0) == 0) ++files;
+  }
   return files;
 }
 

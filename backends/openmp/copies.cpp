@@ -47,15 +47,16 @@ void streamed_copy(unsigned char* d, const unsigned char* s, std::size_t bytes, 
 }
 #endif
 
-// memmove semantics: overlapping ranges (and small copies) go to one thread. From 128 KiB (the
-// f32 size from which the kernels run on every thread) each thread copies the share it will then
-// compute on, so that the data is in its own cache: copied by one thread, the other thread's half
-// comes from that thread's cache instead (an upload + sum of 64K floats took three times as long).
+// memmove semantics: overlapping ranges (and small copies) go to one thread. From the f32 size
+// from which the kernels run on the team (parallel_from(): 128 KiB by the table) each thread
+// copies the share it will then compute on, so that the data is in its own cache: copied by one
+// thread, the other thread's half comes from that thread's cache instead (an upload + sum of 64K
+// floats took three times as long).
 void parallel_copy(void* dst, const void* src, std::size_t bytes, std::size_t stream_from) {
-  constexpr std::size_t kParallelBytes = kParallelThreshold * sizeof(float);
+  const std::size_t parallel_bytes = parallel_from() * sizeof(float);
   auto* d = static_cast<unsigned char*>(dst);
   const auto* s = static_cast<const unsigned char*>(src);
-  if (bytes < kParallelBytes || (d < s + bytes && s < d + bytes)) {
+  if (bytes < parallel_bytes || (d < s + bytes && s < d + bytes)) {
     std::memmove(dst, src, bytes);
     return;
   }

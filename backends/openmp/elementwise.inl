@@ -9,7 +9,7 @@
 template <class F>
 inline void for_each_index(std::size_t n, F&& f) {
   const auto count = static_cast<std::int64_t>(n);
-  if (n < kParallelThreshold) {
+  if (n < parallel_from()) {
 #pragma omp simd
     for (std::int64_t i = 0; i < count; ++i) f(i);
   } else {
@@ -81,7 +81,7 @@ template <class T, class G>
 void map_into(std::size_t n, int arrays, T* out, bool fresh, std::size_t stream_from, G g) {
 #if defined(__SSE2__)
   if constexpr (std::is_same_v<T, float> || std::is_same_v<T, double>) {
-    if (n >= kParallelThreshold && std::size_t(arrays) * n * sizeof(T) >= stream_from) {
+    if (n >= parallel_from() && std::size_t(arrays) * n * sizeof(T) >= stream_from) {
       const StoreTuning& tune = store_tuning();
       if (fresh && tune.stream) {
         map_lines<true>(n, out, g, tune.runs);
@@ -215,7 +215,7 @@ void add_row_vector(DType t, std::int64_t rows, std::int64_t cols, const void* x
     const T* xs = static_cast<const T*>(x);
     const T* b = static_cast<const T*>(bias);
     T* o = static_cast<T*>(out);
-#pragma omp parallel for schedule(static) if (static_cast <std::size_t>(rows * cols) >= kParallelThreshold)
+#pragma omp parallel for schedule(static) if (static_cast <std::size_t>(rows * cols) >= parallel_from())
     for (std::int64_t r = 0; r < rows; ++r) {
 #pragma omp simd
       for (std::int64_t c = 0; c < cols; ++c) o[r * ldo + c] = xs[r * ldx + c] + b[c];
@@ -232,7 +232,7 @@ void bias_activation(DType t, std::int64_t rows, std::int64_t cols, const void* 
     T* o = static_cast<T*>(out);
     // One pass: each row is read once and written once (twice with z).
     auto run = [&](auto f) {
-#pragma omp parallel for schedule(static) if (static_cast <std::size_t>(rows * cols) >= kParallelThreshold)
+#pragma omp parallel for schedule(static) if (static_cast <std::size_t>(rows * cols) >= parallel_from())
       for (std::int64_t r = 0; r < rows; ++r) {
         if (zs != nullptr) {
 #pragma omp simd
@@ -260,7 +260,7 @@ void matrix_add(DType t, std::int64_t rows, std::int64_t cols, double alpha, con
     const T* as = static_cast<const T*>(a);
     const T* bs = static_cast<const T*>(b);
     T* cs = static_cast<T*>(c);
-#pragma omp parallel for schedule(static) if (static_cast <std::size_t>(rows * cols) >= kParallelThreshold)
+#pragma omp parallel for schedule(static) if (static_cast <std::size_t>(rows * cols) >= parallel_from())
     for (std::int64_t r = 0; r < rows; ++r) {
 #pragma omp simd
       for (std::int64_t j = 0; j < cols; ++j) cs[r * ldc + j] = al * as[r * lda + j] + be * bs[r * ldb + j];
@@ -275,7 +275,7 @@ void transpose(DType t, std::int64_t rows, std::int64_t cols, const void* a, std
   dispatch_any(t, [&]<class T>() {
     const T* as = static_cast<const T*>(a);
     T* o = static_cast<T*>(out);
-#pragma omp parallel for collapse(2) schedule(static) if (static_cast <std::size_t>(rows * cols) >= kParallelThreshold)
+#pragma omp parallel for collapse(2) schedule(static) if (static_cast <std::size_t>(rows * cols) >= parallel_from())
     for (std::int64_t r0 = 0; r0 < rows; r0 += kTile) {
       for (std::int64_t c0 = 0; c0 < cols; c0 += kTile) {
         const std::int64_t r1 = std::min(r0 + kTile, rows), c1 = std::min(c0 + kTile, cols);
@@ -293,7 +293,7 @@ void gather_rows(DType t, std::int64_t rows, std::int64_t cols, const std::int32
     const T missing = from<T>(std::is_same_v<T, std::int32_t> ? -1.0 : std::nan(""));
     const T* xs = static_cast<const T*>(x);
     T* o = static_cast<T*>(out);
-#pragma omp parallel for schedule(static) if (static_cast <std::size_t>(rows * cols) >= kParallelThreshold)
+#pragma omp parallel for schedule(static) if (static_cast <std::size_t>(rows * cols) >= parallel_from())
     for (std::int64_t r = 0; r < rows; ++r) {
       const std::int64_t src = index[r];
       if (src >= 0 && src < x_rows) {

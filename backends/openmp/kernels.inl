@@ -151,6 +151,16 @@ class Loops final : public CalibrationLoops {
   void scan(std::size_t n, const float* x, float* out, std::size_t stream_from, ReadPrefetch pf) const override {
     scans::scan(ScanKind::inclusive, DType::f32, n, x, out, stream_from, pf);
   }
+  void add(std::size_t n, const float* a, const float* b, float* c, bool team) const override {
+    const auto count = static_cast<std::int64_t>(n);
+    if (team) {
+#pragma omp parallel for simd schedule(static)
+      for (std::int64_t i = 0; i < count; ++i) c[i] = a[i] + b[i];
+    } else {
+#pragma omp simd
+      for (std::int64_t i = 0; i < count; ++i) c[i] = a[i] + b[i];
+    }
+  }
 };
 
 }  // namespace

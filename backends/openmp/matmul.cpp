@@ -53,7 +53,7 @@ void prescale_c(const GemmArgs& g) {
   dispatch_float(g.c_type, [&]<class TC>() {
     auto* c = static_cast<TC*>(g.c);
     const TC beta = TC(g.beta);
-#pragma omp parallel for schedule(static) if (static_cast <std::size_t>(g.m * g.n) >= kParallelThreshold)
+#pragma omp parallel for schedule(static) if (static_cast <std::size_t>(g.m * g.n) >= parallel_from())
     for (std::int64_t i = 0; i < g.m; ++i) {
       TC* row = c + i * g.ldc;
       if (g.beta == 0) {

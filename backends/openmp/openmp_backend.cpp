@@ -155,6 +155,10 @@ DeviceProperties OpenMPBackend::properties() const {
   p.tuning.push_back({"wait policy", wait != nullptr ? std::string("OMP_WAIT_POLICY=") + wait
                                                      : std::string("the OpenMP runtime's default (libgomp: spin "
                                                                    "briefly, then sleep)")});
+  const ParallelTuning& par = parallel_tuning();
+  p.tuning.push_back({"parallel from", std::to_string(par.from) + " elements (smaller loops run on the calling thread)"});
+  p.tuning.push_back({"parallel from chosen by", par.source});
+  if (!par.measured.empty()) p.tuning.push_back({"parallel from measured", par.measured});
   p.tuning.push_back({"stores", std::string(t.stream ? "streaming" : "plain") + ", " + std::to_string(t.runs) +
                                     " interleaved run(s) per thread (in place: " + std::to_string(t.update_runs) +
                                     "), " + when + (from == SIZE_MAX ? "" : " (inputs and output together)")});

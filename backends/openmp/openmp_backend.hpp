@@ -18,8 +18,23 @@
 
 namespace tandem::openmp {
 
-// Below this many elements a loop runs on one thread: forking costs more than it saves.
-inline constexpr std::size_t kParallelThreshold = 1 << 15;
+// Below parallel_from() elements a loop runs on the calling thread: forking and joining the team
+// costs more than the other threads save there. How much depends on the CPU, the team and how its
+// threads wait, so it is measured on first use (an f32 add timed on one thread and on the team,
+// 1K to 256K elements) and cached with the other tuning; the table's value under
+// TANDEM_TUNING=table, or TANDEM_OPENMP_PARALLEL_FROM.
+inline constexpr std::size_t kParallelFromTable = 1 << 15;
+struct ParallelTuning {
+  std::size_t from = kParallelFromTable;
+  std::string source;    // "calibrated now", "cached in FILE", "table", the environment variable
+  std::string measured;  // the team's time over one thread's at each size when calibrated, else ""
+};
+const ParallelTuning& parallel_tuning();
+inline std::size_t parallel_from() { return parallel_tuning().from; }
+// The smallest of `sizes` (ascending) from which the team took at most 0.9 of one thread's time,
+// there and at every larger size; twice the largest when it never did.
+std::size_t choose_parallel_from(const std::vector<std::size_t>& sizes, const std::vector<double>& one_thread,
+                                 const std::vector<double>& team);
 
 // The accumulator of sums and scans per element type: the type itself for floating point (f32
 // lanes: the error bound gamma(n, u) holds for any order), wrapping unsigned for i32 (no UB).
@@ -202,7 +217,7 @@ class CalibrationArrays {
   CalibrationArrays(const CalibrationArrays&) = delete;
   CalibrationArrays& operator=(const CalibrationArrays&) = delete;
   ~CalibrationArrays();
-  bool ok() const { return a != nullptr && b != nullptr && c != nullptr; }  // allocated, window >= kParallelThreshold
+  bool ok() const { return a != nullptr && b != nullptr && c != nullptr; }  // allocated, window >= kParallelFromTable
   // Where run `run` (0, 1, ...) starts: the windows in turn.
   std::size_t offset(std::size_t run) const { return run % (n / window) * window; }
 
@@ -231,6 +246,8 @@ class CalibrationLoops {
   virtual std::vector<StoreVariant> store_variants(const CalibrationArrays& arrays, int reps) const = 0;
   virtual void dot(std::size_t n, const float* x, const float* y, float* result, ReadPrefetch pf) const = 0;
   virtual void scan(std::size_t n, const float* x, float* out, std::size_t stream_from, ReadPrefetch pf) const = 0;
+  // c = a + b, on the team or on the calling thread (the parallel_from calibration).
+  virtual void add(std::size_t n, const float* a, const float* b, float* c, bool team) const = 0;
 };
 const CalibrationLoops& calibration_loops();
 // The scan's prefetch variants (the first is the table's), each timed as the best of `reps` scans

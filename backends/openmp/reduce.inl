@@ -91,7 +91,7 @@ Acc lane_sum(std::int64_t begin, std::int64_t end, F f, Reads reads = {}) {
 template <class R, class Chunk>
 std::vector<R> per_thread(std::size_t n, Chunk chunk) {
   const auto count = static_cast<std::int64_t>(n);
-  if (n < kParallelThreshold) return {chunk(0, count)};
+  if (n < parallel_from()) return {chunk(0, count)};
   std::vector<R> partial(static_cast<std::size_t>(omp_get_max_threads()));
   std::size_t used = 0;
 #pragma omp parallel
@@ -276,7 +276,7 @@ void reduce_rows(ReduceOp op, DType t, std::int64_t rows, std::int64_t cols, con
     const T* v = static_cast<const T*>(x);
     T* o = static_cast<T*>(out);
     using Acc = typename SumAcc<T>::type;
-#pragma omp parallel for schedule(static) if (static_cast <std::size_t>(rows * cols) >= kParallelThreshold)
+#pragma omp parallel for schedule(static) if (static_cast <std::size_t>(rows * cols) >= parallel_from())
     for (std::int64_t r = 0; r < rows; ++r) {
       const T* row = v + r * ldx;
       if (op == ReduceOp::max) {
@@ -297,7 +297,7 @@ void reduce_cols(ReduceOp op, DType t, std::int64_t rows, std::int64_t cols, con
     const T* v = static_cast<const T*>(x);
     T* o = static_cast<T*>(out);
     using Acc = typename SumAcc<T>::type;
-#pragma omp parallel for schedule(static) if (static_cast <std::size_t>(rows * cols) >= kParallelThreshold)
+#pragma omp parallel for schedule(static) if (static_cast <std::size_t>(rows * cols) >= parallel_from())
     for (std::int64_t c0 = 0; c0 < cols; c0 += kBand) {
       const std::int64_t width = std::min(kBand, cols - c0);
       if (op == ReduceOp::max) {
@@ -330,7 +330,7 @@ void softmax_cross_entropy(DType t, std::int64_t rows, std::int64_t cols, const 
                            const std::int32_t* labels, void* probs, std::int64_t ld_probs, void* losses) {
   const SoftmaxKernel softmax = TANDEM_ISA_SOFTMAX();
   dispatch_float(t, [&]<class T>() {
-#pragma omp parallel for schedule(static) if (static_cast <std::size_t>(rows * cols) >= kParallelThreshold)
+#pragma omp parallel for schedule(static) if (static_cast <std::size_t>(rows * cols) >= parallel_from())
     for (std::int64_t r = 0; r < rows; ++r) {
       const T* x = static_cast<const T*>(logits) + r * ld_logits;
       T* p = static_cast<T*>(probs) + r * ld_probs;

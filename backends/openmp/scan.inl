@@ -206,7 +206,7 @@ void scan_impl(const T* x, T* out, std::int64_t n, std::size_t stream_from, Read
   const bool streamed = (out + n <= x || x + n <= out) && 2 * static_cast<std::size_t>(n) * sizeof(T) >= stream_from;
   // The widest pass this variant has (kernels_<isa>.cpp): AVX-512, AVX2, or SSE2 alone.
   constexpr int vector_bytes = TANDEM_ISA_AVX512 ? 64 : TANDEM_ISA_AVX2 ? 32 : 16;
-  if (n < static_cast<std::int64_t>(kParallelThreshold)) {
+  if (n < static_cast<std::int64_t>(parallel_from())) {
     piece_scan<inclusive, Acc>(x, out, n, Acc(0), false, vector_bytes);
     return;
   }

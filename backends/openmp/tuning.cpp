@@ -1,5 +1,6 @@
 // The openmp backend's store tuning and the scan's and sums' prefetch (openmp_backend.hpp:
-// StoreTuning, prefetch.hpp: ReadPrefetch), and the register_blocked tier's f32 cache blocking (GemmTuning):
+// StoreTuning, prefetch.hpp: ReadPrefetch), the size from which its loops run on the team
+// (ParallelTuning), and the register_blocked tier's f32 cache blocking (GemmTuning):
 // from the environment, a cache file of an earlier calibration, a calibration now, or a table
 // (by CPU vendor; by micro-kernel for the blocking), in that order. The cache is a few
 // "key value" lines per file in TANDEM_CACHE_DIR (else $XDG_CACHE_HOME/tandem, else
@@ -37,7 +38,7 @@ CalibrationArrays::CalibrationArrays(std::size_t bytes, std::size_t window_bytes
   const std::size_t windows =
       std::max<std::size_t>(1, (bytes + window_bytes / 2) / std::max<std::size_t>(window_bytes, 1));
   window = bytes / windows / sizeof(float) / 64 * 64;
-  if (window < kParallelThreshold) return;
+  if (window < kParallelFromTable) return;
   n = windows * window;
   a = static_cast<float*>(std::aligned_alloc(64, n * sizeof(float)));
   b = static_cast<float*>(std::aligned_alloc(64, n * sizeof(float)));
@@ -478,6 +479,98 @@ GemmTuning resolve_gemm() {
   return t;
 }
 
+
+// ---- the size from which loops run on the team ----
+
+// A parallel entry is also the team's and its wait policy's: a sleeping team wakes slower.
+std::map<std::string, std::string> parallel_cache_key() {
+  auto key = store_cache_key();
+  const char* wait = std::getenv("OMP_WAIT_POLICY");
+  key["wait"] = wait != nullptr && *wait != '\0' ? wait : "default";
+  return key;
+}
+
+std::string describe_parallel(const std::vector<std::size_t>& sizes, const std::vector<double>& one,
+                              const std::vector<double>& team) {
+  std::string text = "the team's time over one thread's at";
+  for (std::size_t i = 0; i < sizes.size(); ++i) {
+    char item[48];
+    std::snprintf(item, sizeof item, "%s %zuK %.2f", i == 0 ? "" : ",", sizes[i] >> 10, team[i] / one[i]);
+    text += item;
+  }
+  return text;
+}
+
+// An f32 add of 1K to 256K elements (in the L2 cache or near it, as a small op's data is), timed
+// on the calling thread and on the team in turn, the best of three rounds of enough adds to take
+// about a millisecond.
+ParallelTuning calibrate_parallel() {
+  const double t0 = omp_get_wtime();
+  std::vector<std::size_t> sizes;
+  for (std::size_t n = 1 << 10; n <= (1 << 18); n <<= 1) sizes.push_back(n);
+  std::vector<float> a(sizes.back(), 1.0f), b(sizes.back(), 2.0f), c(sizes.back());
+  const CalibrationLoops& loops = calibration_loops();
+  std::vector<double> one(sizes.size(), 0.0), team(sizes.size(), 0.0);
+  for (std::size_t i = 0; i < sizes.size(); ++i) {
+    const std::size_t n = sizes[i];
+    const int reps = static_cast<int>(std::max<std::size_t>(4, (std::size_t(1) << 19) / n));
+    const auto times = times_in_rotating_rounds(2, 3, [&](std::size_t v) {
+      for (int r = 0; r < reps; ++r) loops.add(n, a.data(), b.data(), c.data(), v == 1);
+    });
+    one[i] = *std::min_element(times[0].begin(), times[0].end());
+    team[i] = *std::min_element(times[1].begin(), times[1].end());
+  }
+  ParallelTuning t;
+  t.from = choose_parallel_from(sizes, one, team);
+  t.measured = describe_parallel(sizes, one, team);
+  char took[96];
+  std::snprintf(took, sizeof took, "calibrated now (%.0f ms, f32 adds on %d threads and on one)",
+                1e3 * (omp_get_wtime() - t0), omp_get_max_threads());
+  t.source = took;
+  return t;
+}
+
+bool read_parallel_cache(const fs::path& file, ParallelTuning& t) {
+  const auto entry = read_entry(file, parallel_cache_key());
+  if (!entry) return false;
+  auto values = *entry;
+  std::size_t from = 0;
+  const std::string& text = values["from"];
+  const auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), from);
+  if (text.empty() || ec != std::errc() || end != text.data() + text.size()) return false;
+  t.from = from;
+  t.measured = values["measured"];
+  t.source = "cached in " + file.string();
+  return true;
+}
+
+ParallelTuning resolve_parallel() {
+  ParallelTuning t;
+  if (const auto forced = env::parallel_from()) {
+    t.from = static_cast<std::size_t>(*forced);
+    t.source = "TANDEM_OPENMP_PARALLEL_FROM";
+    return t;
+  }
+  const std::string mode = env::choice("TANDEM_TUNING", {"auto", "table", "calibrate"}, "auto");
+  t.source = "table";
+  if (mode == "table") return t;
+  if (omp_get_active_level() > 0) {
+    t.source += kNestedNote;
+    return t;
+  }
+  if (omp_get_max_threads() < 2) {
+    t.source += "; not measured: first needed with a team of one thread (OMP_NUM_THREADS=1, or a busy machine)";
+    return t;
+  }
+  const fs::path file = cache_file("parallel", parallel_cache_key());
+  if (mode != "calibrate" && !file.empty() && read_parallel_cache(file, t)) return t;
+  t = calibrate_parallel();
+  t.source += "; " + (file.empty() ? std::string("not cached: no HOME")
+                                   : write_entry(file, "parallel threshold", parallel_cache_key(),
+                                                 {{"from", std::to_string(t.from)}, {"measured", t.measured}}));
+  return t;
+}
+
 }  // namespace
 
 const GemmTuning& gemm_tuning() {
@@ -512,6 +605,21 @@ std::string prefetch_key(ReadPrefetch pf) {
 std::string prefetch_text(ReadPrefetch pf) {
   if (pf.bytes == 0) return "off (the hardware prefetchers alone)";
   return std::to_string(pf.bytes) + " bytes ahead into " + (pf.l2 ? "L2" : "L1");
+}
+
+std::size_t choose_parallel_from(const std::vector<std::size_t>& sizes, const std::vector<double>& one_thread,
+                                 const std::vector<double>& team) {
+  std::size_t from = sizes.empty() ? kParallelFromTable : 2 * sizes.back();
+  for (std::size_t i = sizes.size(); i-- > 0;) {
+    if (team[i] > 0.9 * one_thread[i]) break;
+    from = sizes[i];
+  }
+  return from;
+}
+
+const ParallelTuning& parallel_tuning() {
+  static const ParallelTuning tuning = resolve_parallel();
+  return tuning;
 }
 
 const StoreTuning& store_tuning() {

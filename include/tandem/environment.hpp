@@ -52,6 +52,9 @@ std::optional<CacheDistance> cache_distance(const char* name);
 // backend writes its output around the cache, UINT64_MAX for "off" (unset or empty: nullopt;
 // another form: InvalidArgument).
 std::optional<std::uint64_t> stream_from();
+// TANDEM_OPENMP_PARALLEL_FROM: the elements from which the openmp backend's loops run on its team
+// (below: on the calling thread) (unset or empty: nullopt; another form: InvalidArgument).
+std::optional<std::uint64_t> parallel_from();
 
 }  // namespace env
 }  // namespace tandem
