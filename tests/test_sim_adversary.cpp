@@ -30,11 +30,19 @@ enum class Order : int {
 };
 
 // Message passing: block 0 writes data then a flag; block 1 waits for the flag, then reads data.
-TANDEM_KERNEL void message_passing(unsigned* data, unsigned* flag, unsigned* seen, int order) {
+// The data goes through flag accesses (plain 0), or as kernels write their results: a plain C++
+// store, read with a flag load (plain 1) or a plain load (plain 2). A plain store waits in its
+// thread's store buffer whatever the reader does, so there the writer's device fence (or a
+// release store of the flag) is what makes the data visible first.
+TANDEM_KERNEL void message_passing(unsigned* data, unsigned* flag, unsigned* seen, int order, int plain) {
   const auto o = static_cast<Order>(order);
   if (g::thread_rank() != 0) return;
   if (g::block_idx().x == 0) {
-    g::store_volatile(data, 42u);
+    if (plain != 0) {
+      *data = 42u;
+    } else {
+      g::store_volatile(data, 42u);
+    }
     if (o == Order::fences || o == Order::writer_fence) g::thread_fence();
     if (o == Order::block_fence) g::thread_fence_block();
     if (o == Order::release) {
@@ -47,7 +55,7 @@ TANDEM_KERNEL void message_passing(unsigned* data, unsigned* flag, unsigned* see
     }
     if (o == Order::fences) g::thread_fence();
     if (o == Order::block_fence) g::thread_fence_block();
-    *seen = g::load_volatile(data);
+    *seen = plain == 2 ? *data : g::load_volatile(data);
   }
 }
 
@@ -71,40 +79,16 @@ int stale_messages(Order order) {
       [&](std::uint64_t seed, unsigned* a, unsigned* b) {
         // a[0] data, a[1] flag, b[0] what the reader saw
         sim::launch_adversarial(sim_backend(), {seed, 2}, {"message_passing", {2, 1, 1}, {32, 1, 1}}, message_passing, a, a + 1,
-                                b, static_cast<int>(order));
+                                b, static_cast<int>(order), 0);
       },
       [](const auto&, const auto& seen) { return seen[0] != 42; });
-}
-
-// Message passing with plain data, as kernels write their results: block 0 stores data with a
-// plain C++ store, then the flag; block 1 waits for the flag and reads data with a flag load or a
-// plain load. The writer's device fence (or a release store of the flag) is what makes the data
-// visible first.
-TANDEM_KERNEL void plain_message_passing(unsigned* data, unsigned* flag, unsigned* seen, int order, int plain_read) {
-  const auto o = static_cast<Order>(order);
-  if (g::thread_rank() != 0) return;
-  if (g::block_idx().x == 0) {
-    *data = 42u;
-    if (o == Order::fences || o == Order::writer_fence) g::thread_fence();
-    if (o == Order::block_fence) g::thread_fence_block();
-    if (o == Order::release) {
-      g::store_release(flag, 1u);
-    } else {
-      g::store_volatile(flag, 1u);
-    }
-  } else {
-    while ((o == Order::release ? g::load_acquire(flag) : g::load_volatile(flag)) == 0u) {
-    }
-    if (o != Order::release) g::thread_fence();
-    *seen = plain_read != 0 ? *data : g::load_volatile(data);
-  }
 }
 
 int stale_plain_messages(Order order, bool plain_read) {
   return count_bad(
       [&](std::uint64_t seed, unsigned* a, unsigned* b) {
-        sim::launch_adversarial(sim_backend(), {seed, 2}, {"plain_message_passing", {2, 1, 1}, {32, 1, 1}},
-                                plain_message_passing, a, a + 1, b, static_cast<int>(order), plain_read ? 1 : 0);
+        sim::launch_adversarial(sim_backend(), {seed, 2}, {"message_passing", {2, 1, 1}, {32, 1, 1}}, message_passing,
+                                a, a + 1, b, static_cast<int>(order), plain_read ? 2 : 1);
       },
       [](const auto&, const auto& seen) { return seen[0] != 42; });
 }
