@@ -16,12 +16,62 @@
 #include "host_event.hpp"
 #include "host_memory.hpp"
 #include "tandem/errors.hpp"
+#include "tandem/kernels.hpp"
 
 namespace tandem {
 
 Backend::Backend() : memory_(std::make_unique<detail::CachingAllocator>(*this)) {}
 
 Backend::~Backend() = default;
+
+void Backend::host_parallel(Queue q, std::size_t n, std::size_t grain,
+                            const std::function<void(std::size_t, std::size_t)>& body) {
+  (void)grain;
+  if (memory_place().kind != MemoryPlace::Kind::host) {
+    throw InvalidArgument("backend '" + name() + "' keeps its buffers in " + describe(memory_place()) +
+                          ", which host threads cannot run a loop over: launch a kernel compiled for it "
+                          "(tandem_add_kernels in CMake, docs/kernels.md)");
+  }
+  synchronize(q);
+  if (n > 0) body(0, n);
+}
+
+std::string_view name_of(KernelTarget target) {
+  switch (target) {
+    case KernelTarget::host:
+      return "the host (openmp, sim, sim64, reference)";
+    case KernelTarget::cuda:
+      return "cuda";
+    case KernelTarget::hip:
+      return "hip";
+  }
+  return "?";
+}
+
+KernelTarget kernel_target(const Backend& backend) {
+  switch (backend.memory_place().kind) {
+    case MemoryPlace::Kind::host:
+      return KernelTarget::host;
+    case MemoryPlace::Kind::cuda:
+      return KernelTarget::cuda;
+    case MemoryPlace::Kind::rocm:
+      return KernelTarget::hip;
+    case MemoryPlace::Kind::other:
+      break;
+  }
+  throw InvalidArgument("backend '" + backend.name() + "' keeps its buffers in " + describe(backend.memory_place()) +
+                        ", where no kernel of your own can run: use openmp, sim, cuda or hip");
+}
+
+namespace detail {
+void check_kernel_target(const Backend& backend, KernelTarget compiled, const char* what) {
+  const KernelTarget wanted = kernel_target(backend);
+  if (wanted == compiled) return;
+  throw InvalidArgument(std::string(what) + " was compiled for " + std::string(name_of(compiled)) + ", and backend '" +
+                        backend.name() + "' runs code compiled for " + std::string(name_of(wanted)) +
+                        ": compile the source for it too (tandem_add_kernels ... BACKENDS, docs/kernels.md)");
+}
+}  // namespace detail
 
 std::vector<ReduceVariant> Backend::reduce_variants() const { return {}; }
 std::vector<ScanVariant> Backend::scan_variants() const { return {}; }

@@ -25,6 +25,9 @@ class VendorVariants : public GpuBackend<DeviceRuntime> {
  public:
   using GpuBackend::GpuBackend;
 
+  // The queue's stream, for kernels of the user's own (tandem/kernels.hpp).
+  void* native_queue(Queue q) override { return this->runtime().native_stream(this->queue_stream(q)); }
+
   std::vector<ReduceVariant> reduce_variants() const override {
     std::vector<ReduceVariant> v = GpuBackend::reduce_variants();
     v.push_back(ReduceVariant::vendor);

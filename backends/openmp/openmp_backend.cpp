@@ -11,6 +11,7 @@
 
 #include <algorithm>
 #include <cstdlib>
+#include <exception>
 #include <new>
 #include <string_view>
 
@@ -258,6 +259,37 @@ void OpenMPBackend::matmul(Queue q, const GemmArgs& g) {
     throw OutOfMemory(static_cast<std::size_t>((g.m + g.n) * std::min<std::int64_t>(g.k, 512)) * size_of(g.c_type),
                       device_free_bytes(), name() + " (matmul packing buffers)");
   }
+}
+
+void OpenMPBackend::host_parallel(Queue q, std::size_t n, std::size_t grain,
+                                  const std::function<void(std::size_t, std::size_t)>& body) {
+  const TeamScope team = enter(q);
+  if (n == 0) return;
+  grain = std::max<std::size_t>(grain, 1);
+  const auto threads = static_cast<std::size_t>(omp_get_max_threads());
+  const std::size_t chunks = (n + grain - 1) / grain;
+  const std::size_t wanted = std::min(chunks, threads * 4);  // a few per thread: uneven chunks even out
+  if (wanted <= 1) {
+    body(0, n);
+    return;
+  }
+  const std::size_t step = ((n + wanted - 1) / wanted + grain - 1) / grain * grain;
+  const auto pieces = static_cast<std::ptrdiff_t>((n + step - 1) / step);
+  std::exception_ptr error;
+  std::atomic<bool> failed{false};
+#pragma omp parallel for schedule(dynamic, 1)
+  for (std::ptrdiff_t i = 0; i < pieces; ++i) {
+    if (failed.load(std::memory_order_relaxed)) continue;
+    const std::size_t begin = static_cast<std::size_t>(i) * step;
+    try {
+      body(begin, std::min(n, begin + step));
+    } catch (...) {
+#pragma omp critical(tandem_host_parallel)
+      if (!error) error = std::current_exception();
+      failed = true;
+    }
+  }
+  if (error) std::rethrow_exception(error);
 }
 
 }  // namespace tandem::openmp

@@ -112,6 +112,10 @@ class OpenMPBackend : public host::HostBackend {
   std::vector<MatmulTier> matmul_tiers(DType ab) const override;
   MatmulTier choose_matmul_tier(const GemmArgs& args) const override;
   void matmul(Queue q, const GemmArgs& args) override;
+  // Chunks of [0, n) spread over the team, a few per thread, handed out as threads come free
+  // (user kernels' blocks and parallel_for's items cost what the user's code costs).
+  void host_parallel(Queue q, std::size_t n, std::size_t grain,
+                     const std::function<void(std::size_t, std::size_t)>& body) override;
 
  protected:
   // The outputs of ops that move at least this many bytes (inputs and output together) are

@@ -145,6 +145,29 @@ EngineOptions options_for(unsigned warp) {
 
 }  // namespace
 
+void run_on_host(Backend& backend, const gpu::LaunchConfig& config, const std::function<void()>& thread_body) {
+  if (auto* sim = dynamic_cast<SimBackend*>(&backend)) return sim->runtime().engine().run(config, thread_body);
+  if (backend.memory_place().kind != MemoryPlace::Kind::host) {
+    throw InvalidArgument("kernel '" + std::string(config.kernel) + "' was compiled for the host, and backend '" +
+                          backend.name() + "' keeps its buffers in " + describe(backend.memory_place()) +
+                          ": compile the kernel for it too (tandem_add_kernels ... BACKENDS, docs/kernels.md)");
+  }
+  // One engine for every host backend: fibers for a block's threads, in rank order, without the
+  // simulator's checks of the order; its blocks go to the backend's threads (openmp: the team).
+  static SimEngine host([] {
+    EngineOptions o;
+    o.threads = 1;  // no pool of its own
+    o.shuffle = false;
+    o.hang_seconds = static_cast<unsigned>(env::whole("TANDEM_SIM_HANG_SECONDS", 1, 86400).value_or(o.hang_seconds));
+    return o;
+  }());
+  host.run_with(config, thread_body, [&](std::uint64_t blocks, const std::function<void(std::uint64_t)>& block) {
+    backend.host_parallel(Queue{}, static_cast<std::size_t>(blocks), 1, [&](std::size_t begin, std::size_t end) {
+      for (std::size_t b = begin; b < end; ++b) block(b);
+    });
+  });
+}
+
 Engine& engine_of(Backend& backend) {
   if (auto* sim = dynamic_cast<SimBackend*>(&backend)) return sim->runtime().engine();
   throw InvalidArgument("backend '" + backend.name() + "' is not a simulator; use get_backend(\"sim\") or \"sim64\"");

@@ -174,7 +174,7 @@ std::string describe(const Fiber& f) {
 Running& running() {
   Running& r = tl_running;
   if (r.fiber == nullptr) {
-    throw InvalidArgument("a tandem::gpu device function was called outside a kernel running on the simulator");
+    throw InvalidArgument("a tandem::gpu device function was called outside a kernel launch (tandem::launch, tandem::sim::launch)");
   }
   return r;
 }
@@ -304,7 +304,9 @@ void settle_barrier(Block& b) {
 
 bool step_block(Running& r, Block& b) {
   r.block = &b;
-  for (unsigned i = b.threads; i > 1; --i) std::swap(b.order[i - 1], b.order[splitmix(b.rng) % i]);
+  if (b.shuffle) {
+    for (unsigned i = b.threads; i > 1; --i) std::swap(b.order[i - 1], b.order[splitmix(b.rng) % i]);
+  }
   for (unsigned i : b.order) {
     Fiber& f = b.fibers[i];
     if (f.state != State::ready) continue;
@@ -344,6 +346,7 @@ void init_block(Block& b, std::uint64_t linear, const gpu::LaunchConfig& cfg, co
            static_cast<unsigned>(linear / (std::uint64_t(cfg.grid.x) * cfg.grid.y))};
   b.threads = cfg.block.x * cfg.block.y * cfg.block.z;
   b.warp = options.warp_size;
+  b.shuffle = options.shuffle;
   b.error = nullptr;
   b.shared_limit = options.shared_memory_per_block;
   if (b.shared.size() != b.shared_limit) b.shared.assign(b.shared_limit, kSharedPoison);
@@ -523,19 +526,48 @@ void SimEngine::run(const gpu::LaunchConfig& config, const std::function<void()>
   check_guards(config.kernel);
 }
 
+void SimEngine::run_with(const gpu::LaunchConfig& config, const std::function<void()>& thread_body,
+                         const BlockRunner& runner) {
+  check_launch(config);
+  const auto& g = config.grid;
+  std::lock_guard launch_lock(launch_mutex_);
+  ++launch_index_;
+  config_ = &config;
+  body_ = &thread_body;
+  failed_ = false;
+  progress_ = 0;
+  error_ = nullptr;
+  struct Clear {
+    SimEngine& e;
+    ~Clear() {
+      e.config_ = nullptr;
+      e.body_ = nullptr;
+    }
+  } clear{*this};
+  runner(std::uint64_t(g.x) * g.y * g.z, [this](std::uint64_t linear) {
+    if (!failed_.load(std::memory_order_relaxed)) run_one(linear);
+  });
+  if (error_) std::rethrow_exception(error_);
+  check_guards(config.kernel);
+}
+
 void SimEngine::work() {
   for (;;) {
     if (failed_.load(std::memory_order_relaxed)) return;
     const std::uint64_t linear = next_block_.fetch_add(1);
     if (linear >= blocks_) return;
-    try {
-      run_block(linear);
-      progress_.fetch_add(1, std::memory_order_relaxed);
-    } catch (...) {
-      std::lock_guard lock(error_mutex_);
-      if (!error_) error_ = std::current_exception();
-      failed_ = true;
-    }
+    run_one(linear);
+  }
+}
+
+void SimEngine::run_one(std::uint64_t linear) noexcept {
+  try {
+    run_block(linear);
+    progress_.fetch_add(1, std::memory_order_relaxed);
+  } catch (...) {
+    std::lock_guard lock(error_mutex_);
+    if (!error_) error_ = std::current_exception();
+    failed_ = true;
   }
 }
 

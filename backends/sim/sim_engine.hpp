@@ -21,6 +21,9 @@ struct EngineOptions {
   unsigned threads = 0;  // OS threads running blocks; 0: one per hardware thread
   std::size_t shared_memory_per_block = 48 * 1024;
   unsigned hang_seconds = 30;  // a thread spinning this long while nothing progresses: hung
+  // The threads of a block run in a shuffled order each barrier round, so that a missing barrier
+  // shows; false: in rank order (the host engine that runs user kernels on the CPU backends).
+  bool shuffle = true;
   // The adversary (sim_adversary.cpp): one OS thread, `resident` blocks at once (0: 1 to 4, drawn
   // per launch), a launch whose threads make `watchdog` flag accesses with no progress fails as hung.
   bool adversary = false;
@@ -38,6 +41,12 @@ class SimEngine final : public Engine {
   void run(const gpu::LaunchConfig& config, const std::function<void()>& thread_body) override;
   void run_adversarial(const gpu::LaunchConfig& config, const std::function<void()>& thread_body,
                        const AdversaryOptions& options) override;
+  // A launch whose blocks another scheduler hands out: runner(blocks, block) must call block(i)
+  // once for each i in [0, blocks), from any threads (the openmp backend's team); block() never
+  // throws, the launch's first failure is rethrown after runner returns. Never adversarial.
+  using BlockRunner =
+      std::function<void(std::uint64_t blocks, const std::function<void(std::uint64_t linear)>& block)>;
+  void run_with(const gpu::LaunchConfig& config, const std::function<void()>& thread_body, const BlockRunner& runner);
   unsigned warp_size() const override { return options_.warp_size; }
   std::uint64_t schedule_seed() const override { return options_.seed; }
   const EngineOptions& options() const { return options_; }
@@ -59,6 +68,7 @@ class SimEngine final : public Engine {
   void adversary_launch(const gpu::LaunchConfig& config, const std::function<void()>& thread_body,
                         const AdversaryOptions& options);
   void work();  // runs blocks of the current launch until none is left
+  void run_one(std::uint64_t linear) noexcept;  // one block; its failure recorded for the launch
   void run_block(std::uint64_t linear);
 
   EngineOptions options_;

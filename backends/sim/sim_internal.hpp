@@ -64,6 +64,7 @@ struct Block {
   gpu::Dim3 idx;
   unsigned threads = 0;
   unsigned warp = 32;
+  bool shuffle = true;  // the threads' order shuffled each round (EngineOptions::shuffle)
   std::vector<Fiber> fibers;
   std::vector<unsigned> order;
   std::exception_ptr error;

@@ -316,6 +316,22 @@ class Backend : public std::enable_shared_from_this<Backend> {
                           void* sink);
   virtual unsigned probe_blocks() const { return 0; }
 
+  // ---- user kernels (tandem/kernels.hpp) ----
+  // Runs body(begin, end) over chunks that cover [0, n), each of at least `grain` items (the last
+  // may be shorter), once the queue's earlier work is done, on this backend's host threads: the
+  // openmp backend's team (on the calling thread below its parallel threshold), one thread on the
+  // other backends whose memory is the host's. InvalidArgument on a backend whose memory is not
+  // (a GPU's). A throw from body reaches the caller after every chunk started has returned.
+  virtual void host_parallel(Queue q, std::size_t n, std::size_t grain,
+                             const std::function<void(std::size_t begin, std::size_t end)>& body);
+  // The queue's native handle, for launching kernels of one's own on it: the cudaStream_t on cuda,
+  // the hipStream_t on hip (queue 0: the default stream, a null handle); nullptr on the others,
+  // which run work on the calling thread.
+  virtual void* native_queue(Queue q) {
+    (void)q;
+    return nullptr;
+  }
+
   // ---- collectives ----
   // Optional: this backend's device-side collective; nullptr (the default) when it has none.
   virtual DeviceCollective* collective() { return nullptr; }

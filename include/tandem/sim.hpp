@@ -16,7 +16,8 @@
 // and plain stores seen late and flag loads returning old values unless fences, acquire/release or
 // barriers order them, and a watchdog that names each waiting warp (backends/sim/sim_adversary.cpp).
 //
-// Running your own kernel (see README, "The simulator"):
+// Running your own kernel on the simulator alone (tandem::launch in tandem/kernels.hpp runs it
+// on every backend; docs/kernels.md):
 //   TANDEM_KERNEL void my_kernel(int n, float* out) { ... gpu::thread_idx() ... }
 //   tandem::Backend& sim = tandem::get_backend("sim");
 //   tandem::sim::launch(sim, {"my_kernel", grid, block}, my_kernel, n, out_buffer.data<float>());
@@ -75,6 +76,12 @@ void launch(Backend& backend, const gpu::LaunchConfig& config, void (*kernel)(P.
   const std::tuple<std::decay_t<P>...> params(std::forward<A>(args)...);
   engine_of(backend).run(config, [&] { std::apply(kernel, params); });
 }
+
+// Runs thread_body once per GPU thread of the grid on a backend whose memory is the host's: on sim
+// and sim64 their engine, with every check above; on the others (openmp, reference, a host
+// Kokkos) the same fibers without the shuffled order, blocks spread over backend.host_parallel
+// (openmp: its team). What tandem::launch (tandem/kernels.hpp) runs host-compiled kernels with.
+void run_on_host(Backend& backend, const gpu::LaunchConfig& config, const std::function<void()>& thread_body);
 
 // launch() under the adversary: a kernel that waits on other blocks, run with many seeds, shows
 // whether it leans on an order, a visibility or a residency that a GPU does not promise.

@@ -1,11 +1,14 @@
 # Installs the build into a scratch prefix, builds tests/consumer against it with
 # find_package(tandem CONFIG REQUIRED), and runs the result.
-#   cmake -DBUILD_DIR=... -DSOURCE_DIR=... -DWORK_DIR=... -P consumer.cmake
+# With -DKERNELS=ON (tandem has the simulator) it also builds and runs the user-kernel example
+# through the installed tandem_add_kernels().
+#   cmake -DBUILD_DIR=... -DSOURCE_DIR=... -DWORK_DIR=... [-DKERNELS=ON] -P consumer.cmake
 file(REMOVE_RECURSE "${WORK_DIR}")
 execute_process(COMMAND ${CMAKE_COMMAND} --install "${BUILD_DIR}" --prefix "${WORK_DIR}/prefix"
                 COMMAND_ERROR_IS_FATAL ANY OUTPUT_QUIET)
 execute_process(COMMAND ${CMAKE_COMMAND} -S "${SOURCE_DIR}/tests/consumer" -B "${WORK_DIR}/build"
                         "-DCMAKE_PREFIX_PATH=${WORK_DIR}/prefix" "-DQUICKSTART=${SOURCE_DIR}/examples/quickstart.cpp"
+                        "-DEXAMPLES=${SOURCE_DIR}/examples"
                         -DCMAKE_BUILD_TYPE=Release
                 COMMAND_ERROR_IS_FATAL ANY)
 execute_process(COMMAND ${CMAKE_COMMAND} --build "${WORK_DIR}/build" COMMAND_ERROR_IS_FATAL ANY)
@@ -13,6 +16,14 @@ execute_process(COMMAND "${WORK_DIR}/build/app" OUTPUT_VARIABLE out COMMAND_ERRO
 message(STATUS "consumer ran: ${out}")
 if(NOT out MATCHES "sum\\(x \\+ w\\) = 24.5, C = \\[7.5 2; 18 2\\]")
   message(FATAL_ERROR "the consumer printed an unexpected result: ${out}")
+endif()
+# The user-kernel example, built by the installed tandem_add_kernels(), on openmp and sim.
+if(KERNELS)
+  execute_process(COMMAND "${WORK_DIR}/build/user_kernels" openmp sim OUTPUT_VARIABLE out RESULT_VARIABLE rc)
+  message(STATUS "user_kernels ran: ${out}")
+  if(NOT rc EQUAL 0 OR NOT out MATCHES "openmp .*: ok" OR NOT out MATCHES "sim .*: ok")
+    message(FATAL_ERROR "the user-kernel example built with the installed package failed (exit ${rc}): ${out}")
+  endif()
 endif()
 if(NOT EXISTS "${WORK_DIR}/prefix/bin/tandem")
   message(FATAL_ERROR "the CLI was not installed")

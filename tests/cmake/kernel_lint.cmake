@@ -5,7 +5,7 @@
 # (gpu::find_first_set). Run as: cmake -DSOURCE_DIR=... -P kernel_lint.cmake
 file(GLOB sources ${SOURCE_DIR}/backends/gpu/kernels/*.hpp ${SOURCE_DIR}/include/tandem/gpu/*.hpp
      ${SOURCE_DIR}/include/tandem/detail/scalar_math.hpp ${SOURCE_DIR}/include/tandem/op_table.hpp
-     ${SOURCE_DIR}/include/tandem/dtype.hpp)
+     ${SOURCE_DIR}/include/tandem/dtype.hpp ${SOURCE_DIR}/include/tandem/kernels.hpp)
 set(pattern "std::(countr_zero|countl_zero|countr_one|countl_one|popcount|bit_width|bit_floor|bit_ceil|has_single_bit|rotl|rotr|byteswap)[ (<]|__builtin_(ctz|clz|popcount|ffs|parity)")
 set(found "")
 foreach(f IN LISTS sources)

@@ -9,7 +9,8 @@
 //  - every thread of a block reaches every barrier, and every lane of a warp every warp exchange
 //    (the simulator reports divergence); size per-warp shared arrays for the smallest warp (32);
 //  - shared memory through TANDEM_SHARED(type, name, [dims]) and TANDEM_DYNAMIC_SHARED(type, name);
-//  - launch through the runtime's launch helper, never <<<...>>>.
+//  - launch through tandem::launch (tandem/kernels.hpp: every backend) or, in the library, the
+//    GPU runtime's launch helper; never <<<...>>>.
 #pragma once
 
 #include <cstring>
