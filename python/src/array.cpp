@@ -339,7 +339,9 @@ void bind_array_operations(nb::class_<Array>& cls) {
           nb::is_operator(), nb::call_guard<nb::gil_scoped_release>())
       .def_prop_ro(
           "T", [](const Array& a) { return transpose(a, nullptr); }, "The transpose of a 2-D array (a copy).")
-      .def("tolist", [](nb::handle self) { return self.attr("__array__")().attr("tolist")(); })
+      .def(
+          "tolist", [](nb::handle self) { return self.attr("__array__")().attr("tolist")(); },
+          "The elements as nested Python lists (a copy through the host), as NumPy's tolist.")
       .def("__repr__", [](const Array& a) {
         return "tandem.Array(shape=" + shape_text(a.shape) + ", dtype=" + dtype_name(a.buffer.dtype()) + ", backend='" +
                (a.buffer.empty_handle() ? std::string("none") : a.buffer.backend().name()) + "')";
@@ -362,7 +364,8 @@ void bind_array_factories(nb::module_& m) {
         tandem::fill(a.buffer, value);
         return a;
       },
-      nb::arg("shape"), nb::arg("value"), nb::arg("dtype") = nb::none(), nb::arg("backend") = nb::none());
+      nb::arg("shape"), nb::arg("value"), nb::arg("dtype") = nb::none(), nb::arg("backend") = nb::none(),
+      "A new array with every element value. dtype defaults to float32, backend to the default one.");
   m.def("from_dlpack", &import_dlpack, nb::arg("x"), nb::arg("backend") = nb::none(),
         "x's memory as a tandem.Array without copying (any object with __dlpack__: NumPy, PyTorch, CuPy).\n"
         "backend: one that addresses that memory; None picks it from the device (host memory: the\n"
@@ -383,6 +386,14 @@ void bind_array_factories(nb::module_& m) {
       },
       nb::arg("host"), nb::arg("backend"), nb::arg("dtype"));
   m.def("_dtype_name", [](nb::handle dtype) { return dtype_name(dtype_arg(dtype, DType::f32)); });
+  // Elements [offset, offset + product(shape)) of a as an array of that shape sharing a's memory
+  // (tandem.Array.__getitem__'s views; Buffer::slice checks the range).
+  m.def("_view", [](const Array& a, std::size_t offset, std::vector<std::int64_t> shape) {
+    for (const std::int64_t d : shape) {
+      if (d < 0) throw InvalidArgument("_view: negative dimension in " + shape_text(shape));
+    }
+    return Array{a.buffer.slice(offset, static_cast<std::size_t>(product(shape))), std::move(shape)};
+  });
 }
 
 }  // namespace

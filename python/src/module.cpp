@@ -196,7 +196,8 @@ void bind_backend_selection(nb::module_& m) {
     }
     d["backends"] = list;
     return d;
-  });
+  }, "What tandem knows here: its version, what 'auto' picks, and every backend (available ones with\n"
+     "their device properties and memory place), as `tandem info --json` prints.");
 }
 
 // check(): the verification cases on a backend (as `tandem check`).

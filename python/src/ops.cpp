@@ -174,7 +174,8 @@ void bind_matrix_ops(nb::module_& m) {
       },
       nb::arg("a"), nb::arg("b"), nb::arg("alpha") = 1.0, nb::arg("beta") = 1.0, nb::arg("out") = nb::none(), Release(),
       "alpha * a + beta * b for 2-D arrays.");
-  m.def("transpose", &transpose, nb::arg("a"), nb::arg("out") = nb::none(), Release());
+  m.def("transpose", &transpose, nb::arg("a"), nb::arg("out") = nb::none(), Release(),
+        "The transpose of a 2-D array, into out (a (cols, rows) array on a's backend) or a new one.");
   m.def(
       "add_row_vector",
       [](const Array& x, const Array& bias, const Array* out) {
@@ -246,10 +247,12 @@ void bind_reductions(nb::module_& m) {
       "argmax", [](const Array& x) { return tandem::argmax(x.buffer); }, nb::arg("x"), Release(),
       "The index of the first maximum (of the first NaN if any).");
   m.def(
-      "norm2", [](const Array& x) { return tandem::norm2(x.buffer); }, nb::arg("x"), Release());
+      "norm2", [](const Array& x) { return tandem::norm2(x.buffer); }, nb::arg("x"), Release(),
+      "The Euclidean norm of all elements (a Python float).");
   m.def(
       "dot", [](const Array& x, const Array& y) { return same_backend(x, y, "dot"), tandem::dot(x.buffer, y.buffer); },
-      nb::arg("x"), nb::arg("y"), Release());
+      nb::arg("x"), nb::arg("y"), Release(),
+      "The sum of x * y over all elements (a Python float); x and y of one size, dtype and backend.");
   m.def(
       "allclose",
       [](const Array& a, const Array& b, double rtol, double atol, bool equal_nan) {

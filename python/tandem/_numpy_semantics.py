@@ -1,5 +1,6 @@
 """NumPy's semantics over the core's ops: scalar operands and broadcasting for the arithmetic ops
-and operators, elementwise comparisons, and axis= on the reductions.
+and operators, elementwise comparisons, axis= on the reductions, and indexing (views where the
+selection is one contiguous run of memory, copies otherwise).
 
 A Python or NumPy scalar takes the array's dtype (NumPy's weak scalars), and becomes an array
 filled on the array's backend. An operand that broadcasts (NumPy's rules) is expanded to the
@@ -145,6 +146,57 @@ def _compare(ufunc):
     return f
 
 
+def _contiguous(shape, key):
+    """Where NumPy's basic index `key` (a tuple) selects one contiguous run of a row-major array of
+    `shape`: (offset, shape of the result, whether it is one element); None where it does not
+    (steps, inner slices, index arrays, None, Ellipsis), which then takes a copy."""
+    if len(key) > len(shape) or any(k is None or k is Ellipsis or isinstance(k, bool) for k in key):
+        return None
+    strides = [int(np.prod(shape[i + 1:], dtype=np.int64)) for i in range(len(shape))]
+    offset, axis = 0, 0
+    while axis < len(key) and isinstance(key[axis], (numbers.Integral, np.integer)):
+        index, n = int(key[axis]), shape[axis]
+        if not -n <= index < n:
+            raise IndexError(f"index {index} is out of bounds for axis {axis} with size {n}")
+        offset += (index % n) * strides[axis]
+        axis += 1
+    if axis == len(shape):
+        return offset, (), True
+    if axis == len(key):
+        return offset, tuple(shape[axis:]), False
+    if not isinstance(key[axis], slice):
+        return None
+    start, stop, step = key[axis].indices(shape[axis])
+    if step != 1:
+        return None
+    for later in range(axis + 1, len(key)):  # whole axes only after the slice
+        if not isinstance(key[later], slice) or key[later].indices(shape[later]) != (0, shape[later], 1):
+            return None
+    length = max(0, stop - start)
+    return offset + start * strides[axis], (length,) + tuple(shape[axis + 1:]), False
+
+
+def _getitem(self, key):
+    """NumPy's indexing. Leading integers, then at most one slice with step 1, then whole axes
+    select one contiguous run of the row-major array: a view sharing its memory (writes through
+    tandem's ops show in both). A full integer index gives a Python scalar. Anything else (steps,
+    inner slices, index arrays, masks, None, Ellipsis) is NumPy's indexing of a host copy, returned
+    as a new array on the same backend."""
+    shape = tuple(self.shape)
+    found = _contiguous(shape, key if isinstance(key, tuple) else (key,))
+    if found is not None:
+        offset, result_shape, scalar = found
+        if scalar:
+            return np.asarray(core._view(self, offset, [1]))[0].item()
+        return core._view(self, offset, list(result_shape))
+    if not shape:
+        raise IndexError("a 0-d tandem.Array has no elements to index")
+    selected = np.asarray(self)[key]
+    if np.ndim(selected) == 0:
+        return selected.item()
+    return core._from_host(np.ascontiguousarray(selected), self.backend, self.dtype)
+
+
 def install(namespace):
     """Puts the NumPy-like functions into the tandem namespace and operators onto tandem.Array."""
     for name in _ARITHMETIC:
@@ -157,6 +209,7 @@ def install(namespace):
     for name in _ARITHMETIC:
         operators[f"__{symbols[name]}__"] = _operator(name, namespace[name], swapped=False)
         operators[f"__r{symbols[name]}__"] = _operator(name, namespace[name], swapped=True)
+    operators["__getitem__"] = _getitem
     operators.update({
         "__eq__": _compare(np.equal), "__ne__": _compare(np.not_equal), "__lt__": _compare(np.less),
         "__le__": _compare(np.less_equal), "__gt__": _compare(np.greater), "__ge__": _compare(np.greater_equal),

@@ -1,4 +1,5 @@
 """Backends, info, errors, the GIL, check() and compare()."""
+import inspect
 import threading
 import time
 
@@ -48,6 +49,21 @@ def test_tandem_backend_environment_variable_picks_the_default():
 def test_the_namespace_holds_the_api_only():
     for leaked in ("annotations", "tandem_dtype_error", "functools", "warnings"):
         assert not hasattr(tandem, leaked), leaked
+
+
+def _documented(obj):
+    """Whether obj's docstring says more than nanobind's signature line."""
+    lines = [line for line in (obj.__doc__ or "").splitlines() if line.strip()]
+    sig = lines[0].startswith(getattr(obj, "__name__", "?") + "(") and "->" in lines[0] if lines else False
+    return len(lines) > (1 if sig else 0)
+
+
+def test_every_function_and_method_has_a_docstring():
+    public = [n for n in dir(tandem) if not n.startswith("_") and callable(getattr(tandem, n))]
+    missing = [n for n in public if not inspect.isclass(getattr(tandem, n)) and not _documented(getattr(tandem, n))]
+    methods = [n for n, v in vars(tandem.Array).items() if not n.startswith("_") and callable(v)]
+    missing += [f"Array.{n}" for n in methods if not _documented(getattr(tandem.Array, n))]
+    assert not missing, f"without a docstring: {missing}"
 
 
 def test_mean_of_an_empty_array_is_nan_as_in_numpy():

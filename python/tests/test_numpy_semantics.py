@@ -63,3 +63,57 @@ def test_reductions_along_an_axis(backend, name):
     assert f(on(backend, a[0]), axis=0) == pytest.approx(ref(a[0]), rel=1e-12)
     with pytest.raises(tandem.InvalidArgument, match="axis 2 is out of range"):
         f(x, axis=2)
+
+
+@pytest.mark.parametrize("key", [1, -1, (1,), (1, 2), (-1, -3), slice(1, 3), slice(None), slice(2, 2),
+                                 (slice(0, 2), slice(None)), (1, slice(None)), (0, 1, 2), (slice(1, None),),
+                                 (0, slice(1, 3)), (1, 2, slice(1, 3))])
+def test_indexing_that_selects_a_run_is_a_view(backend, key):
+    a = np.arange(2 * 3 * 4, dtype=np.float32).reshape(2, 3, 4)
+    x = on(backend, a)
+    got, want = x[key], a[key]
+    if np.ndim(want) == 0:
+        assert got == want.item() and isinstance(got, float)
+        return
+    assert got.shape == want.shape and got.backend.name == backend.name
+    np.testing.assert_array_equal(np.asarray(got), want)
+    if got.size:  # the same memory: a write through the view shows in the whole
+        tandem.mul(got, 0.0, out=got)
+        expect = a.copy()
+        expect[key] = 0
+        np.testing.assert_array_equal(np.asarray(x), expect)
+
+
+@pytest.mark.parametrize("key", [(slice(None), 1), slice(None, None, 2), (0, slice(None), slice(1, 3)),
+                                 np.array([1, 0]), (Ellipsis, 0), (None, 1), (1, 2, slice(None, None, -1))])
+def test_other_indexing_is_a_copy_as_numpy_gives(backend, key):
+    a = np.arange(2 * 3 * 4, dtype=np.float32).reshape(2, 3, 4)
+    x = on(backend, a)
+    got, want = x[key], a[key]
+    assert got.shape == want.shape and got.backend.name == backend.name
+    np.testing.assert_array_equal(np.asarray(got), want)
+    tandem.mul(got, 0.0, out=got)  # a copy: the whole is unchanged
+    np.testing.assert_array_equal(np.asarray(x), a)
+
+
+def test_indexing_out_of_bounds_raises_index_error(backend):
+    x = on(backend, np.zeros((3, 4), np.float32))
+    with pytest.raises(IndexError, match="index 3 is out of bounds for axis 0 with size 3"):
+        x[3]
+    with pytest.raises(IndexError, match="index -5 is out of bounds for axis 1 with size 4"):
+        x[0, -5]
+    with pytest.raises(IndexError):
+        x[0, 0, 0]
+
+
+@pytest.mark.parametrize("dtype,name", [(np.float32, "float32"), (np.dtype("float64"), "float64"), (np.int32, "int32"),
+                                        (np.float16, "float16"), ("bfloat16", "bfloat16")])
+def test_numpy_dtype_objects_are_accepted(dtype, name):
+    assert tandem.zeros((2, 3), dtype=dtype).dtype == name
+    if name == "bfloat16":  # NumPy has none to copy from: the error says how to get one
+        with pytest.raises(tandem.DTypeMismatch, match="astype"):
+            tandem.array([1, 2], dtype=dtype)
+    else:
+        assert tandem.array([1, 2], dtype=dtype).dtype == name
+    with pytest.raises(tandem.DTypeMismatch, match="complex128.*tandem has float16, bfloat16, float32, float64 and int32"):
+        tandem.array(np.zeros(2, np.complex128))
