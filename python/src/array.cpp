@@ -22,7 +22,6 @@ std::string shape_text(const std::vector<std::int64_t>& shape) {
 namespace {
 
 constexpr const char* kCapsuleName = "dltensor";
-constexpr const char* kUsedCapsuleName = "used_dltensor";
 
 std::int64_t product(const std::vector<std::int64_t>& shape) {
   std::int64_t n = 1;
@@ -52,27 +51,27 @@ void settle(const Array& a) {
   a.buffer.backend().synchronize(Queue{});
 }
 
+nb::dlpack::dtype nb_dtype(DType t) {
+  switch (t) {
+    case DType::f16:
+      return {static_cast<std::uint8_t>(nb::dlpack::dtype_code::Float), 16, 1};
+    case DType::bf16:
+      return {static_cast<std::uint8_t>(nb::dlpack::dtype_code::Bfloat), 16, 1};
+    case DType::f32:
+      return nb::dtype<float>();
+    case DType::f64:
+      return nb::dtype<double>();
+    case DType::i32:
+      return nb::dtype<std::int32_t>();
+  }
+  return {};
+}
+
 nb::object to_numpy(const Array& a, bool force_copy) {
   if (a.buffer.dtype() == DType::bf16) {
     throw DTypeMismatch("NumPy has no bfloat16: convert the array first (tandem.astype(x, 'float32'))");
   }
-  nb::dlpack::dtype dt{};
-  switch (a.buffer.dtype()) {
-    case DType::f16:
-      dt = {static_cast<std::uint8_t>(nb::dlpack::dtype_code::Float), 16, 1};
-      break;
-    case DType::f32:
-      dt = nb::dtype<float>();
-      break;
-    case DType::f64:
-      dt = nb::dtype<double>();
-      break;
-    case DType::i32:
-      dt = nb::dtype<std::int32_t>();
-      break;
-    case DType::bf16:
-      break;
-  }
+  const nb::dlpack::dtype dt = nb_dtype(a.buffer.dtype());
   std::vector<std::size_t> shape(a.shape.begin(), a.shape.end());
   settle(a);
   const bool host = a.buffer.backend().memory_place().kind == MemoryPlace::Kind::host;
@@ -102,17 +101,50 @@ nb::object dlpack_capsule(const Array& a) {
   return nb::steal(capsule);
 }
 
-// Takes the tensor of a "dltensor" capsule onto `backend` without copying.
-Array from_capsule(Backend& backend, nb::handle capsule) {
-  if (!PyCapsule_IsValid(capsule.ptr(), kCapsuleName)) {
-    throw InvalidArgument(PyCapsule_IsValid(capsule.ptr(), kUsedCapsuleName)
-                              ? "from_dlpack: this DLPack capsule was consumed already"
-                              : "from_dlpack: __dlpack__() did not return a 'dltensor' capsule");
+// A DLPack 1.x ("dltensor_versioned") capsule of a's memory, made by nanobind's ndarray, which
+// writes the version, the flags (not read-only: tandem's memory may be written) and the deleter.
+nb::object dlpack_versioned_capsule(const Array& a, nb::handle max_version) {
+  settle(a);  // consumers on other streams see finished data
+  const DLDevice d = dlpack_device(a.buffer);
+  std::vector<std::size_t> shape(a.shape.begin(), a.shape.end());
+  auto* keep = new Buffer(a.buffer);
+  nb::capsule owner(keep, [](void* p) noexcept { delete static_cast<Buffer*>(p); });
+  void* data = a.buffer.size() == 0 ? nullptr : const_cast<void*>(a.buffer.data());
+  nb::ndarray<nb::array_api> view(data, shape.size(), shape.data(), owner, nullptr, nb_dtype(a.buffer.dtype()),
+                                 static_cast<std::int32_t>(d.device_type), d.device_id);
+  return nb::cast(view).attr("__dlpack__")(nb::arg("max_version") = max_version);
+}
+
+// A producer's tensor as nanobind took it (through __dlpack__, versioned where the producer
+// speaks DLPack 1.x), handed to tandem's importer as the DLManagedTensor it checks and adopts:
+// the shape and strides live here, and the ndarray keeps the producer's memory alive.
+struct Imported {
+  nb::ndarray<> array;
+  std::vector<std::int64_t> shape, strides;
+  DLManagedTensor managed{};
+};
+
+DLManagedTensor* as_managed(nb::ndarray<> array) {
+  auto* held = new Imported{std::move(array), {}, {}, {}};
+  const nb::ndarray<>& a = held->array;
+  for (std::size_t i = 0; i < a.ndim(); ++i) {
+    held->shape.push_back(a.shape(i));
+    held->strides.push_back(a.stride(i));
   }
-  auto* t = static_cast<DLManagedTensor*>(PyCapsule_GetPointer(capsule.ptr(), kCapsuleName));
-  Tensor tensor = tandem::from_dlpack(backend, t);  // throws before adopting: the capsule keeps it
-  PyCapsule_SetName(capsule.ptr(), kUsedCapsuleName);
-  return Array{std::move(tensor.buffer), std::move(tensor.shape)};
+  DLTensor& t = held->managed.dl_tensor;
+  t.data = a.data();  // nanobind adds the producer's byte_offset to the address
+  t.device = {static_cast<DLDeviceType>(a.device_type()), a.device_id()};
+  t.ndim = static_cast<std::int32_t>(a.ndim());
+  t.dtype = {a.dtype().code, a.dtype().bits, a.dtype().lanes};
+  t.shape = held->shape.data();
+  t.strides = held->strides.data();
+  t.byte_offset = 0;
+  held->managed.manager_ctx = held;
+  held->managed.deleter = [](DLManagedTensor* m) {
+    nb::gil_scoped_acquire gil;  // the ndarray's reference to the producer is a Python object
+    delete static_cast<Imported*>(m->manager_ctx);
+  };
+  return &held->managed;
 }
 
 DLDevice device_of(nb::handle obj) {
@@ -129,17 +161,50 @@ Array import_dlpack(nb::handle obj, nb::handle backend_name) {
                           ") cannot address this array's memory without a copy; use tandem.array(x, backend=...) "
                           "to copy it there, or leave the backend out");
   }
-  // The producer orders its work before the stream tandem's queue 0 is: CUDA's legacy default
+  // A versioned (DLPack 1.x) tensor first, an unversioned one from producers that predate it. The
+  // producer orders its work before the stream tandem's queue 0 is: CUDA's legacy default
   // stream (1 in the protocol), ROCm's default stream (0). Host memory takes no stream.
-  nb::object capsule;
+  nb::dict args;
   if (device.device_type == kDLCUDA || device.device_type == kDLCUDAManaged) {
-    capsule = obj.attr("__dlpack__")(nb::arg("stream") = 1);
+    args["stream"] = 1;
   } else if (device.device_type == kDLROCM) {
-    capsule = obj.attr("__dlpack__")(nb::arg("stream") = 0);
-  } else {
-    capsule = obj.attr("__dlpack__")();
+    args["stream"] = 0;
   }
-  return from_capsule(be, capsule);
+  nb::object capsule;
+  try {
+    nb::dict versioned;  // a new dict: assigning args would share it
+    for (auto [key, value] : args) versioned[key] = value;
+    versioned["max_version"] = nb::make_tuple(1, 0);
+    capsule = obj.attr("__dlpack__")(**versioned);
+  } catch (nb::python_error& e) {
+    if (!e.matches(PyExc_TypeError)) throw;  // TypeError: a producer without max_version
+    capsule = obj.attr("__dlpack__")(**args);
+  }
+  // The capsule itself goes to nanobind, which renames it "used_..." when it takes the tensor: a
+  // producer that hands out one capsule twice is refused instead of freeing its tensor twice.
+  if (!PyCapsule_IsValid(capsule.ptr(), "dltensor") && !PyCapsule_IsValid(capsule.ptr(), "dltensor_versioned")) {
+    throw InvalidArgument(PyCapsule_IsValid(capsule.ptr(), "used_dltensor") ||
+                                  PyCapsule_IsValid(capsule.ptr(), "used_dltensor_versioned")
+                              ? "from_dlpack: this DLPack capsule was consumed already"
+                              : "from_dlpack: __dlpack__() did not return a DLPack capsule");
+  }
+  nb::ndarray<> array;
+  if (!nb::try_cast(capsule, array, false)) {
+    nb::ndarray<nb::ro> read_only;  // a tensor the writable cast refused may be read-only
+    if (nb::try_cast(capsule, read_only, false)) {
+      throw InvalidArgument("from_dlpack: the array is read-only (its producer says so through DLPack 1.x), and "
+                            "tandem's arrays may be written in place; copy it with tandem.array(x)");
+    }
+    throw InvalidArgument("from_dlpack: nanobind could not take the DLPack tensor (more dimensions than it handles?)");
+  }
+  DLManagedTensor* t = as_managed(std::move(array));
+  try {
+    Tensor tensor = tandem::from_dlpack(be, t);  // checks the tensor; adopts it on success
+    return Array{std::move(tensor.buffer), std::move(tensor.shape)};
+  } catch (...) {
+    t->deleter(t);
+    throw;
+  }
 }
 
 }  // namespace
@@ -264,7 +329,7 @@ void bind_array_exchange(nb::class_<Array>& cls) {
       .def(
           "__dlpack__",
           [](const Array& a, nb::handle stream, nb::handle max_version, nb::handle dl_device, nb::handle copy) {
-            (void)stream, (void)max_version;  // the data is settled before export, whatever the consumer's stream
+            (void)stream;  // the data is settled before export, whatever the consumer's stream
             if (!copy.is_none() && nb::cast<bool>(copy)) {
               throw nb::buffer_error("tandem exports its own memory only (copy=True is not supported)");
             }
@@ -274,6 +339,9 @@ void bind_array_exchange(nb::class_<Array>& cls) {
               if (nb::cast<int>(want[0]) != mine.device_type || nb::cast<int>(want[1]) != mine.device_id) {
                 throw nb::buffer_error("tandem exports on the array's own device only");
               }
+            }
+            if (!max_version.is_none() && nb::cast<int>(nb::borrow<nb::tuple>(max_version)[0]) >= 1) {
+              return dlpack_versioned_capsule(a, max_version);  // DLPack 1.x: NumPy 2 and newer ask for it
             }
             return dlpack_capsule(a);
           },
@@ -372,7 +440,7 @@ void bind_array_factories(nb::module_& m) {
         "default backend when it addresses the host, else openmp; CUDA device N: cuda:N).");
   m.def(
       "_from_host",
-      [](nb::ndarray<nb::c_contig, nb::device::cpu> host, Backend& backend, const std::string& dtype_text) {
+      [](nb::ndarray<nb::ro, nb::c_contig, nb::device::cpu> host, Backend& backend, const std::string& dtype_text) {
         const DType dtype = dtype_arg(nb::str(dtype_text.c_str()), DType::f32);
         std::vector<std::int64_t> shape(host.ndim());
         for (std::size_t i = 0; i < host.ndim(); ++i) shape[i] = static_cast<std::int64_t>(host.shape(i));

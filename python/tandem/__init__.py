@@ -63,7 +63,7 @@ def asarray(obj, dtype=None, backend=None) -> Array:
     """obj as a tandem.Array, without copying where tandem can: a tandem.Array on that backend is
     returned as is; an object with __dlpack__ (NumPy, PyTorch, CuPy) of a dtype tandem has, whose
     memory the backend addresses, is imported through DLPack (it stays alive while the array
-    does); anything else is copied."""
+    does); anything else (a read-only or strided array too) is copied."""
     if isinstance(obj, Array):
         if backend is not None and get_backend(backend).name != obj.backend.name:
             obj = obj.to(backend)
@@ -73,7 +73,8 @@ def asarray(obj, dtype=None, backend=None) -> Array:
             try:
                 return from_dlpack(obj, backend)
             except (Error, BufferError, TypeError) as e:
-                if isinstance(e, Error) and "cannot address" not in str(e) and "compact" not in str(e):
+                copyable = ("cannot address", "compact", "read-only")  # what a copy gets round
+                if isinstance(e, Error) and not any(reason in str(e) for reason in copyable):
                     raise
     return array(obj, dtype=dtype, backend=backend)
 

@@ -177,3 +177,46 @@ def test_pytorch_cuda_tensors_without_copy():
     assert back.data_ptr() == t.data_ptr()
     y = tandem.array(np.ones(8, np.float32), backend="cuda")
     assert torch.from_dlpack(y).device.type == "cuda"
+
+
+def test_dlpack_1_versioned_both_ways():
+    host = [b["name"] for b in tandem.backends() if b["available"] and b["name"] in ("openmp", "reference")][0]
+    x = tandem.array(np.arange(4, dtype=np.float32), backend=host)
+    assert "dltensor_versioned" in repr(x.__dlpack__(max_version=(1, 0)))  # DLPack 1.x when asked
+    assert '"dltensor"' in repr(x.__dlpack__())  # 0.x for consumers that do not ask
+    a = np.from_dlpack(x)  # NumPy 2 asks for 1.x: a writable view of x's memory
+    assert a.flags.writeable
+    a[0] = 42
+    assert np.asarray(x)[0] == 42
+    # A read-only NumPy array says so through DLPack 1.x: refused for a zero-copy import (tandem
+    # writes arrays in place), copied by asarray.
+    r = np.arange(3, dtype=np.float32)
+    r.flags.writeable = False
+    with pytest.raises(tandem.InvalidArgument, match="read-only"):
+        tandem.from_dlpack(r)
+    np.testing.assert_array_equal(np.asarray(tandem.asarray(r)), r)
+    # A producer that predates max_version still gives its tensor.
+
+    class Old:
+        def __dlpack__(self, stream=None):
+            return w.__dlpack__()
+
+        def __dlpack_device__(self):
+            return (1, 0)
+    w = np.arange(3.0)
+    t = tandem.from_dlpack(Old())
+    w[1] = 7
+    assert np.asarray(t)[1] == 7
+    # One capsule handed out twice is refused, versioned or not.
+    cap = x.__dlpack__(max_version=(1, 0))
+    producer = type("Producer", (), {"__dlpack__": lambda self, **k: cap, "__dlpack_device__": lambda self: (1, 0)})
+    tandem.from_dlpack(producer())
+    with pytest.raises(tandem.InvalidArgument, match="consumed already"):
+        tandem.from_dlpack(producer())
+
+
+def test_bfloat16_crosses_dlpack_1_to_pytorch():
+    torch = pytest.importorskip("torch", reason="PyTorch is not installed in this Python")
+    x = tandem.astype(tandem.array(np.arange(4, dtype=np.float32), backend="reference"), "bfloat16")
+    t = torch.from_dlpack(x)
+    assert t.dtype == torch.bfloat16 and t.float().tolist() == [0.0, 1.0, 2.0, 3.0]
