@@ -10,10 +10,16 @@
 #   hip                                    clang -x hip for CMAKE_HIP_ARCHITECTURES (default gfx90a
 #                                          and gfx1030), with the target's include directories and
 #                                          compile definitions
-# A backend tandem was built without is a configure error, as is an unknown name.
+# A backend tandem was built without is a configure error, as is an unknown name. <target> and
+# whatever links it get TANDEM_KERNELS_HOST, _CUDA, _HIP for the kinds compiled: TANDEM_IMPORT then
+# references those compilations (a static library's are linked in; a missing one fails to link).
+# The target may be a library or an executable, in any directory; call it more than once to add
+# more files.
 #
-# In tandem's own build the variables below are tandem's; an installed tandem's package sets them
-# (tandemConfig.cmake) before including this file.
+# Which kinds tandem can compile is the global property TANDEM_KERNEL_KINDS (host, cuda, hip),
+# set by tandem's own build (so add_subdirectory and FetchContent see it) or by an installed
+# tandem's package (tandemConfig.cmake), with the HIP toolchain in TANDEM_HIP_CLANG,
+# TANDEM_HIP_INCLUDE_DIR, TANDEM_HIP_DEVICE_LIB_DIR and TANDEM_AMDHIP64.
 include_guard(GLOBAL)
 
 function(tandem_add_kernels target)
@@ -57,20 +63,29 @@ function(tandem_add_kernels target)
     endif()
     list(APPEND files "${file}")
   endforeach()
-  set(dir "${CMAKE_CURRENT_BINARY_DIR}/tandem_kernels/${target}")
+  # This call's outputs, apart from earlier calls' for the target: a number per call.
+  get_property(calls TARGET ${target} PROPERTY TANDEM_KERNELS_CALLS)
+  if(NOT calls)
+    set(calls 0)
+  endif()
+  math(EXPR calls "${calls} + 1")
+  set_property(TARGET ${target} PROPERTY TANDEM_KERNELS_CALLS ${calls})
+  set(dir "${CMAKE_CURRENT_BINARY_DIR}/tandem_kernels/${target}/${calls}")
   file(MAKE_DIRECTORY "${dir}")  # for the HIP objects: Makefile generators do not make it
-  target_link_libraries(${target} PRIVATE ${lib})
+  target_link_libraries(${target} PUBLIC ${lib})  # whoever links a kernels library imports from it
+  get_property(built GLOBAL PROPERTY TANDEM_KERNEL_KINDS)
 
   if(host)
-    if(NOT TANDEM_ENABLE_SIM_ON)
+    if(NOT "host" IN_LIST built)
       message(FATAL_ERROR "${usage}: tandem was built without the simulator (TANDEM_ENABLE_SIM), whose fiber "
                           "engine runs kernels on openmp, sim and reference; rebuild tandem with it")
     endif()
     target_sources(${target} PRIVATE ${files})
+    target_compile_definitions(${target} PUBLIC TANDEM_KERNELS_HOST)
   endif()
 
   if(cuda)
-    if(NOT TANDEM_ENABLE_CUDA_ON)
+    if(NOT "cuda" IN_LIST built)
       message(FATAL_ERROR "${usage}: tandem was built without the cuda backend (TANDEM_ENABLE_CUDA)")
     endif()
     get_property(languages GLOBAL PROPERTY ENABLED_LANGUAGES)
@@ -82,37 +97,46 @@ function(tandem_add_kernels target)
     set(cuda_files)
     foreach(file IN LISTS files)
       get_filename_component(stem "${file}" NAME_WE)
-      file(CONFIGURE OUTPUT "${dir}/${stem}.cu" CONTENT "#include \"${file}\"\n")
-      list(APPEND cuda_files "${dir}/${stem}.cu")
+      string(MD5 key "${file}")
+      string(SUBSTRING "${key}" 0 8 key)
+      file(CONFIGURE OUTPUT "${dir}/${stem}-${key}.cu" CONTENT "#include \"${file}\"\n")
+      list(APPEND cuda_files "${dir}/${stem}-${key}.cu")
     endforeach()
-    add_library(${target}_kernels_cuda OBJECT ${cuda_files})
-    target_link_libraries(${target}_kernels_cuda PRIVATE ${lib})
-    target_include_directories(${target}_kernels_cuda PRIVATE $<TARGET_PROPERTY:${target},INCLUDE_DIRECTORIES>)
-    target_compile_definitions(${target}_kernels_cuda PRIVATE $<TARGET_PROPERTY:${target},COMPILE_DEFINITIONS>)
-    set_target_properties(${target}_kernels_cuda PROPERTIES CUDA_STANDARD 20 CUDA_STANDARD_REQUIRED ON
-                                                            POSITION_INDEPENDENT_CODE ON)
-    target_compile_options(${target}_kernels_cuda PRIVATE --extended-lambda --expt-relaxed-constexpr)
-    target_link_libraries(${target} PRIVATE ${target}_kernels_cuda CUDA::cudart)
+    set(objects ${target}_kernels_cuda_${calls})
+    add_library(${objects} OBJECT ${cuda_files})
+    target_link_libraries(${objects} PRIVATE ${lib})
+    target_include_directories(${objects} PRIVATE $<TARGET_PROPERTY:${target},INCLUDE_DIRECTORIES>)
+    target_compile_definitions(${objects} PRIVATE $<TARGET_PROPERTY:${target},COMPILE_DEFINITIONS>)
+    set_target_properties(${objects} PROPERTIES POSITION_INDEPENDENT_CODE ON)
+    # C++20 by flag: CMake 3.25 does not know nvcc's dialect option (CUDA_STANDARD 20 fails there).
+    target_compile_options(${objects} PRIVATE -std=c++20 --extended-lambda --expt-relaxed-constexpr)
+    target_link_libraries(${target} PRIVATE ${objects} CUDA::cudart)
+    target_compile_definitions(${target} PUBLIC TANDEM_KERNELS_CUDA)
   endif()
 
   if(hip)
-    if(NOT TANDEM_ENABLE_HIP_ON OR NOT TANDEM_HIP_CLANG)
+    if(NOT "hip" IN_LIST built OR NOT TANDEM_HIP_CLANG)
       message(FATAL_ERROR "${usage}: tandem was built without the hip backend (TANDEM_ENABLE_HIP)")
     endif()
     set(archs ${CMAKE_HIP_ARCHITECTURES})
     if(NOT archs)
       set(archs gfx90a gfx1030)
     endif()
-    set(flags -x hip -std=c++20 -O3 -fPIC --rocm-path=/usr --rocm-device-lib-path=${TANDEM_HIP_DEVICE_LIB_DIR})
+    get_filename_component(rocm "${TANDEM_HIP_INCLUDE_DIR}" DIRECTORY)  # /usr for Debian's ROCm
+    set(flags -x hip -std=c++20 -O3 -fPIC --rocm-path=${rocm} --rocm-device-lib-path=${TANDEM_HIP_DEVICE_LIB_DIR})
     foreach(arch IN LISTS archs)
       list(APPEND flags --offload-arch=${arch})
     endforeach()
     # The target's include directories and definitions, empty entries dropped (a bare -I or -D).
     set(includes "$<FILTER:$<TARGET_PROPERTY:${lib},INTERFACE_INCLUDE_DIRECTORIES>;$<TARGET_PROPERTY:${target},INCLUDE_DIRECTORIES>,EXCLUDE,^$>")
     set(defines "$<FILTER:$<TARGET_PROPERTY:${target},COMPILE_DEFINITIONS>,EXCLUDE,^$>")
+    set(objects)
     foreach(file IN LISTS files)
       get_filename_component(stem "${file}" NAME_WE)
-      set(object "${dir}/${stem}.hip.o")
+      string(MD5 key "${file}")
+      string(SUBSTRING "${key}" 0 8 key)
+      set(object "${dir}/${stem}-${key}.hip.o")
+      list(APPEND objects "${object}")
       add_custom_command(
         OUTPUT "${object}"
         COMMAND ${TANDEM_HIP_CLANG} ${flags} "$<$<BOOL:${includes}>:-I$<JOIN:${includes},;-I>>"
@@ -122,9 +146,14 @@ function(tandem_add_kernels target)
         DEPFILE "${object}.d"
         COMMENT "HIP: compiling ${stem} for ${target} (${archs})"
         COMMAND_EXPAND_LISTS VERBATIM)
-      set_source_files_properties("${object}" PROPERTIES EXTERNAL_OBJECT TRUE GENERATED TRUE)
-      target_sources(${target} PRIVATE "${object}")
     endforeach()
+    # The rules live in this directory: a target here owns them, and the target, wherever it was
+    # made, links their objects (marked generated in its own directory).
+    add_custom_target(${target}_kernels_hip_${calls} DEPENDS ${objects})
+    add_dependencies(${target} ${target}_kernels_hip_${calls})
+    set_source_files_properties(${objects} TARGET_DIRECTORY ${target} PROPERTIES EXTERNAL_OBJECT TRUE GENERATED TRUE)
+    target_sources(${target} PRIVATE ${objects})
     target_link_libraries(${target} PRIVATE ${TANDEM_AMDHIP64})
+    target_compile_definitions(${target} PUBLIC TANDEM_KERNELS_HIP)
   endif()
 endfunction()

@@ -24,9 +24,9 @@ Backend::Backend() : memory_(std::make_unique<detail::CachingAllocator>(*this)) 
 
 Backend::~Backend() = default;
 
-void Backend::host_parallel(Queue q, std::size_t n, std::size_t grain,
+void Backend::host_parallel(Queue q, std::size_t n, std::size_t grain, unsigned max_threads,
                             const std::function<void(std::size_t, std::size_t)>& body) {
-  (void)grain;
+  (void)grain, (void)max_threads;
   if (memory_place().kind != MemoryPlace::Kind::host) {
     throw InvalidArgument("backend '" + name() + "' keeps its buffers in " + describe(memory_place()) +
                           ", which host threads cannot run a loop over: launch a kernel compiled for it "

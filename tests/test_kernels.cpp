@@ -20,6 +20,10 @@ TANDEM_IMPORT(sum_of, double(tandem::Backend&, const tandem::Buffer&, std::size_
 TANDEM_IMPORT(smallest, float(tandem::Backend&, const tandem::Buffer&));
 TANDEM_IMPORT(largest, float(tandem::Backend&, const tandem::Buffer&));
 
+namespace tandem::test {
+const detail::Imported<void(Backend&, int)>& block_scan_with_another_signature();
+}
+
 namespace {
 
 using namespace tandem;
@@ -55,6 +59,10 @@ Backend* kernel_backend_or_skip() {
 TANDEM_KERNEL void count_kernel(unsigned n, int* counter) {
   const unsigned i = gpu::block_idx().x * gpu::block_dim().x + gpu::thread_idx().x;
   if (i < n) gpu::atomic_add(counter, 1);
+}
+
+TANDEM_KERNEL void launching_kernel(Backend* be, int* counter) {
+  launch(*be, {"count", {1}, {1}}, count_kernel, 1u, counter);  // refused: it would wait for itself
 }
 
 TANDEM_KERNEL void throwing_kernel(int* unused) {
@@ -148,11 +156,24 @@ TEST_CASE("user kernels: a launch compiled in this file runs on the host backend
   CHECK_THROWS_AS(launch(*be, {"throwing", {8}, {32}}, throwing_kernel, static_cast<int*>(counter.data())), Error);
   CHECK_THROWS_WITH_AS(launch(*be, {"count", {1}, {2048}}, count_kernel, 1u, static_cast<int*>(counter.data())),
                        doctest::Contains("1024"), DeviceError);
+  CHECK_THROWS_WITH_AS(launch(*be, {"launching", {2}, {4}}, launching_kernel, be, static_cast<int*>(counter.data())),
+                       doctest::Contains("from inside a kernel"), InvalidArgument);
   // The backend runs the next launch as if nothing had failed.
   counter.fill(0);
   launch_count();
   CHECK(counter.to_vector<std::int32_t>()[0] == 5000);
 }
+#endif
+
+#ifdef TANDEM_TEST_HAVE_SIM
+// An import called from a static initializer, which may run before the kernels file's own (this
+// file's objects are linked first): the exports are made at compile time, so it finds them.
+const double sum_before_main = [] {
+  const std::vector<float> x{1, 2, 3, 4};
+  return sum_of(get_backend("reference"), Buffer::from(get_backend("reference"), x), x.size());
+}();
+
+TEST_CASE("user kernels: an import works from a static initializer") { CHECK(sum_before_main == 10.0); }
 #endif
 
 TEST_CASE("user kernels: an import that does not match what was compiled is refused") {
@@ -161,9 +182,7 @@ TEST_CASE("user kernels: an import that does not match what was compiled is refu
   const detail::Imported<void(Backend&)> missing{"missing", nullptr, nullptr, nullptr};
   CHECK_FALSE(missing.compiled_for(*be));
   CHECK_THROWS_WITH_AS(missing(*be), doctest::Contains("missing was not compiled for"), InvalidArgument);
-  // block_scan's compilations, declared with another signature.
-  const detail::Imported<void(Backend&, int)> wrong{"block_scan", &tandem_export_block_scan_abi_sim,
-                                                    &tandem_export_block_scan_abi_cuda,
-                                                    &tandem_export_block_scan_abi_hip};
-  CHECK_THROWS_WITH_AS(wrong(*be, 1), doctest::Contains("another signature"), InvalidArgument);
+  // block_scan's compilations, declared with another signature (test_kernels_mismatch.cpp).
+  CHECK_THROWS_WITH_AS(test::block_scan_with_another_signature()(*be, 1), doctest::Contains("another signature"),
+                       InvalidArgument);
 }

@@ -261,12 +261,14 @@ void OpenMPBackend::matmul(Queue q, const GemmArgs& g) {
   }
 }
 
-void OpenMPBackend::host_parallel(Queue q, std::size_t n, std::size_t grain,
+void OpenMPBackend::host_parallel(Queue q, std::size_t n, std::size_t grain, unsigned max_threads,
                                   const std::function<void(std::size_t, std::size_t)>& body) {
   const TeamScope team = enter(q);
   if (n == 0) return;
   grain = std::max<std::size_t>(grain, 1);
-  const auto threads = static_cast<std::size_t>(omp_get_max_threads());
+  int team_size = omp_get_max_threads();
+  if (max_threads != 0) team_size = std::min(team_size, static_cast<int>(max_threads));
+  const auto threads = static_cast<std::size_t>(team_size);
   const std::size_t chunks = (n + grain - 1) / grain;
   const std::size_t wanted = std::min(chunks, threads * 4);  // a few per thread: uneven chunks even out
   if (wanted <= 1) {
@@ -277,7 +279,7 @@ void OpenMPBackend::host_parallel(Queue q, std::size_t n, std::size_t grain,
   const auto pieces = static_cast<std::ptrdiff_t>((n + step - 1) / step);
   std::exception_ptr error;
   std::atomic<bool> failed{false};
-#pragma omp parallel for schedule(dynamic, 1)
+#pragma omp parallel for schedule(dynamic, 1) num_threads(team_size)
   for (std::ptrdiff_t i = 0; i < pieces; ++i) {
     if (failed.load(std::memory_order_relaxed)) continue;
     const std::size_t begin = static_cast<std::size_t>(i) * step;

@@ -114,7 +114,7 @@ class OpenMPBackend : public host::HostBackend {
   void matmul(Queue q, const GemmArgs& args) override;
   // Chunks of [0, n) spread over the team, a few per thread, handed out as threads come free
   // (user kernels' blocks and parallel_for's items cost what the user's code costs).
-  void host_parallel(Queue q, std::size_t n, std::size_t grain,
+  void host_parallel(Queue q, std::size_t n, std::size_t grain, unsigned max_threads,
                      const std::function<void(std::size_t, std::size_t)>& body) override;
 
  protected:

@@ -8,6 +8,8 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <memory>
+#include <mutex>
 #include <new>
 #include <random>
 #include <string>
@@ -145,6 +147,45 @@ EngineOptions options_for(unsigned warp) {
 
 }  // namespace
 
+namespace {
+
+// The engines that run host-compiled kernels on the host backends other than the simulator's: one
+// per launch running at once (made on demand, kept for the next), so that launches from several
+// host threads run side by side. Fibers for a block's threads, in rank order, without the
+// simulator's checks of the order; blocks go to the backend's threads (openmp: its team).
+class HostEngines {
+ public:
+  struct Lease {
+    HostEngines& pool;
+    std::unique_ptr<SimEngine> engine;
+    ~Lease() {
+      std::lock_guard lock(pool.mutex_);
+      pool.free_.push_back(std::move(engine));
+    }
+  };
+  Lease take() {
+    {
+      std::lock_guard lock(mutex_);
+      if (!free_.empty()) {
+        std::unique_ptr<SimEngine> e = std::move(free_.back());
+        free_.pop_back();
+        return Lease{*this, std::move(e)};
+      }
+    }
+    EngineOptions o;
+    o.threads = 1;  // no pool of its own
+    o.shuffle = false;
+    o.hang_seconds = static_cast<unsigned>(env::whole("TANDEM_SIM_HANG_SECONDS", 1, 86400).value_or(o.hang_seconds));
+    return Lease{*this, std::make_unique<SimEngine>(o)};
+  }
+
+ private:
+  std::mutex mutex_;
+  std::vector<std::unique_ptr<SimEngine>> free_;
+};
+
+}  // namespace
+
 void run_on_host(Backend& backend, const gpu::LaunchConfig& config, const std::function<void()>& thread_body) {
   if (auto* sim = dynamic_cast<SimBackend*>(&backend)) return sim->runtime().engine().run(config, thread_body);
   if (backend.memory_place().kind != MemoryPlace::Kind::host) {
@@ -152,17 +193,13 @@ void run_on_host(Backend& backend, const gpu::LaunchConfig& config, const std::f
                           backend.name() + "' keeps its buffers in " + describe(backend.memory_place()) +
                           ": compile the kernel for it too (tandem_add_kernels ... BACKENDS, docs/kernels.md)");
   }
-  // One engine for every host backend: fibers for a block's threads, in rank order, without the
-  // simulator's checks of the order; its blocks go to the backend's threads (openmp: the team).
-  static SimEngine host([] {
-    EngineOptions o;
-    o.threads = 1;  // no pool of its own
-    o.shuffle = false;
-    o.hang_seconds = static_cast<unsigned>(env::whole("TANDEM_SIM_HANG_SECONDS", 1, 86400).value_or(o.hang_seconds));
-    return o;
-  }());
-  host.run_with(config, thread_body, [&](std::uint64_t blocks, const std::function<void(std::uint64_t)>& block) {
-    backend.host_parallel(Queue{}, static_cast<std::size_t>(blocks), 1, [&](std::size_t begin, std::size_t end) {
+  static HostEngines engines;
+  const HostEngines::Lease lease = engines.take();
+  // Each OS thread that runs blocks keeps the fiber stacks of up to a block's 1024 threads, two
+  // memory maps each: at most the threads vm.max_map_count allows (as for the simulator's pool).
+  static const unsigned most = most_threads_the_maps_allow();
+  lease.engine->run_with(config, thread_body, [&](std::uint64_t blocks, const std::function<void(std::uint64_t)>& block) {
+    backend.host_parallel(Queue{}, static_cast<std::size_t>(blocks), 1, most, [&](std::size_t begin, std::size_t end) {
       for (std::size_t b = begin; b < end; ++b) block(b);
     });
   });

@@ -467,6 +467,10 @@ void SimEngine::check_launch(const gpu::LaunchConfig& config) const {
   const auto& g = config.grid;
   const auto& k = config.block;
   const std::string name = std::string("simulator: launch of kernel '") + config.kernel + "'";
+  if (tl_running.fiber != nullptr) {  // it would wait for the launch it runs in: a hang
+    throw InvalidArgument(name + " from inside a kernel: GPU threads cannot launch kernels here; launch it "
+                                 "after the kernel that would, from the host");
+  }
   const std::uint64_t threads = std::uint64_t(k.x) * k.y * k.z;
   if (threads == 0 || threads > gpu::kMaxBlockThreads || k.z > 64) {
     throw DeviceError(name + " failed: block " + text(k) + " must have 1 to " + std::to_string(gpu::kMaxBlockThreads) +

@@ -319,10 +319,11 @@ class Backend : public std::enable_shared_from_this<Backend> {
   // ---- user kernels (tandem/kernels.hpp) ----
   // Runs body(begin, end) over chunks that cover [0, n), each of at least `grain` items (the last
   // may be shorter), once the queue's earlier work is done, on this backend's host threads: the
-  // openmp backend's team (on the calling thread below its parallel threshold), one thread on the
-  // other backends whose memory is the host's. InvalidArgument on a backend whose memory is not
-  // (a GPU's). A throw from body reaches the caller after every chunk started has returned.
-  virtual void host_parallel(Queue q, std::size_t n, std::size_t grain,
+  // openmp backend's team, at most max_threads of them when it is not 0 (on the calling thread
+  // when there is one chunk); one thread on the other backends whose memory is the host's.
+  // InvalidArgument on a backend whose memory is not (a GPU's). A throw from body reaches the
+  // caller after every chunk started has returned.
+  virtual void host_parallel(Queue q, std::size_t n, std::size_t grain, unsigned max_threads,
                              const std::function<void(std::size_t begin, std::size_t end)>& body);
   // The queue's native handle, for launching kernels of one's own on it: the cudaStream_t on cuda,
   // the hipStream_t on hip (queue 0: the default stream, a null handle); nullptr on the others,

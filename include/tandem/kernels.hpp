@@ -32,6 +32,16 @@
 #include "tandem/errors.hpp"
 #include "tandem/gpu/kernel_api.hpp"
 
+// Kernels of one's own get internal linkage: a kernels file is compiled by several compilers into
+// one program, where a kernel template with linkage would be merged across them (the linker keeps
+// one compiler's and calls it from the others).
+#undef TANDEM_KERNEL
+#if defined(TANDEM_GPU_COMPILER)
+#define TANDEM_KERNEL static __global__
+#else
+#define TANDEM_KERNEL static
+#endif
+
 // A loop body for parallel_for / parallel_reduce that every compiler can run where it runs loops
 // (nvcc needs --extended-lambda for it; tandem_add_kernels passes it).
 #if defined(TANDEM_GPU_COMPILER)
@@ -141,7 +151,9 @@ __global__ void parallel_for_kernel(std::size_t n, F body) {
 inline constexpr unsigned kReduceBlock = 256;
 template <class T, class F, class C>
 __global__ void parallel_reduce_kernel(std::size_t n, T identity, F body, C combine, T* partials) {
-  __shared__ T part[kReduceBlock];
+  // Raw storage: a T with default member initialisers cannot be __shared__.
+  alignas(T) __shared__ unsigned char storage[sizeof(T) * kReduceBlock];
+  T* part = reinterpret_cast<T*>(storage);
   T acc = identity;
   const std::size_t stride = std::size_t(gridDim.x) * blockDim.x;
   for (std::size_t i = std::size_t(blockIdx.x) * blockDim.x + threadIdx.x; i < n; i += stride)
@@ -200,7 +212,7 @@ void parallel_for(Backend& backend, std::size_t n, F body) {
                                                                                                                   body);
   kernel_detail::check_native(TANDEM_KERNELS_API(GetLastError)(), "parallel_for", "launch");
 #else
-  backend.host_parallel(Queue{}, n, 1024, [&](std::size_t begin, std::size_t end) {
+  backend.host_parallel(Queue{}, n, 1024, 0, [&](std::size_t begin, std::size_t end) {
     for (std::size_t i = begin; i < end; ++i) body(i);
   });
 #endif
@@ -219,14 +231,18 @@ T parallel_reduce(Backend& backend, std::size_t n, T identity, F body, C combine
 #if defined(TANDEM_GPU_COMPILER)
   const kernel_detail::DeviceScope device(backend, "parallel_reduce");
   const unsigned grid = kernel_detail::grid_for(n, kernel_detail::kReduceBlock, 1024);
-  std::vector<T> partials(grid);
+  std::vector<T> partials(grid, identity);
   void* scratch = backend.allocate(sizeof(T) * grid);
-  struct Free {
+  const auto stream = static_cast<kernel_detail::NativeStream>(backend.native_queue(Queue{}));
+  struct Free {  // after the stream's work, which may still use it when a step below failed
     Backend& b;
     void* p;
-    ~Free() { b.deallocate(p); }
-  } free_scratch{backend, scratch};
-  const auto stream = static_cast<kernel_detail::NativeStream>(backend.native_queue(Queue{}));
+    kernel_detail::NativeStream s;
+    ~Free() {
+      (void)TANDEM_KERNELS_API(StreamSynchronize)(s);
+      b.deallocate(p);
+    }
+  } free_scratch{backend, scratch, stream};
   kernel_detail::parallel_reduce_kernel<<<grid, kernel_detail::kReduceBlock, 0, stream>>>(n, identity, body, combine,
                                                                                           static_cast<T*>(scratch));
   kernel_detail::check_native(TANDEM_KERNELS_API(GetLastError)(), "parallel_reduce", "launch");
@@ -237,7 +253,7 @@ T parallel_reduce(Backend& backend, std::size_t n, T identity, F body, C combine
 #else
   const std::size_t chunks = (n + ::tandem::detail::kReduceChunk - 1) / ::tandem::detail::kReduceChunk;
   std::vector<T> partials(chunks, identity);
-  backend.host_parallel(Queue{}, chunks, 1, [&](std::size_t begin, std::size_t end) {
+  backend.host_parallel(Queue{}, chunks, 1, 0, [&](std::size_t begin, std::size_t end) {
     for (std::size_t c = begin; c < end; ++c) {
       T acc = identity;
       const std::size_t last = std::min(n, (c + 1) * ::tandem::detail::kReduceChunk);
@@ -255,42 +271,44 @@ T parallel_reduce(Backend& backend, std::size_t n, T identity, F body, C combine
 
 namespace detail {
 
-// What TANDEM_EXPORT leaves for TANDEM_IMPORT: one per function and compilation.
+// What TANDEM_EXPORT leaves for TANDEM_IMPORT, one per function and compilation. It is made at
+// compile time (constinit), so an import can be called from any static initializer. Its layout
+// is the same whatever F is: the import reads it as its own signature's, and calls the function
+// only when the two signatures are one type.
+template <class F>
 struct Export {
   const char* name;
-  const char* signature;  // typeid(the function's type).name(): a mismatched import is refused
-  void (*function)();     // the function, cast back by the import
+  const std::type_info* signature;  // typeid(F)
+  F* function;
 };
 
-// The exported functions of one name, by compilation (null where it was not compiled).
+// The exported functions of one name, by compilation (null where it was not linked in).
 template <class Signature>
 class Imported;
 template <class R, class... A>
 class Imported<R(Backend&, A...)> {
  public:
-  constexpr Imported(const char* name, const Export* host, const Export* cuda, const Export* hip)
+  using Entry = Export<R(Backend&, A...)>;
+  constexpr Imported(const char* name, const Entry* host, const Entry* cuda, const Entry* hip)
       : name_(name), exports_{host, cuda, hip} {}
 
-  R operator()(Backend& backend, A... args) const {
-    const Export& e = find(backend);
-    return reinterpret_cast<R (*)(Backend&, A...)>(e.function)(backend, std::forward<A>(args)...);
-  }
+  R operator()(Backend& backend, A... args) const { return find(backend).function(backend, std::forward<A>(args)...); }
   // Whether this function was compiled for the backend's kind (as a call would find it).
   bool compiled_for(const Backend& backend) const {
     return exports_[static_cast<unsigned>(kernel_target(backend))] != nullptr;
   }
 
  private:
-  const Export& find(const Backend& backend) const {
+  const Entry& find(const Backend& backend) const {
     const KernelTarget target = kernel_target(backend);
-    const Export* e = exports_[static_cast<unsigned>(target)];
+    const Entry* e = exports_[static_cast<unsigned>(target)];
     if (e == nullptr) {
       throw InvalidArgument(std::string(name_) + " was not compiled for " + std::string(name_of(target)) +
                             " (backend '" + backend.name() +
                             "'): name the backend in tandem_add_kernels(... BACKENDS) " +
                             "for the file that exports it");
     }
-    if (std::strcmp(e->signature, typeid(R(Backend&, A...)).name()) != 0) {
+    if (*e->signature != typeid(R(Backend&, A...))) {
       throw InvalidArgument(std::string(name_) +
                             " is imported with another signature than the one it was exported "
                             "with: make TANDEM_IMPORT's signature the function's type");
@@ -299,7 +317,7 @@ class Imported<R(Backend&, A...)> {
   }
 
   const char* name_;
-  const Export* exports_[3];
+  const Entry* exports_[3];
 };
 
 }  // namespace detail
@@ -310,23 +328,46 @@ class Imported<R(Backend&, A...)> {
 #define TANDEM_EXPORT_NAME(fn, abi) TANDEM_EXPORT_NAME_(fn, abi)
 
 // After the function `fn(tandem::Backend&, ...)` in a kernels file, at namespace scope outside any
-// namespace: makes this compilation of it callable through TANDEM_IMPORT. One function per name
-// (no overloads).
-#define TANDEM_EXPORT(fn)                                                                     \
-  extern const ::tandem::detail::Export TANDEM_EXPORT_NAME(fn, TANDEM_GPU_ABI);               \
-  const ::tandem::detail::Export TANDEM_EXPORT_NAME(fn, TANDEM_GPU_ABI) {                     \
-    #fn, typeid(decltype(fn)).name(), reinterpret_cast<void (*)()>(&fn)                       \
-  }
+// namespace: makes this compilation of it callable through TANDEM_IMPORT (visible from a shared
+// library built with hidden visibility too). One function per name (no overloads).
+// Not const (the import reads it as const): clang-HIP would copy a const constant into device
+// memory, where the host function it points to does not exist.
+#define TANDEM_EXPORT(fn)                                                                       \
+  extern __attribute__((visibility("default"))) ::tandem::detail::Export<decltype(fn)>          \
+      TANDEM_EXPORT_NAME(fn, TANDEM_GPU_ABI);                                                   \
+  constinit ::tandem::detail::Export<decltype(fn)> TANDEM_EXPORT_NAME(fn, TANDEM_GPU_ABI)       \
+      {#fn, &typeid(decltype(fn)), &fn}
 
 // Where an exported function is called, at namespace scope outside any namespace: declares `fn`,
-// called as the function is, with signature `R(tandem::Backend&, ...)`. The compilations the
-// program was not linked with are null (weak references), and a call for their backends throws.
-#define TANDEM_IMPORT(fn, ...)                                                                \
-  extern const ::tandem::detail::Export TANDEM_EXPORT_NAME(fn, abi_sim) __attribute__((weak));  \
-  extern const ::tandem::detail::Export TANDEM_EXPORT_NAME(fn, abi_cuda) __attribute__((weak)); \
-  extern const ::tandem::detail::Export TANDEM_EXPORT_NAME(fn, abi_hip) __attribute__((weak));  \
-  inline const ::tandem::detail::Imported<__VA_ARGS__> fn {                                   \
-    #fn, &TANDEM_EXPORT_NAME(fn, abi_sim), &TANDEM_EXPORT_NAME(fn, abi_cuda),                 \
-        &TANDEM_EXPORT_NAME(fn, abi_hip)                                                      \
+// called as the function is, with signature `R(tandem::Backend&, ...)`. tandem_add_kernels()
+// defines TANDEM_KERNELS_HOST, _CUDA and _HIP for the kinds it compiled, on its target and those
+// that link it: those compilations are referenced (so a static library's are linked in, and a
+// missing one is a link error); the others are weak references, null when absent, and a call for
+// their backends throws InvalidArgument.
+#define TANDEM_IMPORT(fn, ...)                                                                  \
+  extern const ::tandem::detail::Export<__VA_ARGS__> TANDEM_EXPORT_NAME(fn, abi_sim)            \
+      TANDEM_KERNELS_REFERENCE_HOST;                                                            \
+  extern const ::tandem::detail::Export<__VA_ARGS__> TANDEM_EXPORT_NAME(fn, abi_cuda)           \
+      TANDEM_KERNELS_REFERENCE_CUDA;                                                            \
+  extern const ::tandem::detail::Export<__VA_ARGS__> TANDEM_EXPORT_NAME(fn, abi_hip)            \
+      TANDEM_KERNELS_REFERENCE_HIP;                                                             \
+  inline constinit const ::tandem::detail::Imported<__VA_ARGS__> fn {                           \
+    #fn, &TANDEM_EXPORT_NAME(fn, abi_sim), &TANDEM_EXPORT_NAME(fn, abi_cuda),                   \
+        &TANDEM_EXPORT_NAME(fn, abi_hip)                                                        \
   }
+#if defined(TANDEM_KERNELS_HOST)
+#define TANDEM_KERNELS_REFERENCE_HOST
+#else
+#define TANDEM_KERNELS_REFERENCE_HOST __attribute__((weak))
+#endif
+#if defined(TANDEM_KERNELS_CUDA)
+#define TANDEM_KERNELS_REFERENCE_CUDA
+#else
+#define TANDEM_KERNELS_REFERENCE_CUDA __attribute__((weak))
+#endif
+#if defined(TANDEM_KERNELS_HIP)
+#define TANDEM_KERNELS_REFERENCE_HIP
+#else
+#define TANDEM_KERNELS_REFERENCE_HIP __attribute__((weak))
+#endif
 // clang-format on
