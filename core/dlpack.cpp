@@ -18,7 +18,7 @@ namespace {
 
 struct Export {
   Buffer buffer;  // keeps the memory alive
-  std::vector<std::int64_t> shape;
+  std::vector<std::int64_t> shape, strides;
   DLManagedTensor tensor{};
 };
 
@@ -132,20 +132,24 @@ DLManagedTensor* to_dlpack(const Tensor& tensor) {
     throw ShapeMismatch("to_dlpack: the shape's element count does not fit in 64 bits; the buffer holds " +
                         std::to_string(buffer.size()));
   }
-  if (static_cast<std::uint64_t>(product) != buffer.size()) {
+  const bool strided = !tensor.is_contiguous();
+  if (strided) {
+    tensor.check("to_dlpack");  // every element inside the buffer
+  } else if (static_cast<std::uint64_t>(product) != buffer.size()) {
     throw ShapeMismatch("to_dlpack: the shape holds " + std::to_string(product) + " elements, the buffer " +
                         std::to_string(buffer.size()));
   }
   auto ex = std::make_unique<Export>();
   ex->buffer = buffer;
   ex->shape = tensor.shape;
+  if (strided) ex->strides = tensor.strides;
   DLTensor& t = ex->tensor.dl_tensor;
   t.data = const_cast<void*>(ex->buffer.data());
   t.device = device;
   t.ndim = static_cast<int>(ex->shape.size());
   t.dtype = dlpack_dtype(buffer.dtype());
   t.shape = ex->shape.data();
-  t.strides = nullptr;  // compact row-major
+  t.strides = strided ? ex->strides.data() : nullptr;  // null: compact row-major
   t.byte_offset = 0;
   ex->tensor.manager_ctx = ex.get();
   ex->tensor.deleter = delete_export;

@@ -121,3 +121,53 @@ TEST_CASE("allclose and verify::compare across backends and dtypes") {
   CHECK(allclose(odd, odd, 1e-5, 1e-8, true));
   CHECK_FALSE(allclose(odd, Buffer::from(ref, std::vector<double>{nan, -inf, 1}), 1e-5, 1e-8, true));
 }
+
+TEST_CASE("verify::check and compare with an op's own bound catch an error of a few units in the last place") {
+  Backend* be = backend_or_skip();
+  if (!be) return;
+  Backend& ref = get_backend("reference");
+  const std::vector<float> v = values(300, 2), w = values(300, -0.5f);
+  const Buffer x = Buffer::from(*be, v), y = Buffer::from(*be, w);
+  // The backend's own results pass the bounds `tandem check` holds it to.
+  CHECK(verify::check(UnaryOp::exp, x, exp(x)).ok());
+  CHECK(verify::check(BinaryOp::mul, x, y, mul(x, y)).ok());
+  CHECK(verify::check(BinaryOp::tanh_grad, x, y, binary(BinaryOp::tanh_grad, x, y)).ok());
+  // One element off by 8 units in the last place fails there, and only there.
+  auto nudged = [&](const Buffer& b, std::size_t at) {
+    std::vector<float> h = b.to_vector<float>();
+    h[at] = std::nextafter(h[at], INFINITY);
+    for (int i = 0; i < 7; ++i) h[at] = std::nextafter(h[at], INFINITY);
+    return Buffer::from(*be, h);
+  };
+  const verify::Comparison bad = verify::check(UnaryOp::exp, x, nudged(exp(x), 41));
+  CHECK(bad.failures == 1);
+  CHECK(bad.first_failures.at(0).index == 41);
+  CHECK(verify::check(BinaryOp::mul, x, y, nudged(mul(x, y), 7)).failures == 1);
+  // compare: against a float64 result, with the op's bound in the actual's precision.
+  const std::vector<double> v64(v.begin(), v.end()), w64(w.begin(), w.end());
+  const Buffer exact = add(Buffer::from(ref, v64), Buffer::from(ref, w64));
+  CHECK(verify::compare(add(x, y), exact, BinaryOp::add).ok());
+  CHECK(verify::compare(nudged(add(x, y), 3), exact, BinaryOp::add).failures == 1);
+  const Buffer sq = unary(UnaryOp::sqrt, unary(UnaryOp::abs, Buffer::from(ref, v64)));
+  CHECK(verify::compare(unary(UnaryOp::sqrt, unary(UnaryOp::abs, x)), sq, UnaryOp::sqrt).ok());
+  CHECK_THROWS_AS(verify::compare(x, x, BinaryOp::relu_grad), InvalidArgument);
+  CHECK_THROWS_AS(verify::check(UnaryOp::exp, x, x.slice(0, 5)), ShapeMismatch);
+}
+
+TEST_CASE("verify::check_matmul: the backend's product passes, a nudged one fails, beta is refused") {
+  Backend* be = backend_or_skip();
+  if (!be) return;
+  const Matrix a = matrix(Buffer::from(*be, values(9 * 40, 1)), 9, 40);
+  const Matrix b = matrix(Buffer::from(*be, values(40 * 7, -1)), 40, 7);
+  const Matrix c = matmul(a, b, {.alpha = 0.5});
+  CHECK(verify::check_matmul(a, b, c, {.alpha = 0.5}).ok());
+  // Wrong alpha: every element off by a factor of 2.
+  CHECK(verify::check_matmul(a, b, c).failures == 63);
+  std::vector<float> h = c.buffer.to_vector<float>();
+  h[20] += 1e-3f * std::fabs(h[20]) + 1e-3f;
+  CHECK(verify::check_matmul(a, b, matrix(Buffer::from(*be, h), 9, 7), {.alpha = 0.5}).failures == 1);
+  const Matrix at = transpose(a);
+  CHECK(verify::check_matmul(at, b, matmul(at, b, {.trans_a = Transpose::yes}), {.trans_a = Transpose::yes}).ok());
+  CHECK_THROWS_AS(verify::check_matmul(a, b, c, {.beta = 1}), InvalidArgument);
+  CHECK_THROWS_AS(verify::check_matmul(a, b, matrix(c.buffer.slice(0, 56), 8, 7)), ShapeMismatch);
+}

@@ -7,26 +7,6 @@ namespace tandem::verify::detail {
 
 namespace {
 
-// Each op's relative-error factor and input domain: its row in the op table.
-double unary_factor(UnaryOp op) {
-  return visit(op, []<class Row>(Row) { return Row::ulps; });
-}
-std::pair<double, double> unary_domain(UnaryOp op) {
-  return visit(op, []<class Row>(Row) { return std::pair<double, double>(Row::lo, Row::hi); });
-}
-
-// The bound of a binary op at one element: correctly rounded arithmetic, or the derivative's own
-// bound from its activation's row (x is the derivative's input or output, dy the incoming slope).
-double binary_bound(BinaryOp op, double x, double dy, double exact, double u) {
-  return visit(op, [&]<class Row>(Row) {
-    if constexpr (requires { typename Row::activation; }) {
-      return Row::activation::grad_bound(x, dy, exact, u);
-    } else {
-      return (u + u64()) * std::fabs(exact);
-    }
-  });
-}
-
 std::string size_label(std::size_t n) { return std::to_string(n); }
 
 // Conversions from t to every other floating type; the reference's rounding is the spec (to
@@ -99,7 +79,7 @@ CheckCase unary_case(DType t, std::size_t n, UnaryOp op, const CheckOptions& o) 
     unary(op, upload(ref, DType::f64, x), want);
     const Host e = download(want);
     Host bound(n);
-    for (std::size_t i = 0; i < n; ++i) bound[i] = (unary_factor(op) * u_of(t) + u64()) * std::fabs(e[i]);
+    for (std::size_t i = 0; i < n; ++i) bound[i] = unary_bound(op, e[i], u_of(t));
     finish(r, got, e, bound);
     return r;
   };

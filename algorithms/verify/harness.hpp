@@ -4,6 +4,7 @@
 
 #include <cmath>
 #include <random>
+#include <utility>
 #include <string>
 #include <vector>
 
@@ -53,6 +54,18 @@ inline double round_to(DType t, double v) {
 // Element-wise bound helpers.
 inline double u_of(DType t) { return unit_roundoff(t); }
 inline double u64() { return unit_roundoff(DType::f64); }
+
+// The ops' derived bounds, from their rows in the op table. A unary op computed in a type of unit
+// roundoff u is within unary_bound of its exact result (its row's ulps, plus the float64
+// oracle's own rounding); unary_domain is the input range its cases draw from.
+double unary_factor(UnaryOp op);
+std::pair<double, double> unary_domain(UnaryOp op);
+double unary_bound(UnaryOp op, double exact, double u);
+// A binary op's bound at one element: correctly rounded arithmetic, or the derivative's own bound
+// from its activation's row (x is the derivative's input or output, dy the incoming slope).
+double binary_bound(BinaryOp op, double x, double dy, double exact, double u);
+// Whether binary_bound depends on x and dy (the derivatives), not on the result alone.
+bool bound_needs_inputs(BinaryOp op);
 
 // Finishes a case: compares the tested output with the reference, checks the guards.
 void finish(CaseResult& r, const Output& out, const Host& expected, const Host& bound);

@@ -16,14 +16,9 @@
 #include <vector>
 
 #include "tandem/buffer.hpp"
+#include "tandem/tensor.hpp"
 
 namespace tandem {
-
-// A buffer with a row-major, compact shape (an empty shape is a scalar of one element).
-struct Tensor {
-  Buffer buffer;
-  std::vector<std::int64_t> shape;
-};
 
 // The DLPack device of a buffer's memory: kDLCPU for host memory (the CPU backends and the
 // simulator), kDLCUDA / kDLROCM with the device ordinal, kDLCUDAManaged for a managed buffer on
@@ -34,8 +29,9 @@ DLDataType dlpack_dtype(DType dtype);
 DType dtype_from_dlpack(DLDataType dtype);
 
 // A new DLManagedTensor over the buffer's memory: one dimension of buffer.size(), or the
-// tensor's shape (an empty shape is a 0-d scalar), whose product must be buffer.size()
-// (ShapeMismatch). The memory stays alive until the receiver calls the tensor's deleter.
+// tensor's shape (an empty shape is a 0-d scalar): a compact tensor's product must be
+// buffer.size() (ShapeMismatch); a strided view goes with its strides (Tensor::check()). The
+// memory stays alive until the receiver calls the tensor's deleter.
 DLManagedTensor* to_dlpack(const Buffer& buffer);
 DLManagedTensor* to_dlpack(const Tensor& tensor);
 

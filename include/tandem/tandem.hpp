@@ -12,5 +12,6 @@
 #include "tandem/ops.hpp"
 #include "tandem/provenance.hpp"
 #include "tandem/registry.hpp"
+#include "tandem/tensor.hpp"
 #include "tandem/topology.hpp"
 #include "tandem/version.hpp"

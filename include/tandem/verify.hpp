@@ -12,6 +12,7 @@
 
 #include "tandem/backend.hpp"
 #include "tandem/buffer.hpp"
+#include "tandem/ops.hpp"
 
 namespace tandem::verify {
 
@@ -43,6 +44,26 @@ Comparison compare(std::span<const double> actual, std::span<const double> expec
 // back as f64: element i passes as above with bound[i] = atol + rtol * |expected[i]|. describe()
 // says which elements fail and by how much.
 Comparison compare(const Buffer& actual, const Buffer& expected, double rtol, double atol = 0);
+
+// The op's own derived bound, the one `tandem check` holds every backend to: element i of actual,
+// computed by op in actual's dtype, passes when it is within the op's bound of expected[i], the
+// exact result (a float64 result, e.g. from the reference backend, is exact enough: the bound
+// allows for its rounding; an expected of a narrower dtype adds that dtype's). The bound of a
+// unary op is its op-table row's ulps times the unit roundoff, relative to the result; add, sub,
+// mul and div are correctly rounded. The derivatives' bounds (relu_grad, ...) depend on their
+// inputs, not on the result alone: InvalidArgument naming check(). Same size (ShapeMismatch).
+Comparison compare(const Buffer& actual, const Buffer& expected, UnaryOp op);
+Comparison compare(const Buffer& actual, const Buffer& expected, BinaryOp op);
+
+// Checks a result of your own against the oracle: recomputes op from its inputs in float64 on the
+// reference backend and compares out with it under the op's bound. The buffers may live on any
+// backends and be of any dtypes; out's dtype sets the bound's precision.
+Comparison check(UnaryOp op, const Buffer& x, const Buffer& out);
+Comparison check(BinaryOp op, const Buffer& x, const Buffer& y, const Buffer& out);
+// c = alpha op(A) op(B) against the reference, with matmul's bound: gamma(k + 3) |alpha| |A||B|
+// in c's precision, plus the float64 oracle's own. options.beta must be 0 (the C that beta
+// scaled is gone once c holds the result: InvalidArgument); its tier is ignored.
+Comparison check_matmul(const Matrix& a, const Matrix& b, const Matrix& c, const MatmulOptions& options = {});
 
 struct CaseResult {
   std::string algorithm, backend, tier, dtype, size;

@@ -1,6 +1,6 @@
-// The Python module tandem._tandem (nanobind): shared pieces of its four parts (module.cpp:
+// The Python module tandem._tandem (nanobind): shared pieces of its five parts (module.cpp:
 // errors, backends, info, check, compare; array.cpp: the Array type, NumPy and DLPack;
-// ops.cpp: the algorithm set; ml.cpp: data, regression, the MLP).
+// ops.cpp: the algorithm set; ml.cpp: data, regression, the MLP; verify.cpp: the oracle).
 #pragma once
 
 #include <nanobind/nanobind.h>
@@ -53,5 +53,6 @@ void bind_core(nb::module_& m);
 void bind_array(nb::module_& m);
 void bind_ops(nb::module_& m);
 void bind_ml(nb::module_& m);
+void bind_verify(nb::module_& m);
 
 }  // namespace tandem::py

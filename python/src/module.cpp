@@ -297,4 +297,5 @@ NB_MODULE(_tandem, m) {
   tandem::py::bind_array(m);
   tandem::py::bind_ops(m);
   tandem::py::bind_ml(m);
+  tandem::py::bind_verify(m);
 }

@@ -15,6 +15,7 @@ import numpy as _np
 
 from ._tandem import *  # noqa: F401,F403  (the C++ core: Array, Backend, ops, Mlp, ...)
 from . import _numpy_semantics as _semantics
+from . import verify  # noqa: F401  (tandem.verify: the oracle for results of your own)
 from ._tandem import (Array, Backend, Error, _dtype_name, _from_host, from_dlpack, get_backend,
                       unary_ops, binary_ops, __version__)
 
