@@ -21,12 +21,14 @@ std::string text(const Dims& d) {
   return s + (d.size() == 1 ? ",)" : ")");
 }
 
+// Saturating at INT64_MAX: a shape too large for its strides holds no element (a zero extent) or
+// is refused by check() for its size.
 Dims compact_strides(const Dims& shape) {
   Dims s(shape.size());
   std::int64_t step = 1;
   for (std::size_t i = shape.size(); i-- > 0;) {
     s[i] = step;
-    step *= std::max<std::int64_t>(shape[i], 1);
+    if (!detail::mul_fits(step, std::max<std::int64_t>(shape[i], 1), step)) step = INT64_MAX;
   }
   return s;
 }
@@ -129,6 +131,9 @@ std::vector<std::int64_t> Tensor::effective_strides() const { return strides.emp
 
 bool Tensor::is_contiguous() const {
   if (strides.empty()) return true;
+  if (strides.size() != shape.size()) return false;  // not a view at all: check() says why
+  std::int64_t n = 0;
+  if (detail::element_count(shape, n) && n == 0) return true;  // no element to be out of order
   const Dims c = compact_strides(shape);
   for (std::size_t i = 0; i < rank(); ++i) {
     if (shape[i] > 1 && strides[i] != c[i]) return false;
@@ -165,9 +170,13 @@ Tensor Tensor::slice(int axis, std::int64_t begin, std::int64_t end, std::int64_
   auto clamp = [n](std::int64_t i) { return std::clamp<std::int64_t>(i < 0 ? i + n : i, 0, n); };
   const std::int64_t b = clamp(begin), e = std::max(b, clamp(end));
   Dims sh = shape, st = effective_strides();
-  sh[a] = (e - b + step - 1) / step;
+  sh[a] = e == b ? 0 : 1 + (e - b - 1) / step;  // without overflow for any step
   const std::int64_t offset = sh[a] == 0 ? 0 : b * st[a];
-  st[a] *= step;
+  // One index left: its stride is never used (and step times it may not fit).
+  if (sh[a] > 1 && !detail::mul_fits(st[a], step, st[a])) {
+    throw ShapeMismatch("Tensor::slice: step " + std::to_string(step) + " times stride " + std::to_string(st[a]) +
+                        " does not fit in 64 bits");
+  }
   return view_of(*this, offset, std::move(sh), std::move(st));
 }
 
@@ -256,15 +265,19 @@ Matrix Tensor::as_matrix() const {
 
 Tensor Tensor::contiguous(Queue q) const {
   check("Tensor::contiguous");
-  if (is_contiguous()) return *this;
+  if (is_contiguous()) return Tensor{as_buffer(), shape, {}};  // the view's elements, not the whole buffer
   Backend& be = buffer.backend();
   Tensor out = empty_tensor(be, buffer.dtype(), shape);
   if (out.buffer.size() == 0) return out;
   Dims sh, st;
   simplify(*this, sh, st);  // not contiguous, so at least one axis is left
   // The row indices gather_rows reads: 0, 1, 2, ... for a block, all 0 for a repeated row.
+  // gather_rows takes i32 row indices: a piece of more rows goes in runs of kMostRows.
+  constexpr std::int64_t kMostRows = std::int64_t(1) << 30;
   std::int64_t most_rows = 0;
-  for_each_piece(sh, st, [&](const Piece& p) { most_rows = std::max(most_rows, p.transposed ? 0 : p.rows); });
+  for_each_piece(sh, st, [&](const Piece& p) {
+    most_rows = std::max(most_rows, p.transposed ? 0 : std::min(p.rows, kMostRows));
+  });
   Buffer counting, zeros;
   if (most_rows > 0) {
     std::vector<std::int32_t> rows(static_cast<std::size_t>(most_rows));
@@ -284,12 +297,20 @@ Tensor Tensor::contiguous(Queue q) const {
       return;
     }
     const bool repeated = p.ld == 0 && p.rows > 1;
-    const std::int64_t src_rows = repeated ? 1 : p.rows;
-    const std::size_t reach = static_cast<std::size_t>((src_rows - 1) * p.ld + p.cols);
-    const Matrix src = matrix(buffer.slice(static_cast<std::size_t>(p.offset), reach), src_rows, p.cols,
-                              src_rows == 1 ? p.cols : p.ld);
-    gather_rows(src, (repeated ? zeros : counting).slice(0, static_cast<std::size_t>(p.rows)), dst, q);
+    for (std::int64_t r0 = 0; r0 < p.rows; r0 += kMostRows) {
+      const std::int64_t rows = std::min(kMostRows, p.rows - r0);
+      const std::int64_t src_rows = repeated ? 1 : rows;
+      const std::size_t reach = static_cast<std::size_t>((src_rows - 1) * p.ld + p.cols);
+      const Matrix src = matrix(buffer.slice(static_cast<std::size_t>(p.offset + r0 * p.ld), reach), src_rows, p.cols,
+                                src_rows == 1 ? p.cols : p.ld);
+      const Matrix part = rows == p.rows ? dst : matrix(dst.buffer.slice(static_cast<std::size_t>(r0 * p.cols),
+                                                                         static_cast<std::size_t>(rows * p.cols)),
+                                                        rows, p.cols);
+      gather_rows(src, (repeated ? zeros : counting).slice(0, static_cast<std::size_t>(rows)), part, q);
+    }
   });
+  // The row indices are freed on return: the gathers on q must be done with them first.
+  if (most_rows > 0) be.synchronize(q);
   return out;
 }
 

@@ -132,10 +132,9 @@ DLManagedTensor* to_dlpack(const Tensor& tensor) {
     throw ShapeMismatch("to_dlpack: the shape's element count does not fit in 64 bits; the buffer holds " +
                         std::to_string(buffer.size()));
   }
+  tensor.check("to_dlpack");  // strides of the shape's rank, none negative, every element inside the buffer
   const bool strided = !tensor.is_contiguous();
-  if (strided) {
-    tensor.check("to_dlpack");  // every element inside the buffer
-  } else if (static_cast<std::uint64_t>(product) != buffer.size()) {
+  if (!strided && static_cast<std::uint64_t>(product) != buffer.size()) {
     throw ShapeMismatch("to_dlpack: the shape holds " + std::to_string(product) + " elements, the buffer " +
                         std::to_string(buffer.size()));
   }

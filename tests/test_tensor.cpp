@@ -98,6 +98,38 @@ TEST_CASE("tensor views: repeated and overlapping rows copy as NumPy's as_stride
   CHECK(repeated.to_vector<float>() == std::vector<float>{5, 5, 5});
 }
 
+TEST_CASE("tensor views: 0-d, empty and oversized tensors, huge steps") {
+  Backend* be = backend_or_skip();
+  if (!be) return;
+  const Tensor t = iota_tensor(*be);
+  const Tensor scalar = t.select(0, 1).select(0, 2).select(0, 3);  // t[1, 2, 3]
+  CHECK(scalar.rank() == 0);
+  CHECK(scalar.size() == 1);
+  CHECK(scalar.to_vector<float>() == std::vector<float>{23});
+  // A slice of nothing, then a step: no elements, so contiguous, and reshapes as NumPy's would.
+  const Tensor none = t.slice(1, 2, 1).slice(2, 0, 4, 2);
+  CHECK(none.is_contiguous());
+  CHECK(none.as_buffer().size() == 0);
+  CHECK(none.reshape({0}).size() == 0);
+  // A tensor over the front of a larger buffer: its copy and its elements are the view's only.
+  const Tensor front{t.buffer, {2, 3}};
+  CHECK(front.contiguous().buffer.size() == 6);
+  CHECK(front.to_vector<float>() == std::vector<float>{0, 1, 2, 3, 4, 5});
+  // Steps past the axis, and steps whose stride would overflow: one element, as NumPy gives.
+  CHECK(t.slice(2, 1, 4, INT64_MAX).to_vector<float>() == expect(2, 3, 1, [](auto i, auto j, auto) {
+          return 12 * i + 4 * j + 1;
+        }));
+  CHECK(t.slice(0, 0, 2, std::int64_t(1) << 62).shape == std::vector<std::int64_t>{1, 3, 4});
+  CHECK(t.slice(0, 0, 2, std::int64_t(1) << 62).to_vector<float>() == t.select(0, 0).to_vector<float>());
+  // Strides of another rank than the shape are not a view: refused, never read past.
+  const Tensor bad{t.buffer, {2, 3}, {3}};
+  CHECK_FALSE(bad.is_contiguous());
+  CHECK_THROWS_AS(bad.contiguous(), InvalidArgument);
+  // A broadcast last axis (stride 0) and a broadcast leading one.
+  const Tensor wide{t.buffer.slice(5, 1), {2, 3}, {0, 0}};
+  CHECK(wide.to_vector<float>() == std::vector<float>(6, 5.0f));
+}
+
 TEST_CASE("tensor views: the ops take views as buffers and matrices") {
   Backend* be = backend_or_skip();
   if (!be) return;
@@ -150,8 +182,13 @@ TEST_CASE("tensor views: a strided view goes to DLPack with its strides") {
     return;
   }
   REQUIRE(m->dl_tensor.strides != nullptr);
+  CHECK(m->dl_tensor.data == view.buffer.data());
   CHECK(std::vector<std::int64_t>(m->dl_tensor.strides, m->dl_tensor.strides + 3) == std::vector<std::int64_t>{12, 4, 1});
   CHECK(std::vector<std::int64_t>(m->dl_tensor.shape, m->dl_tensor.shape + 3) == std::vector<std::int64_t>{2, 2, 4});
   m->deleter(m);
+  // What check() refuses is not exported either: strides of another rank, a negative stride.
+  const Buffer b = view.buffer;
+  CHECK_THROWS_AS(to_dlpack(Tensor{b, {2, 3}, {3, 1, 99}}), InvalidArgument);
+  CHECK_THROWS_AS(to_dlpack(Tensor{b, {1, 3}, {-5, 1}}), InvalidArgument);
 }
 #endif

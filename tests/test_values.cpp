@@ -151,6 +151,15 @@ TEST_CASE("verify::check and compare with an op's own bound catch an error of a 
   const Buffer sq = unary(UnaryOp::sqrt, unary(UnaryOp::abs, Buffer::from(ref, v64)));
   CHECK(verify::compare(unary(UnaryOp::sqrt, unary(UnaryOp::abs, x)), sq, UnaryOp::sqrt).ok());
   CHECK_THROWS_AS(verify::compare(x, x, BinaryOp::relu_grad), InvalidArgument);
+  // Results stored in f16 and bf16 are held to their own precision: a correctly rounded one passes,
+  // one off by a few of its units fails.
+  for (const DType t : {DType::f16, DType::bf16}) {
+    const Buffer e = exp(Buffer::from(ref, v64));
+    const Buffer rounded = convert(e, t), wrong = convert(scale(1.05, e), t);
+    CHECK_MESSAGE(verify::compare(rounded, e, UnaryOp::exp).ok(), name_of(t));
+    CHECK_MESSAGE(verify::compare(wrong, e, UnaryOp::exp).failures > 250, name_of(t));
+    CHECK_MESSAGE(verify::check(UnaryOp::exp, Buffer::from(ref, v64), rounded).ok(), name_of(t));
+  }
   CHECK_THROWS_AS(verify::check(UnaryOp::exp, x, x.slice(0, 5)), ShapeMismatch);
 }
 

@@ -49,11 +49,22 @@ void same_size(const Buffer& a, const Buffer& b, const char* what, const char* n
   }
 }
 
-// The unit roundoff of the expected values' own type: 0 for float64, which the bounds already
-// allow for; a narrower expected adds its own rounding.
-double extra_u(const Buffer& expected) {
-  return expected.dtype() == DType::f64 ? 0 : unit_roundoff(expected.dtype());
+// The unit roundoff of values stored in dtype t (unit_roundoff is the compute type's: f16 and bf16
+// compute in f32, but a result stored in them is rounded to their 11 or 8 bits).
+double storage_u(DType t) {
+  switch (t) {
+    case DType::f16:
+      return std::ldexp(1.0, -11);
+    case DType::bf16:
+      return std::ldexp(1.0, -8);
+    default:
+      return unit_roundoff(t);
+  }
 }
+
+// The expected values' own rounding: 0 for float64, which the bounds already allow for; a
+// narrower expected adds its own.
+double extra_u(const Buffer& expected) { return expected.dtype() == DType::f64 ? 0 : storage_u(expected.dtype()); }
 
 Backend& reference(const char* what) {
   try {
@@ -68,7 +79,7 @@ Backend& reference(const char* what) {
 Comparison compare(const Buffer& actual, const Buffer& expected, UnaryOp op) {
   same_size(actual, expected, "verify::compare", "actual and expected");
   const Host a = detail::download(actual), e = detail::download(expected);
-  const double u = unit_roundoff(actual.dtype()), ue = extra_u(expected);
+  const double u = storage_u(actual.dtype()), ue = extra_u(expected);
   Host bound(e.size());
   for (std::size_t i = 0; i < e.size(); ++i) {
     bound[i] = detail::unary_bound(op, e[i], u) + (ue > 0 ? detail::unary_bound(op, e[i], ue) : 0);
@@ -83,7 +94,7 @@ Comparison compare(const Buffer& actual, const Buffer& expected, BinaryOp op) {
   }
   same_size(actual, expected, "verify::compare", "actual and expected");
   const Host a = detail::download(actual), e = detail::download(expected);
-  const double u = unit_roundoff(actual.dtype()) + extra_u(expected);
+  const double u = storage_u(actual.dtype()) + extra_u(expected);
   Host bound(e.size());
   for (std::size_t i = 0; i < e.size(); ++i) bound[i] = detail::binary_bound(op, 0, 0, e[i], u);
   return compare(a, e, bound);
@@ -105,7 +116,7 @@ Comparison check(BinaryOp op, const Buffer& x, const Buffer& y, const Buffer& ou
   Buffer want(ref, DType::f64, x.size());
   binary(op, detail::upload(ref, DType::f64, hx), detail::upload(ref, DType::f64, hy), want);
   const Host e = detail::download(want);
-  const double u = unit_roundoff(out.dtype());
+  const double u = storage_u(out.dtype());
   Host bound(e.size());
   for (std::size_t i = 0; i < e.size(); ++i) bound[i] = detail::binary_bound(op, hx[i], hy[i], e[i], u);
   return compare(detail::download(out), e, bound);
@@ -149,7 +160,7 @@ Comparison check_matmul(const Matrix& a, const Matrix& b, const Matrix& c, const
       const std::size_t o = static_cast<std::size_t>(i * c.cols + j);
       actual[o] = hc[at(got, i, j)];
       expected[o] = e[at(want, i, j)];
-      bound[o] = g * std::fabs(options.alpha) * abs_ab[at(magnitude, i, j)] + u * std::fabs(expected[o]);
+      bound[o] = g * std::fabs(options.alpha) * abs_ab[at(magnitude, i, j)] + storage_u(c.buffer.dtype()) * std::fabs(expected[o]);
     }
   }
   return compare(actual, expected, bound);

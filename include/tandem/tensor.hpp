@@ -25,7 +25,8 @@ struct Tensor {
   std::int64_t size() const;
   // The strides in force: `strides`, or the compact row-major strides of `shape` when empty.
   std::vector<std::int64_t> effective_strides() const;
-  // Whether the elements lie in row-major order with no gaps (buffer[0 .. size())).
+  // Whether the elements lie in row-major order with no gaps (buffer[0 .. size())); true for a
+  // tensor of no elements, false for strides of another rank than the shape.
   bool is_contiguous() const;
   // Throws when the fields do not describe a view inside the buffer: a negative extent or stride
   // or strides of another rank (InvalidArgument), an element past the buffer's end (ShapeMismatch).
@@ -35,7 +36,7 @@ struct Tensor {
   // end are clamped to the axis as in NumPy's a[begin:end:step]; step >= 1. A view.
   Tensor slice(int axis, std::int64_t begin, std::int64_t end, std::int64_t step = 1) const;
   // Index `index` of `axis` (negative indices count from the end), the axis removed: a view of
-  // rank - 1. IndexError outside the axis.
+  // rank - 1. InvalidArgument outside the axis.
   Tensor select(int axis, std::int64_t index) const;
   // The axes in a new order (axes is a permutation of 0 .. rank - 1): a view.
   Tensor permute(const std::vector<int>& axes) const;
@@ -49,7 +50,8 @@ struct Tensor {
   // A 2-D tensor as the Matrix the matrix ops take: rows of unit stride (a single column may have
   // any stride), InvalidArgument naming contiguous() or reshape() otherwise.
   Matrix as_matrix() const;
-  // A compact row-major copy on the same backend, or the tensor itself when it is contiguous.
+  // A compact row-major copy on the same backend, or (when contiguous) a tensor over just the
+  // view's elements of the same buffer. Waits for queue q when it copied through gather_rows.
   // Copies on the device through gather_rows and transpose: one launch per 2-D piece of the view
   // (its last two axes after merging the axes that walk memory in order; a strided last axis
   // gives pieces of one column each).

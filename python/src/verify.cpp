@@ -1,6 +1,7 @@
 // tandem.verify's C++ half: the oracle's comparisons for a user's own results (verify::compare
 // with rtol/atol or with an op's derived bound, verify::check recomputing an op on the float64
 // reference) and the Comparison they return. python/tandem/verify.py gives them their names.
+#include <nanobind/stl/optional.h>
 #include <nanobind/stl/string.h>
 #include <nanobind/stl/vector.h>
 
@@ -43,13 +44,14 @@ void same_shape(const Array& a, const Array& b, const char* what, const char* na
   }
 }
 
-verify::Comparison compare_arrays(const Array& actual, const Array& expected, const std::string& op, double rtol,
-                                  double atol) {
+// op given: the op's bound; None: rtol and atol.
+verify::Comparison compare_arrays(const Array& actual, const Array& expected, const std::optional<std::string>& op,
+                                  double rtol, double atol) {
   same_shape(actual, expected, "verify.compare", "actual and expected");
-  if (op.empty()) return verify::compare(actual.buffer, expected.buffer, rtol, atol);
-  if (const auto u = unary_named(op)) return verify::compare(actual.buffer, expected.buffer, *u);
-  if (const auto b = binary_named(op)) return verify::compare(actual.buffer, expected.buffer, *b);
-  unknown_op(op);
+  if (!op) return verify::compare(actual.buffer, expected.buffer, rtol, atol);
+  if (const auto u = unary_named(*op)) return verify::compare(actual.buffer, expected.buffer, *u);
+  if (const auto b = binary_named(*op)) return verify::compare(actual.buffer, expected.buffer, *b);
+  unknown_op(*op);
 }
 
 verify::Comparison check_op(const std::string& op, const std::vector<const Array*>& inputs, const Array& out) {
@@ -89,7 +91,7 @@ void bind_verify(nb::module_& m) {
       .def("__repr__", [](const verify::Comparison& c) { return "<Comparison: " + c.describe() + ">"; })
       .def("describe", &verify::Comparison::describe, nb::arg("max_listed") = 5,
            "'3 of 1000 elements outside the bound; first: [17] expected 1.5 got nan (bound 1e-7) ...'.");
-  m.def("_verify_compare", &compare_arrays, nb::arg("actual"), nb::arg("expected"), nb::arg("op"), nb::arg("rtol"),
+  m.def("_verify_compare", &compare_arrays, nb::arg("actual"), nb::arg("expected"), nb::arg("op").none(), nb::arg("rtol"),
         nb::arg("atol"), Release(), "tandem.verify.compare's work (use that).");
   m.def("_verify_check", &check_op, nb::arg("op"), nb::arg("inputs"), nb::arg("out"), Release(),
         "tandem.verify.check's work (use that).");

@@ -25,7 +25,7 @@ def compare(actual: Array, expected: Array, op: str | None = None, *, rtol: floa
     """
     if (op is None) == (rtol is None):
         raise TypeError("verify.compare: give either op (the op's derived bound) or rtol (and atol)")
-    return _verify_compare(actual, expected, op or "", 0.0 if rtol is None else rtol, atol)
+    return _verify_compare(actual, expected, op, 0.0 if rtol is None else rtol, atol)
 
 
 def check(op: str, *inputs: Array, out: Array) -> Comparison:

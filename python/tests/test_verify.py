@@ -38,6 +38,8 @@ def test_compare_with_an_op_or_a_tolerance(backend):
         tandem.verify.compare(x, x, "relu_grad")
     with pytest.raises(tandem.InvalidArgument, match="unknown op 'expp'"):
         tandem.verify.compare(x, x, "expp")
+    with pytest.raises(tandem.InvalidArgument, match="unknown op ''"):
+        tandem.verify.compare(x, x, "")
     with pytest.raises(tandem.ShapeMismatch, match=r"\(100,\) and \(10, 10\)"):
         tandem.verify.compare(x, x.reshape((10, 10)), rtol=0)
 
