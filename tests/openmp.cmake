@@ -19,11 +19,23 @@ foreach(isa generic avx2)
                        ENVIRONMENT "TANDEM_CPU_ISA=${isa};TANDEM_TUNING=table" SKIP_REGULAR_EXPRESSION "SKIPPED:")
 endforeach()
 
-# The AMX tensor tier follows TANDEM_CPU_ISA too: capped at avx512 it is not offered (the plain
-# unit tests check it is offered where the CPU has AMX-BF16).
-add_test(NAME "openmp: TANDEM_CPU_ISA=avx512 leaves out the AMX tensor_core tier"
-         COMMAND tandem_unit_tests "--test-case=openmp's tensor_core tier*")
-set_tests_properties("openmp: TANDEM_CPU_ISA=avx512 leaves out the AMX tensor_core tier" PROPERTIES LABELS openmp
+# The tensor tier follows TANDEM_CPU_ISA too: capped at avx512 it runs on AVX512-BF16 where the
+# CPU has that (and is not offered otherwise), capped at avx2 it is not offered (the plain unit
+# tests run it on AMX where the CPU has AMX-BF16). Each engine the CPU has is verified on large
+# products here, and by the matrix's matmul cases below.
+foreach(isa avx512 avx2)
+  # Capped at avx2 no engine is left: only the test that it is not offered.
+  set(cases "openmp's tensor_core tier is bf16*")
+  if(isa STREQUAL "avx512")
+    set(cases "openmp's tensor_core tier*")
+  endif()
+  add_test(NAME "openmp: the tensor_core tier under TANDEM_CPU_ISA=${isa}" COMMAND tandem_unit_tests "--test-case=${cases}")
+  set_tests_properties("openmp: the tensor_core tier under TANDEM_CPU_ISA=${isa}" PROPERTIES LABELS openmp
+                       ENVIRONMENT "TANDEM_CPU_ISA=${isa};TANDEM_TUNING=table" SKIP_REGULAR_EXPRESSION "SKIPPED:")
+endforeach()
+add_test(NAME "openmp: the matmul cases with the tensor_core tier on AVX512-BF16"
+         COMMAND tandem_matrix_tests --tandem-backend=openmp --test-case=matmul)
+set_tests_properties("openmp: the matmul cases with the tensor_core tier on AVX512-BF16" PROPERTIES LABELS openmp
                      ENVIRONMENT "TANDEM_CPU_ISA=avx512;TANDEM_TUNING=table" SKIP_REGULAR_EXPRESSION "SKIPPED:")
 
 # The vendor tier's line names the kernels OpenBLAS chose, from OpenBLAS itself: forced to its

@@ -6,9 +6,11 @@
 #endif
 
 #include <algorithm>
+#include <cmath>
 #include <cstdio>
 #include <cstdlib>
 #include <fstream>
+#include <random>
 #include <string>
 #include <vector>
 
@@ -17,6 +19,7 @@
 #include <omp.h>
 #endif
 #include "tandem/tandem.hpp"
+#include "tandem/verify.hpp"
 
 using namespace tandem;
 
@@ -224,10 +227,11 @@ TEST_CASE("openmp's kernels are the widest ISA the CPU has, or the TANDEM_CPU_IS
   }
 }
 
-// openmp's tensor_core tier is bf16 on AMX tiles: offered exactly where the CPU has AMX-BF16 (and
-// the OS and Linux let the process use it) and TANDEM_CPU_ISA does not cap below amx; never for
-// other types. Where it is offered the matrix verifies it like every tier (openmp:matmul).
-TEST_CASE("openmp's tensor_core tier is bf16 on AMX, where the CPU has it and TANDEM_CPU_ISA allows it") {
+// openmp's tensor_core tier is bf16 on AMX tiles where the CPU has AMX-BF16 (and the OS and Linux
+// let the process use it) and TANDEM_CPU_ISA does not cap below amx, else on AVX512-BF16 where the
+// CPU has that and the cap allows avx512; never for other types. Where it is offered the matrix
+// verifies it like every tier (openmp:matmul), and the test below runs it on large products.
+TEST_CASE("openmp's tensor_core tier is bf16 on AMX or AVX512-BF16, where the CPU has it and TANDEM_CPU_ISA allows it") {
 #ifndef TANDEM_TEST_HAVE_OPENMP
   std::printf("SKIPPED: this build has no openmp backend\n");
   return;
@@ -243,21 +247,73 @@ TEST_CASE("openmp's tensor_core tier is bf16 on AMX, where the CPU has it and TA
   for (const auto& [key, value] : be->properties().tuning) {
     if (key == "tensor_core tier") line = value;
   }
-  CHECK_MESSAGE(offers(DType::bf16) == (line.rfind("bf16 on AMX", 0) == 0), "tandem info says: ", line);
-  const char* cap = std::getenv("TANDEM_CPU_ISA");
-  const bool capped = cap != nullptr && std::string(cap) != "amx";
-  if (capped) CHECK_FALSE(offers(DType::bf16));
-  bool cpu_has = false;
+  const std::string cap = std::getenv("TANDEM_CPU_ISA") ? std::getenv("TANDEM_CPU_ISA") : "amx";
+  bool amx = false, avx512bf16 = false;
 #if defined(__x86_64__)
   unsigned a = 0, b = 0, c = 0, d = 0;
-  cpu_has = __get_cpuid_count(7, 0, &a, &b, &c, &d) != 0 && (d & (1u << 22)) != 0 && (d & (1u << 24)) != 0;
+  amx = __get_cpuid_count(7, 0, &a, &b, &c, &d) != 0 && (d & (1u << 22)) != 0 && (d & (1u << 24)) != 0;
+  avx512bf16 = __get_cpuid_count(7, 1, &a, &b, &c, &d) != 0 && (a & (1u << 5)) != 0 && __builtin_cpu_supports("avx512f");
 #endif
-  if (!cpu_has) {
-    CHECK_FALSE(offers(DType::bf16));
-    std::printf("SKIPPED: this CPU has no AMX-BF16 (the tier is not offered: %s)\n", line.c_str());
+  const bool amx_allowed = amx && cap == "amx", bf16_allowed = avx512bf16 && (cap == "amx" || cap == "avx512");
+  if (amx_allowed && line.rfind("bf16 on AMX", 0) != 0) {
+    std::printf("SKIPPED: AMX-BF16 present but not usable here: %s\n", line.c_str());
     return;
   }
-  if (!capped && !offers(DType::bf16)) std::printf("SKIPPED: AMX-BF16 present but not usable here: %s\n", line.c_str());
+  const char* expected = amx_allowed ? "bf16 on AMX tiles" : bf16_allowed ? "bf16 on AVX512-BF16" : "none: ";
+  CHECK_MESSAGE(line.rfind(expected, 0) == 0, "tandem info says: ", line, "; expected ", expected);
+  CHECK(offers(DType::bf16) == (amx_allowed || bf16_allowed));
+  if (!amx && !avx512bf16) std::printf("SKIPPED: this CPU has neither AMX-BF16 nor AVX512-BF16 (%s)\n", line.c_str());
+#endif
+}
+
+// The tensor_core tier on products of several K chunks, partial blocks on every edge, transposes and
+// beta, against the oracle's matmul bound (verify::check_matmul), on whichever engine TANDEM_CPU_ISA
+// leaves (the CTest runs it capped at amx and at avx512).
+TEST_CASE("openmp's tensor_core tier on large bf16 products is within the oracle's bound") {
+#ifndef TANDEM_TEST_HAVE_OPENMP
+  std::printf("SKIPPED: this build has no openmp backend\n");
+#else
+  Backend& be = get_backend("openmp");
+  const auto tiers = be.matmul_tiers(DType::bf16);
+  if (std::find(tiers.begin(), tiers.end(), MatmulTier::tensor_core) == tiers.end()) {
+    std::printf("SKIPPED: no tensor_core tier on this CPU under this TANDEM_CPU_ISA\n");
+    return;
+  }
+  std::mt19937 rng(7);
+  std::uniform_real_distribution<float> u(-1, 1);
+  auto random_bf16 = [&](std::int64_t n) {
+    std::vector<bfloat16> v(static_cast<std::size_t>(n));
+    for (auto& x : v) x = bfloat16(u(rng));
+    return Buffer::from(be, v);
+  };
+  struct Shape {
+    std::int64_t m, n, k;
+    Transpose ta, tb;
+  };
+  for (const Shape s : {Shape{77, 131, 1000, Transpose::no, Transpose::no}, Shape{64, 64, 2048, Transpose::yes, Transpose::no},
+                        Shape{33, 300, 517, Transpose::no, Transpose::yes}}) {
+    const std::int64_t ar = s.ta == Transpose::no ? s.m : s.k, ac = s.ta == Transpose::no ? s.k : s.m;
+    const std::int64_t br = s.tb == Transpose::no ? s.k : s.n, bc = s.tb == Transpose::no ? s.n : s.k;
+    const Matrix a = matrix(random_bf16(ar * ac), ar, ac), b = matrix(random_bf16(br * bc), br, bc);
+    const MatmulOptions o{.trans_a = s.ta, .trans_b = s.tb, .alpha = -0.75, .tier = MatmulTier::tensor_core};
+    const Matrix c = matmul(a, b, o);
+    const verify::Comparison r = verify::check_matmul(a, b, c, o);
+    CHECK_MESSAGE(r.ok(), s.m, "x", s.n, "x", s.k, ": ", r.describe());
+    // beta: C = alpha AB + beta C0, against alpha AB + beta C0 computed from the checked product.
+    std::vector<float> c0(static_cast<std::size_t>(s.m * s.n));
+    for (auto& x : c0) x = u(rng);
+    Buffer both = Buffer::from(be, c0);
+    MatmulOptions ob = o;
+    ob.beta = 0.5;
+    matmul(a, b, matrix(both, s.m, s.n), ob);
+    const std::vector<float> got = both.to_vector<float>(), ab = c.buffer.to_vector<float>();
+    std::size_t wrong = 0;
+    for (std::size_t i = 0; i < got.size(); ++i) {
+      const double want = double(ab[i]) + 0.5 * double(c0[i]);
+      wrong += std::fabs(got[i] - want) > 1e-5 * (std::fabs(want) + 1);
+    }
+    CHECK_MESSAGE(wrong == 0, wrong, " elements of alpha AB + beta C differ");
+  }
 #endif
 }
 

@@ -51,6 +51,14 @@ bool cpu_has_avx512f() {
 #endif
 }
 
+bool cpu_has_avx512bf16() {
+#if defined(__x86_64__) || defined(__i386__)
+  return cpu_has_avx512f() && __builtin_cpu_supports("avx512bf16");
+#else
+  return false;
+#endif
+}
+
 DeviceProperties cpu_properties(int threads) {
   DeviceProperties p;
   p.name = cpu_model_name();

@@ -17,5 +17,7 @@ std::string cpu_model_name();
 // Run-time ISA checks (the CPU this process runs on, not the compiler's target).
 bool cpu_has_avx2_fma();
 bool cpu_has_avx512f();
+// AVX512-BF16 (vdpbf16ps) beside the AVX-512 that cpu_has_avx512f asks for.
+bool cpu_has_avx512bf16();
 
 }  // namespace tandem::host

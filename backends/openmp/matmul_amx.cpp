@@ -1,17 +1,21 @@
-// The openmp backend's tensor_core tier: bf16 matmul on Intel AMX tiles (tdpbf16ps), f32
-// accumulation. Compiled with -mamx-tile -mamx-bf16 only (no AVX flags: the packing loops stay
-// baseline code, and the compiler never emits AMX instructions on its own), and run only where
-// amx_bf16() says the CPU, the OS and the process allow it.
+// The openmp backend's tensor_core tier: bf16 matmul on Intel AMX tiles (tdpbf16ps), or with
+// AVX512-BF16 (vdpbf16ps) on CPUs that have that and no AMX, f32 accumulation. Compiled with
+// -mamx-tile -mamx-bf16 only (no AVX flags: the packing loops stay baseline code, the AVX-512
+// chunk has a target attribute of its own, and the compiler never emits AMX instructions on its
+// own), and run only where amx_bf16() / host::cpu_has_avx512bf16() say the CPU, the OS and the
+// process allow it.
 //
 // Blocking: C in blocks of 32 x 32 (2 x 2 tiles of 16 x 16 f32, four accumulators). A is packed
 // as bf16 panels of 32 rows and B as panels of 32 columns (K padded to a multiple of 32 with
 // zeros), each panel a run of 2 KiB steps, one per 32 of K, that hold the step's two tiles one
-// after the other, each 1 KiB with rows of 64 bytes: a tile load reads 1 KiB in a row (rows of
-// the whole panel apart, as first written, cost a page per row). A's tiles are 16 rows x 32 of K;
-// B's are 16 pair rows x 16 columns in the pair-interleaved ("VNNI") layout tdpbf16ps reads: pair
-// row k/2 holds the columns' (B[k][c], B[k + 1][c]). Each step loads two A tiles and two B tiles
-// and issues four tdpbf16ps (2 x 16 x 16 x 32 flops each). bf16 is packed as bf16: the
-// inputs are never widened, which is the point of the tier.
+// after the other, each 1 KiB with rows of 64 bytes on cache lines of their own: a tile load
+// reads 1 KiB in a row. A's tiles are 16 rows x 32 of K; B's are 16 pair rows x 16 columns in
+// the pair-interleaved ("VNNI") layout tdpbf16ps and vdpbf16ps read: pair row k/2 holds the
+// columns' (B[k][c], B[k + 1][c]). Each step loads two A tiles and two B tiles and issues four
+// tdpbf16ps (2 x 16 x 16 x 32 flops each), each load just before the first product that needs
+// it. K runs in chunks sized from L1 (amx_blocking), the blocks' sums kept between chunks in
+// accumulators of their own. bf16 is packed as bf16: the inputs are never widened, which is the
+// point of the tier.
 #include <immintrin.h>
 #include <omp.h>
 #include <sys/syscall.h>
@@ -20,6 +24,8 @@
 #include <algorithm>
 #include <cstdint>
 #include <cstring>
+#include <new>
+#include <cstdlib>
 #include <string>
 #include <vector>
 
@@ -28,16 +34,15 @@
 #endif
 
 #include "amx.hpp"
+#include "../host/cpu_info.hpp"
 #include "openmp_backend.hpp"
+#include "tandem/topology.hpp"
 
 namespace tandem::openmp {
 
 namespace {
 
 constexpr std::int64_t kBlock = 32;  // rows of an A panel, columns of a B panel, K per step
-// Row panels that share each B panel while it is in L2: 4 x 32 rows x 4096 bf16 = 1 MiB of A
-// beside a 256 KiB B panel in the 2 MiB L2 of every AMX CPU so far.
-constexpr std::int64_t kGroup = 4;
 constexpr std::int64_t kAhead = 2;  // steps of K prefetched ahead of the tile loads
 static_assert(sizeof(bfloat16) == 2, "bf16 rows are copied as their bits");
 
@@ -63,6 +68,26 @@ std::string amx_refusal() {
 #else
 std::string amx_refusal() { return "not an x86-64 CPU"; }
 #endif
+
+// Packed operands and accumulators on cache lines of their own: a tile row (64 bytes) that
+// straddles two lines costs two loads. Not initialized (the packing writes every element);
+// std::bad_alloc when the memory is not there, as std::vector.
+template <class T>
+class Aligned {
+ public:
+  explicit Aligned(std::size_t n) {
+    const std::size_t bytes = std::max<std::size_t>((n * sizeof(T) + 63) / 64 * 64, 64);
+    p_ = static_cast<T*>(std::aligned_alloc(64, bytes));
+    if (p_ == nullptr) throw std::bad_alloc();
+  }
+  ~Aligned() { std::free(p_); }
+  Aligned(const Aligned&) = delete;
+  Aligned& operator=(const Aligned&) = delete;
+  T* data() const { return p_; }
+
+ private:
+  T* p_ = nullptr;
+};
 
 // The tile configuration (palette 1): tiles 0-3 the C accumulators (16 rows of 16 f32), 4-5 the
 // A tiles (16 rows of 32 bf16), 6-7 the B tiles (16 pair rows of 16 columns x 2 bf16).
@@ -137,52 +162,117 @@ void pack_b(const GemmArgs& g, std::int64_t j0, std::int64_t kp, std::uint16_t* 
   }
 }
 
-// One 32 x 32 block of C: the A panel's rows times the B panel's columns over kp, then
-// C = alpha * sum + beta * C (C not read when beta == 0) for the rows and columns inside C.
-void block(const GemmArgs& g, const std::uint16_t* ap, const std::uint16_t* bp, std::int64_t kp, std::int64_t i0,
-           std::int64_t j0) {
-  _tile_zero(0);
-  _tile_zero(1);
-  _tile_zero(2);
-  _tile_zero(3);
+// Steps [s0, s1) of one 32 x 32 block of C: the A panel's rows times the B panel's columns,
+// accumulated onto acc (32 x 32 f32, rows of 128 bytes), which the first chunk starts from zero.
+void chunk(const std::uint16_t* ap, const std::uint16_t* bp, std::int64_t s0, std::int64_t s1, float* acc) {
   constexpr std::int64_t stride = 64;  // bytes between the rows of a packed tile
-  const std::int64_t steps = kp / kBlock;
-  for (std::int64_t s = 0; s < steps; ++s) {
+  constexpr std::int64_t acc_stride = kBlock * 4;
+  if (s0 == 0) {
+    _tile_zero(0);
+    _tile_zero(1);
+    _tile_zero(2);
+    _tile_zero(3);
+  } else {
+    _tile_loadd(0, acc, acc_stride);
+    _tile_loadd(1, acc + 16, acc_stride);
+    _tile_loadd(2, acc + 16 * kBlock, acc_stride);
+    _tile_loadd(3, acc + 16 * kBlock + 16, acc_stride);
+  }
+  for (std::int64_t s = s0; s < s1; ++s) {
     const std::uint16_t* a_step = ap + s * kStep;
     const std::uint16_t* b_step = bp + s * kStep;
-    if (s + kAhead < steps) {  // the step kAhead on, into L1 before its tile loads ask for it
-      const char* a_next = reinterpret_cast<const char*>(a_step + kAhead * kStep);
+    if (s + kAhead < s1) {  // B streams from L2: its step kAhead on into L1 before the loads ask
       const char* b_next = reinterpret_cast<const char*>(b_step + kAhead * kStep);
-      for (std::int64_t line = 0; line < kStep * 2; line += 64) {
-        _mm_prefetch(a_next + line, _MM_HINT_T0);
-        _mm_prefetch(b_next + line, _MM_HINT_T0);
-      }
+      for (std::int64_t line = 0; line < kStep * 2; line += 64) _mm_prefetch(b_next + line, _MM_HINT_T0);
     }
     _tile_loadd(4, a_step, stride);
-    _tile_loadd(5, a_step + kStep / 2, stride);
     _tile_loadd(6, b_step, stride);
-    _tile_loadd(7, b_step + kStep / 2, stride);
     _tile_dpbf16ps(0, 4, 6);
+    _tile_loadd(7, b_step + kStep / 2, stride);
     _tile_dpbf16ps(1, 4, 7);
+    _tile_loadd(5, a_step + kStep / 2, stride);
     _tile_dpbf16ps(2, 5, 6);
     _tile_dpbf16ps(3, 5, 7);
   }
-  alignas(64) float sums[kBlock][kBlock];
-  _tile_stored(0, &sums[0][0], kBlock * 4);
-  _tile_stored(1, &sums[0][16], kBlock * 4);
-  _tile_stored(2, &sums[16][0], kBlock * 4);
-  _tile_stored(3, &sums[16][16], kBlock * 4);
+  _tile_stored(0, acc, acc_stride);
+  _tile_stored(1, acc + 16, acc_stride);
+  _tile_stored(2, acc + 16 * kBlock, acc_stride);
+  _tile_stored(3, acc + 16 * kBlock + 16, acc_stride);
+}
+
+// The same steps with AVX512-BF16: vdpbf16ps adds a pair of bf16 products into each f32 lane, so
+// one instruction takes a broadcast (A[i][k], A[i][k + 1]) pair against a pair row of B's packed
+// tile, 16 columns wide. Eight rows of the block at a time: 16 accumulators, two B registers.
+__attribute__((target("avx512f,avx512bf16"))) void chunk_avx512bf16(const std::uint16_t* ap, const std::uint16_t* bp,
+                                                                    std::int64_t s0, std::int64_t s1, float* acc) {
+  constexpr int kRows = 8;
+  for (std::int64_t r0 = 0; r0 < kBlock; r0 += kRows) {
+    __m512 c[kRows][2];
+    for (int i = 0; i < kRows; ++i) {
+      float* row = acc + (r0 + i) * kBlock;
+      c[i][0] = s0 == 0 ? _mm512_setzero_ps() : _mm512_loadu_ps(row);
+      c[i][1] = s0 == 0 ? _mm512_setzero_ps() : _mm512_loadu_ps(row + 16);
+    }
+    for (std::int64_t s = s0; s < s1; ++s) {
+      const std::uint16_t* a_step = ap + s * kStep + r0 * kBlock;  // A[r0 + i][32 s + q] at [i * 32 + q]
+      const std::uint16_t* b_step = bp + s * kStep;
+      for (std::int64_t pair = 0; pair < kBlock / 2; ++pair) {
+        const auto b0 = (__m512bh)_mm512_loadu_si512(b_step + pair * kBlock);
+        const auto b1 = (__m512bh)_mm512_loadu_si512(b_step + kStep / 2 + pair * kBlock);
+        for (int i = 0; i < kRows; ++i) {
+          std::int32_t bits;
+          std::memcpy(&bits, a_step + i * kBlock + 2 * pair, 4);
+          const auto a = (__m512bh)_mm512_set1_epi32(bits);
+          c[i][0] = _mm512_dpbf16_ps(c[i][0], a, b0);
+          c[i][1] = _mm512_dpbf16_ps(c[i][1], a, b1);
+        }
+      }
+    }
+    for (int i = 0; i < kRows; ++i) {
+      float* row = acc + (r0 + i) * kBlock;
+      _mm512_storeu_ps(row, c[i][0]);
+      _mm512_storeu_ps(row + 16, c[i][1]);
+    }
+  }
+}
+
+// C = alpha * acc + beta * C (C not read when beta == 0) for the block's rows and columns in C.
+void write_block(const GemmArgs& g, const float* acc, std::int64_t i0, std::int64_t j0) {
   auto* c = static_cast<float*>(g.c);
   const float alpha = static_cast<float>(g.alpha), beta = static_cast<float>(g.beta);
   const std::int64_t rows = std::min(kBlock, g.m - i0), cols = std::min(kBlock, g.n - j0);
   for (std::int64_t r = 0; r < rows; ++r) {
     float* out = c + (i0 + r) * g.ldc + j0;
+    const float* sum = acc + r * kBlock;
     if (g.beta == 0) {
-      for (std::int64_t q = 0; q < cols; ++q) out[q] = alpha * sums[r][q];
+      for (std::int64_t q = 0; q < cols; ++q) out[q] = alpha * sum[q];
     } else {
-      for (std::int64_t q = 0; q < cols; ++q) out[q] = alpha * sums[r][q] + beta * out[q];
+      for (std::int64_t q = 0; q < cols; ++q) out[q] = alpha * sum[q] + beta * out[q];
     }
   }
+}
+
+// How the product is cut (in panels of 32 and steps of 32 along K), from the caches: a chunk of
+// an A panel (32 rows x chunk steps) stays in L1 while the B panels of a column group pass, and
+// that group's chunk of B stays in L2 while the row group's panels use it.
+struct AmxBlocking {
+  std::int64_t chunk_steps, row_panels, col_panels;
+};
+
+AmxBlocking amx_blocking() {
+  const CpuTopology& cpu = cpu_topology();
+  // sysfs may be silent (containers): the sizes of every AMX CPU so far (48 KiB L1d, 2 MiB L2).
+  const auto l1 = static_cast<std::int64_t>(cpu.l1d_bytes ? cpu.l1d_bytes : 48 << 10);
+  const auto l2 = static_cast<std::int64_t>(cpu.l2_bytes ? cpu.l2_bytes : 2 << 20);
+  AmxBlocking b{};
+  // A's chunk within a third of L1 (the rest for B's steps in flight and C's tiles).
+  b.chunk_steps = std::clamp<std::int64_t>(l1 / 3 / (kStep * 2), 2, 64);
+  // B's chunk for a column group within a quarter of L2; the row group's accumulators (4 KiB a
+  // block) within another quarter.
+  const std::int64_t b_chunk = b.chunk_steps * kStep * 2;  // bytes of one B panel's chunk
+  b.col_panels = std::clamp<std::int64_t>(l2 / 4 / b_chunk, 1, 64);
+  b.row_panels = std::clamp<std::int64_t>(l2 / 4 / (b.col_panels * kBlock * kBlock * 4), 1, 16);
+  return b;
 }
 
 }  // namespace
@@ -193,16 +283,22 @@ bool amx_bf16(std::string* why) {
   return refusal.empty();
 }
 
-void matmul_amx_bf16(const GemmArgs& g) {
+void matmul_amx_bf16(const GemmArgs& g, Bf16Engine engine) {
   if (g.ab_type != DType::bf16 || g.c_type != DType::f32) {
     throw Unsupported("openmp: the tensor_core tier takes bf16 inputs with an f32 result");
   }
-  if (std::string why; !amx_bf16(&why)) throw Unsupported("openmp: no tensor_core tier here: " + why);
+  const bool amx = engine == Bf16Engine::amx;
+  if (std::string why; amx && !amx_bf16(&why)) throw Unsupported("openmp: no tensor_core tier here: " + why);
+  if (!amx && !host::cpu_has_avx512bf16()) throw Unsupported("openmp: this CPU has no AVX512-BF16");
+  const auto run_chunk = amx ? chunk : chunk_avx512bf16;
   const std::int64_t kp = (g.k + kBlock - 1) / kBlock * kBlock;
   const std::int64_t row_panels = (g.m + kBlock - 1) / kBlock, col_panels = (g.n + kBlock - 1) / kBlock;
-  std::vector<std::uint16_t> a(static_cast<std::size_t>(row_panels * kBlock * kp));
-  std::vector<std::uint16_t> b(static_cast<std::size_t>(col_panels * kBlock * kp));
-  const std::int64_t groups = (row_panels + kGroup - 1) / kGroup;
+  const Aligned<std::uint16_t> a(static_cast<std::size_t>(row_panels * kBlock * kp));
+  const Aligned<std::uint16_t> b(static_cast<std::size_t>(col_panels * kBlock * kp));
+  static const AmxBlocking cut = amx_blocking();
+  const std::int64_t steps = kp / kBlock;
+  const std::int64_t row_groups = (row_panels + cut.row_panels - 1) / cut.row_panels;
+  const std::int64_t col_groups = (col_panels + cut.col_panels - 1) / cut.col_panels;
   const bool parallel = g.m * g.n * g.k >= std::int64_t(1) << 18;
 #pragma omp parallel if (parallel)
   {
@@ -212,19 +308,33 @@ void matmul_amx_bf16(const GemmArgs& g) {
     for (std::int64_t jb = 0; jb < col_panels; ++jb) pack_b(g, jb * kBlock, kp, b.data() + jb * kBlock * kp);
     // Tile state is per thread: each one configures its tiles, and releases them when done.
     const TileConfig config = tile_config();
-    _tile_loadconfig(&config);
-    // A group of row panels outermost, then the B panels, each used by every panel of the group
-    // while it is in L2: the group (kGroup x 32 rows x K bf16) stays there as the B panels pass.
+    if (amx) _tile_loadconfig(&config);
+    // The accumulators of one task's blocks (32 x 32 f32 each), across its chunks of K.
+    const Aligned<float> acc(static_cast<std::size_t>(cut.row_panels * cut.col_panels * kBlock * kBlock));
+    // A task: a group of row panels times a group of column panels, over K in chunks; within a
+    // chunk each A panel's piece stays in L1 while the group's B pieces (in L2) pass it.
 #pragma omp for collapse(2) schedule(static)
-    for (std::int64_t group = 0; group < groups; ++group) {
-      for (std::int64_t jb = 0; jb < col_panels; ++jb) {
-        const std::int64_t last = std::min(row_panels, (group + 1) * kGroup);
-        for (std::int64_t ib = group * kGroup; ib < last; ++ib) {
-          block(g, a.data() + ib * kBlock * kp, b.data() + jb * kBlock * kp, kp, ib * kBlock, jb * kBlock);
+    for (std::int64_t rg = 0; rg < row_groups; ++rg) {
+      for (std::int64_t cg = 0; cg < col_groups; ++cg) {
+        const std::int64_t ib0 = rg * cut.row_panels, ib1 = std::min(row_panels, ib0 + cut.row_panels);
+        const std::int64_t jb0 = cg * cut.col_panels, jb1 = std::min(col_panels, jb0 + cut.col_panels);
+        auto acc_of = [&](std::int64_t ib, std::int64_t jb) {
+          return acc.data() + ((ib - ib0) * cut.col_panels + (jb - jb0)) * kBlock * kBlock;
+        };
+        for (std::int64_t s0 = 0; s0 < steps; s0 += cut.chunk_steps) {
+          const std::int64_t s1 = std::min(steps, s0 + cut.chunk_steps);
+          for (std::int64_t ib = ib0; ib < ib1; ++ib) {
+            for (std::int64_t jb = jb0; jb < jb1; ++jb) {
+              run_chunk(a.data() + ib * kBlock * kp, b.data() + jb * kBlock * kp, s0, s1, acc_of(ib, jb));
+            }
+          }
+        }
+        for (std::int64_t ib = ib0; ib < ib1; ++ib) {
+          for (std::int64_t jb = jb0; jb < jb1; ++jb) write_block(g, acc_of(ib, jb), ib * kBlock, jb * kBlock);
         }
       }
     }
-    _tile_release();
+    if (amx) _tile_release();
   }
 }
 
