@@ -295,12 +295,30 @@ void matmul_amx_bf16(const GemmArgs& g, Bf16Engine engine) {
   const std::int64_t row_panels = (g.m + kBlock - 1) / kBlock, col_panels = (g.n + kBlock - 1) / kBlock;
   const Aligned<std::uint16_t> a(static_cast<std::size_t>(row_panels * kBlock * kp));
   const Aligned<std::uint16_t> b(static_cast<std::size_t>(col_panels * kBlock * kp));
-  static const AmxBlocking cut = amx_blocking();
+  const bool parallel = g.m * g.n * g.k >= std::int64_t(1) << 18;
+  const int threads = parallel ? std::max(omp_get_max_threads(), 1) : 1;
+  // The caches' blocking, with smaller panel groups where it would leave threads without work:
+  // at least four tasks a thread where the product has that many panels.
+  static const AmxBlocking caches = amx_blocking();
+  AmxBlocking cut = caches;
+  auto tasks = [&] {
+    return ((row_panels + cut.row_panels - 1) / cut.row_panels) * ((col_panels + cut.col_panels - 1) / cut.col_panels);
+  };
+  while (tasks() < 4 * std::int64_t(threads) && (cut.col_panels > 1 || cut.row_panels > 1)) {
+    if (cut.col_panels >= cut.row_panels) {
+      cut.col_panels = (cut.col_panels + 1) / 2;
+    } else {
+      cut.row_panels = (cut.row_panels + 1) / 2;
+    }
+  }
   const std::int64_t steps = kp / kBlock;
   const std::int64_t row_groups = (row_panels + cut.row_panels - 1) / cut.row_panels;
   const std::int64_t col_groups = (col_panels + cut.col_panels - 1) / cut.col_panels;
-  const bool parallel = g.m * g.n * g.k >= std::int64_t(1) << 18;
-#pragma omp parallel if (parallel)
+  // Each thread's accumulators (32 x 32 f32 per block of a task), across its tasks' chunks of K:
+  // allocated here, as an exception may not leave a parallel region.
+  const std::int64_t per_thread = cut.row_panels * cut.col_panels * kBlock * kBlock;
+  const Aligned<float> accumulators(static_cast<std::size_t>(per_thread * threads));
+#pragma omp parallel if (parallel) num_threads(threads)
   {
 #pragma omp for schedule(static) nowait
     for (std::int64_t ib = 0; ib < row_panels; ++ib) pack_a(g, ib * kBlock, kp, a.data() + ib * kBlock * kp);
@@ -309,8 +327,7 @@ void matmul_amx_bf16(const GemmArgs& g, Bf16Engine engine) {
     // Tile state is per thread: each one configures its tiles, and releases them when done.
     const TileConfig config = tile_config();
     if (amx) _tile_loadconfig(&config);
-    // The accumulators of one task's blocks (32 x 32 f32 each), across its chunks of K.
-    const Aligned<float> acc(static_cast<std::size_t>(cut.row_panels * cut.col_panels * kBlock * kBlock));
+    float* const acc = accumulators.data() + per_thread * omp_get_thread_num();
     // A task: a group of row panels times a group of column panels, over K in chunks; within a
     // chunk each A panel's piece stays in L1 while the group's B pieces (in L2) pass it.
 #pragma omp for collapse(2) schedule(static)
@@ -319,7 +336,7 @@ void matmul_amx_bf16(const GemmArgs& g, Bf16Engine engine) {
         const std::int64_t ib0 = rg * cut.row_panels, ib1 = std::min(row_panels, ib0 + cut.row_panels);
         const std::int64_t jb0 = cg * cut.col_panels, jb1 = std::min(col_panels, jb0 + cut.col_panels);
         auto acc_of = [&](std::int64_t ib, std::int64_t jb) {
-          return acc.data() + ((ib - ib0) * cut.col_panels + (jb - jb0)) * kBlock * kBlock;
+          return acc + ((ib - ib0) * cut.col_panels + (jb - jb0)) * kBlock * kBlock;
         };
         for (std::int64_t s0 = 0; s0 < steps; s0 += cut.chunk_steps) {
           const std::int64_t s1 = std::min(steps, s0 + cut.chunk_steps);
