@@ -237,9 +237,9 @@ std::vector<MatmulTier> OpenMPBackend::matmul_tiers(DType ab) const {
 MatmulTier OpenMPBackend::choose_matmul_tier(const GemmArgs& g) const {
   // Packing pays off once the product has some depth; tiny products go straight through.
   if (g.m * g.n * g.k < 4096) return MatmulTier::naive;
-  // bf16 on AMX tiles from 64^3 on: 1.0-1.05x the widening register_blocked at 64^3, 1.3-1.6x at
-  // 128^3, 1.9-2x at 1024^3 (2-vCPU Emerald Rapids, 2026-11-28). The AVX512-BF16 engine stays
-  // opt-in: 0.55x register_blocked at 1024^3 on the same CPU.
+  // bf16 on AMX tiles from 64^3 on, where the tiles first match the widening register_blocked
+  // tier and pull ahead as the product grows (docs/backends.md has the measurements). The
+  // AVX512-BF16 engine stays opt-in: slower than register_blocked where it was measured.
   constexpr std::int64_t kAmxFrom = std::int64_t(1) << 18;
   if (g.ab_type == DType::bf16 && g.c_type == DType::f32 && g.m * g.n * g.k >= kAmxFrom &&
       bf16_engine() == Bf16Engine::amx) {
