@@ -11,7 +11,7 @@
 # NumPy and PyTorch); python3-dev and python3-venv build the Python package in a virtual environment.
 # ccache lets ci/test.sh's pip and Kokkos 4 builds take the objects its release build compiled.
 set -euo pipefail
-packages=(cmake ninja-build g++ make pkgconf doctest-dev libcli11-dev nlohmann-json3-dev libopenblas-dev libboost-context-dev zlib1g-dev python3-matplotlib hipcc libamdhip64-dev librocprim-dev libtrilinos-kokkos-dev libopenmpi-dev openmpi-bin clang-15 libdlpack-dev python3-dev python3-venv ccache)
+packages=(cmake ninja-build g++ make pkgconf doctest-dev libcli11-dev nlohmann-json3-dev libopenblas-openmp-dev libboost-context-dev zlib1g-dev python3-matplotlib hipcc libamdhip64-dev librocprim-dev libtrilinos-kokkos-dev libopenmpi-dev openmpi-bin clang-15 libdlpack-dev python3-dev python3-venv ccache)
 missing=()
 for p in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

@@ -366,6 +366,15 @@ TEST_CASE("openmp: the vendor tier names its library and kernels, and says when 
     return;
   }
   CHECK_MESSAGE(vendor.find(" kernels (") != std::string::npos, vendor);
+  // It says how OpenBLAS runs its threads, and a pthreads pool (which spins beside tandem's team)
+  // comes with the fix.
+  const bool threading = vendor.find("; OpenMP build") != std::string::npos ||
+                         vendor.find("; sequential build") != std::string::npos ||
+                         vendor.find("; pthreads build") != std::string::npos;
+  CHECK_MESSAGE(threading, vendor);
+  if (vendor.find("; pthreads build") != std::string::npos) {
+    CHECK_MESSAGE(vendor.find("libopenblas-openmp-dev") != std::string::npos, vendor);
+  }
 #if defined(__x86_64__)
   // The warning is there exactly when the kernels' ISA ranks below the CPU's.
   const auto rank = [](const std::string& isa) {

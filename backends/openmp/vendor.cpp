@@ -48,11 +48,33 @@ int cpu_level() {
 
 }  // namespace
 
+std::string openblas_threading_note(int parallel) {
+  // openblas_get_parallel(): 0 sequential, 1 OpenBLAS's own pthreads pool, 2 OpenMP.
+  switch (parallel) {
+    case 0: return "; sequential build (the vendor tier runs on the calling thread)";
+    case 2: return "; OpenMP build (one thread pool with tandem's team)";
+    case 1:
+      return "; pthreads build: its worker threads spin beside tandem's OpenMP team after loading and after "
+             "each call, taking cores from every op for up to half a second. Link the OpenMP build "
+             "(Debian: libopenblas-openmp-dev) or set OPENBLAS_NUM_THREADS=1";
+    default: return "";
+  }
+}
+
+namespace {
+
+std::string threading_note(int (*parallel)()) {
+  return parallel == nullptr ? std::string() : openblas_threading_note(parallel());
+}
+
+}  // namespace
+
 std::string vendor_description() {
 #ifdef TANDEM_HAVE_BLAS
   // OpenBLAS says which kernels it chose for this CPU; looked up at run time, so that another
   // CBLAS library still links.
   using Text = char* (*)();
+  using Count = int (*)();
   const auto corename = reinterpret_cast<Text>(dlsym(RTLD_DEFAULT, "openblas_get_corename"));
   const auto config = reinterpret_cast<Text>(dlsym(RTLD_DEFAULT, "openblas_get_config"));
   if (corename == nullptr) return "a CBLAS library that does not say which kernels it runs (not OpenBLAS)";
@@ -69,9 +91,9 @@ std::string vendor_description() {
             ", so the vendor tier understates the CPU (a newer OpenBLAS knows it; with a DYNAMIC_ARCH build, "
             "OPENBLAS_CORETYPE names a newer core)";
   }
-  return text;
+  return text + threading_note(reinterpret_cast<Count>(dlsym(RTLD_DEFAULT, "openblas_get_parallel")));
 #else
-  return "none: this build has no BLAS (install libopenblas-dev and rebuild)";
+  return "none: this build has no BLAS (install libopenblas-openmp-dev and rebuild)";
 #endif
 }
 
@@ -91,7 +113,7 @@ void matmul_vendor(const GemmArgs& g) {
   }
 #else
   (void)g;
-  throw Unsupported("openmp: the vendor tier needs OpenBLAS; rebuild with libopenblas-dev installed");
+  throw Unsupported("openmp: the vendor tier needs OpenBLAS; rebuild with libopenblas-openmp-dev installed");
 #endif
 }
 
