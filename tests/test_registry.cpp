@@ -266,6 +266,52 @@ TEST_CASE("openmp's tensor_core tier is bf16 on AMX or AVX512-BF16, where the CP
 #endif
 }
 
+// The automatic tier for bf16 follows the crossover tandem info reports (measured per CPU: the
+// tensor_core tier from the product size where it beat the widening register_blocked tier, or
+// never), and never picks tensor_core for f32.
+TEST_CASE("openmp's automatic tier takes the tensor_core tier for bf16 from the size tandem info reports") {
+#ifndef TANDEM_TEST_HAVE_OPENMP
+  std::printf("SKIPPED: this build has no openmp backend\n");
+#else
+  const auto be = create_backend("openmp");
+  std::string from, chosen_by, engine, gemm_from;
+  for (const auto& [key, value] : be->properties().tuning) {
+    if (key == "tensor_core tier") engine = value;
+    if (key == "tensor_core automatic from") from = value;
+    if (key == "tensor_core automatic chosen by") chosen_by = value;
+    if (key == "gemm parallel from") gemm_from = value;
+  }
+  // Without a measurement: AMX from 64^3, AVX512-BF16 never.
+  if (chosen_by.rfind("table", 0) == 0) {
+    CHECK_MESSAGE(from.rfind(engine.rfind("bf16 on AMX", 0) == 0 ? "64^3 multiply-adds" : "never", 0) == 0, from);
+  }
+  CHECK_MESSAGE(gemm_from.find(" multiply-adds (smaller products run on the calling thread)") != std::string::npos,
+                gemm_from);
+  const auto tier = [&](DType t, std::int64_t e) {
+    GemmArgs g{};
+    g.m = g.n = g.k = e;
+    g.ab_type = t;
+    g.c_type = DType::f32;
+    return be->choose_matmul_tier(g);
+  };
+  CHECK(tier(DType::f32, 1024) == MatmulTier::register_blocked);
+  if (from.empty()) {
+    std::printf("SKIPPED: no tensor_core tier on this CPU under this TANDEM_CPU_ISA\n");
+    return;
+  }
+  if (from.rfind("never", 0) == 0) {
+    CHECK(tier(DType::bf16, 2048) == MatmulTier::register_blocked);
+    return;
+  }
+  const auto caret = from.find("^3 multiply-adds");
+  REQUIRE_MESSAGE(caret != std::string::npos, from);
+  const std::int64_t edge = std::stoll(from.substr(0, caret));
+  CHECK_MESSAGE(tier(DType::bf16, edge) == MatmulTier::tensor_core, from);
+  CHECK_MESSAGE(tier(DType::bf16, 4 * edge) == MatmulTier::tensor_core, from);
+  CHECK_MESSAGE(tier(DType::bf16, edge - 1) == MatmulTier::register_blocked, from);
+#endif
+}
+
 // The tensor_core tier on products of several K chunks, partial blocks on every edge, transposes and
 // beta, against the oracle's matmul bound (verify::check_matmul), on whichever engine TANDEM_CPU_ISA
 // leaves (the CTest runs it capped at amx and at avx512).

@@ -6,6 +6,7 @@
 #include <unistd.h>
 
 #include <chrono>
+#include <cmath>
 #include <optional>
 #include <cstdio>
 #include <cstring>
@@ -70,6 +71,48 @@ std::optional<Bf16Engine> bf16_engine(std::string* why = nullptr) {
 #endif
   if (why) *why = reason;
   return std::nullopt;
+}
+
+// The bf16 tensor tier's crossover with the widening register_blocked tier, for the engine in
+// force: products of 64^3 to 512^3 timed both ways. The table (no measurement): AMX from 64^3,
+// where its tiles matched register_blocked on the first AMX CPU measured; AVX512-BF16 never
+// (0.55x register_blocked on that CPU, 1.35-1.6x on a Zen 5 EPYC: it depends on the CPU).
+Crossover resolve_bf16_tensor() {
+  const auto engine = bf16_engine();
+  if (!engine) return {kNever, "no tensor_core tier here", ""};
+#ifdef TANDEM_X86_KERNELS
+  const bool amx = *engine == Bf16Engine::amx;
+  constexpr std::int64_t kMax = 512;
+  std::vector<bfloat16> a(kMax * kMax, bfloat16(0.5f)), b(kMax * kMax, bfloat16(0.25f));
+  std::vector<float> c(kMax * kMax);
+  return resolve_crossover({"bf16-tensor", {{"engine", amx ? "amx" : "avx512bf16"}}, {64, 96, 128, 192, 256, 384, 512},
+                            amx ? std::int64_t(1) << 18 : kNever, kNever, false,
+                            "bf16: the tensor_core tier's time over register_blocked's"},
+                           [&](std::int64_t e, bool tensor) {
+                             GemmArgs g{};
+                             g.m = g.n = g.k = g.lda = g.ldb = g.ldc = e;
+                             g.ab_type = DType::bf16;
+                             g.c_type = DType::f32;
+                             g.a = a.data();
+                             g.b = b.data();
+                             g.c = c.data();
+                             g.alpha = 1.0;
+                             if (tensor) {
+                               matmul_amx_bf16(g, *engine);
+                             } else {
+                               matmul_register_blocked(g);
+                             }
+                           });
+#else
+  return {kNever, "no tensor_core tier here", ""};
+#endif
+}
+
+std::string crossover_text(const Crossover& c) {
+  if (c.from == kNever) return "never";
+  const auto edge = static_cast<long long>(std::llround(std::cbrt(static_cast<double>(c.from))));
+  return edge * edge * edge == c.from ? std::to_string(edge) + "^3 multiply-adds"
+                                      : std::to_string(c.from) + " multiply-adds";
 }
 
 std::int64_t now_ns() {
@@ -195,6 +238,20 @@ DeviceProperties OpenMPBackend::properties() const {
     p.tuning.push_back({"tensor_core tier", !engine                   ? "none: " + why
                                             : *engine == Bf16Engine::amx ? "bf16 on AMX tiles (tdpbf16ps)"
                                                                          : "bf16 on AVX512-BF16 (vdpbf16ps)"});
+    if (engine) {
+      const Crossover& bf16 = bf16_tensor_tuning();
+      p.tuning.push_back({"tensor_core automatic from",
+                          bf16.from == kNever ? "never (opt-in: MatmulTier::tensor_core)"
+                                              : crossover_text(bf16) + " (bf16 with an f32 result)"});
+      p.tuning.push_back({"tensor_core automatic chosen by", bf16.source});
+      if (!bf16.measured.empty()) p.tuning.push_back({"tensor_core automatic measured", bf16.measured});
+    }
+  }
+  {
+    const Crossover& gemm = gemm_parallel_tuning();
+    p.tuning.push_back({"gemm parallel from", crossover_text(gemm) + " (smaller products run on the calling thread)"});
+    p.tuning.push_back({"gemm parallel from chosen by", gemm.source});
+    if (!gemm.measured.empty()) p.tuning.push_back({"gemm parallel from measured", gemm.measured});
   }
   p.tuning.push_back({"vendor tier", vendor_description()});
   p.tuning.push_back({"gemm blocking f32", gemm_blocking_text()});
@@ -237,12 +294,10 @@ std::vector<MatmulTier> OpenMPBackend::matmul_tiers(DType ab) const {
 MatmulTier OpenMPBackend::choose_matmul_tier(const GemmArgs& g) const {
   // Packing pays off once the product has some depth; tiny products go straight through.
   if (g.m * g.n * g.k < 4096) return MatmulTier::naive;
-  // bf16 on AMX tiles from 64^3 on, where the tiles first match the widening register_blocked
-  // tier and pull ahead as the product grows (docs/backends.md has the measurements). The
-  // AVX512-BF16 engine stays opt-in: slower than register_blocked where it was measured.
-  constexpr std::int64_t kAmxFrom = std::int64_t(1) << 18;
-  if (g.ab_type == DType::bf16 && g.c_type == DType::f32 && g.m * g.n * g.k >= kAmxFrom &&
-      bf16_engine() == Bf16Engine::amx) {
+  // bf16 on the CPU's bf16 hardware from the size where it was measured to beat the widening
+  // register_blocked tier on this CPU (bf16_tensor_tuning; never where it did not).
+  if (g.ab_type == DType::bf16 && g.c_type == DType::f32 && bf16_engine() &&
+      g.m * g.n * g.k >= bf16_tensor_tuning().from) {
     return MatmulTier::tensor_core;
   }
   return MatmulTier::register_blocked;
@@ -316,6 +371,11 @@ void OpenMPBackend::host_parallel(Queue q, std::size_t n, std::size_t grain, uns
     }
   }
   if (error) std::rethrow_exception(error);
+}
+
+const Crossover& bf16_tensor_tuning() {
+  static const Crossover tuning = resolve_bf16_tensor();
+  return tuning;
 }
 
 }  // namespace tandem::openmp

@@ -571,7 +571,85 @@ ParallelTuning resolve_parallel() {
   return t;
 }
 
+// ---- sizes from which one way of a matmul beats another ----
+
+Crossover calibrate_crossover(const CrossoverSpec& spec, const std::function<void(std::int64_t, bool)>& run) {
+  const double t0 = omp_get_wtime();
+  std::vector<std::int64_t> sizes;
+  std::vector<double> first(spec.edges.size()), second(spec.edges.size());
+  std::string measured = spec.ratio + " at";
+  for (std::size_t i = 0; i < spec.edges.size(); ++i) {
+    const std::int64_t e = spec.edges[i];
+    sizes.push_back(e * e * e);
+    // Enough products to take about a millisecond (2^22 multiply-adds), at least two.
+    const std::int64_t reps = std::max<std::int64_t>(2, (std::int64_t(1) << 22) / sizes.back());
+    const auto times = times_in_rotating_rounds(2, 3, [&](std::size_t v) {
+      for (std::int64_t r = 0; r < reps; ++r) run(e, v == 1);
+    });
+    first[i] = *std::min_element(times[0].begin(), times[0].end());
+    second[i] = *std::min_element(times[1].begin(), times[1].end());
+    char item[48];
+    std::snprintf(item, sizeof item, "%s %lld^3 %.2f", i == 0 ? "" : ",", static_cast<long long>(e),
+                  second[i] / first[i]);
+    measured += item;
+  }
+  Crossover c;
+  c.from = choose_crossover(sizes, first, second, spec.never);
+  c.measured = measured;
+  char took[64];
+  std::snprintf(took, sizeof took, "calibrated now (%.0f ms)", 1e3 * (omp_get_wtime() - t0));
+  c.source = took;
+  return c;
+}
+
 }  // namespace
+
+std::int64_t choose_crossover(const std::vector<std::int64_t>& sizes, const std::vector<double>& first,
+                              const std::vector<double>& second, std::int64_t never) {
+  std::int64_t from = never;
+  for (std::size_t i = sizes.size(); i-- > 0;) {
+    if (second[i] > 0.9 * first[i]) break;
+    from = sizes[i];
+  }
+  return from;
+}
+
+Crossover resolve_crossover(const CrossoverSpec& spec, const std::function<void(std::int64_t, bool)>& run) {
+  Crossover c;
+  c.from = spec.table;
+  const std::string mode = env::choice("TANDEM_TUNING", {"auto", "table", "calibrate"}, "auto");
+  c.source = "table";
+  if (mode == "table") return c;
+  if (omp_get_active_level() > 0) {
+    c.source += kNestedNote;
+    return c;
+  }
+  if (spec.needs_team && omp_get_max_threads() < 2) {
+    c.source += "; not measured: first needed with a team of one thread (OMP_NUM_THREADS=1, or a busy machine)";
+    return c;
+  }
+  auto key = parallel_cache_key();
+  key.insert(spec.key.begin(), spec.key.end());
+  const fs::path file = cache_file(spec.kind, key);
+  if (mode != "calibrate" && !file.empty()) {
+    if (auto entry = read_entry(file, key)) {
+      const std::string& text = (*entry)["from"];
+      std::int64_t from = 0;
+      const auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), from);
+      if (!text.empty() && ec == std::errc() && end == text.data() + text.size() && from > 0) {
+        c.from = from;
+        c.measured = (*entry)["measured"];
+        c.source = "cached in " + file.string();
+        return c;
+      }
+    }
+  }
+  c = calibrate_crossover(spec, run);
+  c.source += "; " + (file.empty() ? std::string("not cached: no HOME")
+                                   : write_entry(file, spec.kind, key,
+                                                 {{"from", std::to_string(c.from)}, {"measured", c.measured}}));
+  return c;
+}
 
 const GemmTuning& gemm_tuning() {
   static const GemmTuning tuning = resolve_gemm();
