@@ -316,9 +316,23 @@ void OpenMPBackend::matmul(Queue q, const GemmArgs& g) {
       case MatmulTier::register_blocked:
         matmul_register_blocked(g);
         break;
-      case MatmulTier::vendor:
-        matmul_vendor(g);
+      case MatmulTier::vendor: {
+        // OpenBLAS's OpenMP build runs on the caller's thread count, and its result depends on
+        // it (measured: a 96 x 80 x 40 product differs in the last bits between one thread and
+        // two): on the backend's whole team, not the busy-machine team, so that the same product
+        // gives the same bits.
+        const bool pin = !omp_in_parallel() && omp_get_max_threads() != threads_;
+        const int before = omp_get_max_threads();
+        if (pin) omp_set_num_threads(threads_);
+        try {
+          matmul_vendor(g);
+        } catch (...) {
+          if (pin) omp_set_num_threads(before);
+          throw;
+        }
+        if (pin) omp_set_num_threads(before);
         break;
+      }
       case MatmulTier::tensor_core: {
         std::string why;
         const auto engine = bf16_engine(&why);
