@@ -147,10 +147,17 @@ void pack_b(const GemmArgs& g, std::int64_t j0, std::int64_t kp, std::uint16_t* 
       at[0] = lo;
       at[1] = hi;
     };
-    if (g.trans_b == Transpose::no && p + 1 < g.k && cols == kBlock) {  // two rows of B, interleaved
+    if (g.trans_b == Transpose::no && p + 1 < g.k && cols == kBlock) {
+      // Two rows of B interleaved eight columns at a time (SSE2, which every x86-64 CPU has).
       const bfloat16* r0 = b + p * g.ldb + j0;
       const bfloat16* r1 = r0 + g.ldb;
-      for (std::int64_t c = 0; c < kBlock; ++c) put(c, r0[c].bits, r1[c].bits);
+      for (std::int64_t c = 0; c < kBlock; c += 8) {
+        const __m128i x = _mm_loadu_si128(reinterpret_cast<const __m128i*>(r0 + c));
+        const __m128i y = _mm_loadu_si128(reinterpret_cast<const __m128i*>(r1 + c));
+        std::uint16_t* at = pair_row + (c / 16) * (kStep / 2) + 2 * (c % 16);
+        _mm_storeu_si128(reinterpret_cast<__m128i*>(at), _mm_unpacklo_epi16(x, y));
+        _mm_storeu_si128(reinterpret_cast<__m128i*>(at + 8), _mm_unpackhi_epi16(x, y));
+      }
       continue;
     }
     for (std::int64_t c = 0; c < kBlock; ++c) {
