@@ -515,6 +515,7 @@ const Crossover& gemm_parallel_tuning() {
   // f32 products of 24^3 to 128^3 (2^14 to 2^21 multiply-adds: a small MLP's layers), on the
   // calling thread and on the team. Where the team never wins by 10% up to 128^3, from 256^3.
   static const Crossover tuning = [] {
+    const WholeTeam whole;
     constexpr std::int64_t kMax = 128;
     std::vector<float> a(kMax * kMax, 0.5f), b(kMax * kMax, 0.25f), c(kMax * kMax);
     const MicroKernel<float>& uk = pick<float>();

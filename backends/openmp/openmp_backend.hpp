@@ -85,10 +85,10 @@ struct SumAcc<std::int32_t> {
 // one per CPU), unless other programs want those cores too. A parallel region waits for its
 // slowest thread, so one thread that waits for a core held by another program holds up the whole
 // team for a time slice, at every region: an op of many short regions then runs slower than it
-// would on fewer threads. So, at most every 100 ms, the team is checked: other
-// programs' runnable tasks (the machine's in /proc/loadavg, less this process's own in
-// /proc/self/task) take their cores out of it, down to one thread, once two checks in a row saw
-// them.
+// would on fewer threads. So, every 20 ms or so, the team is checked: other programs' runnable
+// tasks (the machine's in /proc/loadavg, less this process's own in /proc/self/task) take their
+// cores out of it at once, down to one thread, and it grows back once two checks in a row saw
+// the cores free.
 // OMP_NUM_THREADS from the user fixes it: no check, the team it gives.
 class Team {
  public:
@@ -110,6 +110,23 @@ class Team {
   std::atomic<int> last_want_;  // the last check's team, for two in a row
   std::atomic<std::int64_t> next_check_ns_{0};
   std::atomic<bool> checking_{false};
+};
+
+// The tuning is measured, and its cache entries keyed, with the backend's whole team, whatever
+// the busy-machine team is on the thread that first needs a tuning (inside an op, under a
+// TeamScope): the backend records its thread count when made (set_whole_team), and WholeTeam
+// sets it on the calling thread while a tuning is first resolved.
+void set_whole_team(int threads);
+class WholeTeam {
+ public:
+  WholeTeam();
+  WholeTeam(const WholeTeam&) = delete;
+  WholeTeam& operator=(const WholeTeam&) = delete;
+  ~WholeTeam();
+
+ private:
+  int before_ = 0;
+  bool set_ = false;
 };
 
 // A backend operation's thread count: the team's on this thread for the op, the caller's own

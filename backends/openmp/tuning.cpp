@@ -11,6 +11,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <atomic>
 #include <charconv>
 #include <cstdio>
 #include <cstdlib>
@@ -651,8 +652,30 @@ Crossover resolve_crossover(const CrossoverSpec& spec, const std::function<void(
   return c;
 }
 
+namespace {
+std::atomic<int> whole_team{0};
+}  // namespace
+
+void set_whole_team(int threads) { whole_team.store(threads); }
+
+WholeTeam::WholeTeam() {
+  const int whole = whole_team.load();
+  if (whole > 0 && !omp_in_parallel() && omp_get_max_threads() != whole) {
+    before_ = omp_get_max_threads();
+    omp_set_num_threads(whole);
+    set_ = true;
+  }
+}
+
+WholeTeam::~WholeTeam() {
+  if (set_) omp_set_num_threads(before_);
+}
+
 const GemmTuning& gemm_tuning() {
-  static const GemmTuning tuning = resolve_gemm();
+  static const GemmTuning tuning = [] {
+    const WholeTeam whole;
+    return resolve_gemm();
+  }();
   return tuning;
 }
 
@@ -696,12 +719,18 @@ std::size_t choose_parallel_from(const std::vector<std::size_t>& sizes, const st
 }
 
 const ParallelTuning& parallel_tuning() {
-  static const ParallelTuning tuning = resolve_parallel();
+  static const ParallelTuning tuning = [] {
+    const WholeTeam whole;
+    return resolve_parallel();
+  }();
   return tuning;
 }
 
 const StoreTuning& store_tuning() {
-  static const StoreTuning tuning = resolve();
+  static const StoreTuning tuning = [] {
+    const WholeTeam whole;
+    return resolve();
+  }();
   return tuning;
 }
 
