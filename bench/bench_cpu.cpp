@@ -291,6 +291,10 @@ std::string vendor_tier(const DeviceProperties& p) {
   return "";
 }
 
+// The library and its kernels, without the warning (": older than ...") or the threading note
+// ("; OpenMP build ..."): the peer's name in the rows.
+std::string vendor_name(const std::string& vendor) { return vendor.substr(0, vendor.find_first_of(":;")); }
+
 // An OpenBLAS older than the CPU model runs kernels for an older ISA (0.3.21 runs SSE3 kernels
 // on an AVX-512 Xeon it does not know): a peer at a fraction of the machine. Unless the caller
 // chose OPENBLAS_CORETYPE, the benchmark runs again with it naming a core of the CPU's ISA, so
@@ -301,14 +305,14 @@ void current_openblas(char** argv, const std::string& vendor, bool caller_tuning
   if (const char* forced = std::getenv("OPENBLAS_CORETYPE"); forced != nullptr) {
     std::printf("with OPENBLAS_CORETYPE=%s OpenBLAS still runs kernels older than this CPU (a build without "
                 "DYNAMIC_ARCH ignores the variable): the sgemm peer is %s\n",
-                forced, vendor.substr(0, vendor.find(':')).c_str());
+                forced, vendor_name(vendor).c_str());
     return;
   }
   const std::string isa = vendor.substr(older + 22);
   const char* core = isa.rfind("AVX-512", 0) == 0 ? "SkylakeX" : isa.rfind("AVX2", 0) == 0 ? "Haswell" : "SandyBridge";
   std::printf("OpenBLAS chose kernels older than this CPU (%s); running again with OPENBLAS_CORETYPE=%s so that the "
               "sgemm peer is a current one\n",
-              vendor.substr(0, vendor.find(':')).c_str(), core);
+              vendor_name(vendor).c_str(), core);
   std::fflush(stdout);
   setenv("OPENBLAS_CORETYPE", core, 1);
   if (!caller_tuning) setenv("TANDEM_TUNING", "auto", 1);  // the calibration just made is cached: not again
@@ -436,7 +440,7 @@ int main(int argc, char** argv) {
   const bool have_vendor = std::find(tiers.begin(), tiers.end(), MatmulTier::vendor) != tiers.end();
   std::vector<std::int64_t> sizes = {1024, 2048};
   if (!quick) sizes.push_back(4096);
-  const std::string peer = have_vendor ? vendor.substr(0, vendor.find(':')) : "";
+  const std::string peer = have_vendor ? vendor_name(vendor) : "";
   for (std::int64_t N : sizes) measure_sgemm(be, N, quick, peer, rows);
   return report(props, rows, ticks_at_start, have_vendor, options.json_path);
 }

@@ -175,10 +175,9 @@ int Team::size() {
 
 void Team::check() {
   // Other programs' runnable tasks: the machine's less this process's own. The team gives them
-  // their cores as soon as one check sees them, and takes the cores back once two checks in a row
-  // saw them free. The costs are that uneven: a team too small runs at worst one thread's speed
-  // until the next checks, while a thread that waits for a busy core holds up every region for a
-  // time slice (the busy-machine bench: 130-560x the quiet time with the team fixed).
+  // their cores when two checks in a row saw them (a task runnable for a moment, a kernel worker
+  // or a shell, does not shrink it: with one check, quiet 1024^3 matmuls lost a tenth of their
+  // median speed to such shrinks), and takes them back at the first check that sees them free.
   // This process's runnable threads are read before and after the machine's: a team thread that
   // goes to sleep between the two reads would otherwise count as another program's.
   const int cores = std::max(omp_get_num_procs(), 1);
@@ -187,7 +186,7 @@ void Team::check() {
   const int others = std::max(0, machine - std::max(own_before, own_runnable_threads()));
   const int want = std::clamp(cores - others, 1, threads_);
   const int before = last_want_.exchange(want);
-  size_.store(std::min(want, before));  // the smaller of the last two: grow on two in a row
+  size_.store(std::max(want, before));  // the larger of the last two: shrink on two in a row
 }
 
 std::string Team::describe() const {

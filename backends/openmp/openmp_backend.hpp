@@ -87,8 +87,8 @@ struct SumAcc<std::int32_t> {
 // team for a time slice, at every region: an op of many short regions then runs slower than it
 // would on fewer threads. So, every 20 ms or so, the team is checked: other programs' runnable
 // tasks (the machine's in /proc/loadavg, less this process's own in /proc/self/task) take their
-// cores out of it at once, down to one thread, and it grows back once two checks in a row saw
-// the cores free.
+// cores out of it, down to one thread, once two checks in a row saw them; it grows back at the
+// first check that sees the cores free.
 // OMP_NUM_THREADS from the user fixes it: no check, the team it gives.
 class Team {
  public:
