@@ -199,8 +199,6 @@ if(TANDEM_ENABLE_OPENMP_ON)
       "parallel threshold measured on first use and read back|OMP_NUM_THREADS=2|0|parallel from: [0-9]+ elements \\(smaller loops run on the calling thread\\).*parallel from chosen by: cached in ${tuning_cache}/openmp-parallel-[0-9a-f]+\\.txt.*parallel from measured: the team's time over one thread's at 1K [0-9.]+, 2K [0-9.]+,.* 256K [0-9.]+"
       "parallel threshold from the table|TANDEM_TUNING=table|0|parallel from: 32768 elements .*parallel from chosen by: table"
       "parallel threshold forced|TANDEM_OPENMP_PARALLEL_FROM=4096|0|parallel from: 4096 elements .*parallel from chosen by: TANDEM_OPENMP_PARALLEL_FROM"
-      "gemm parallel threshold measured on first use and read back|OMP_NUM_THREADS=2|0|gemm parallel from: [0-9]+\\^3 multiply-adds \\(smaller products run on the calling thread\\).*gemm parallel from chosen by: cached in ${tuning_cache}/openmp-matmul-team-[0-9a-f]+\\.txt.*gemm parallel from measured: register_blocked f32: the team's time over one thread's at 24\\^3 [0-9.]+,.* 128\\^3 [0-9.]+"
-      "gemm parallel threshold from the table|TANDEM_TUNING=table|0|gemm parallel from: 64\\^3 multiply-adds .*gemm parallel from chosen by: table"
       "refused: parallel threshold of lots|TANDEM_OPENMP_PARALLEL_FROM=lots|2|TANDEM_OPENMP_PARALLEL_FROM='lots': give the elements from which a loop runs on every thread")
   set(previous "")
   foreach(step IN LISTS tuning_steps)

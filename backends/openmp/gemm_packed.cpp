@@ -511,37 +511,13 @@ std::vector<double> measure_gemm_blockings(const std::vector<Blocking>& candidat
 const MicroKernel<float>& best_microkernel_f32() { return pick<float>(); }
 const MicroKernel<double>& best_microkernel_f64() { return pick<double>(); }
 
-const Crossover& gemm_parallel_tuning() {
-  // f32 products of 24^3 to 128^3 (2^14 to 2^21 multiply-adds: a small MLP's layers), on the
-  // calling thread and on the team. Where the team never wins by 10% up to 128^3, from 256^3.
-  static const Crossover tuning = [] {
-    const WholeTeam whole;
-    constexpr std::int64_t kMax = 128;
-    std::vector<float> a(kMax * kMax, 0.5f), b(kMax * kMax, 0.25f), c(kMax * kMax);
-    const MicroKernel<float>& uk = pick<float>();
-    return resolve_crossover(
-        {"matmul-team", {{"micro-kernel", std::string(uk.isa)}}, {24, 32, 48, 64, 96, 128}, std::int64_t(1) << 18,
-         std::int64_t(1) << 24, true, "register_blocked f32: the team's time over one thread's"},
-        [&](std::int64_t e, bool team) {
-          GemmArgs g{};
-          g.m = g.n = g.k = g.lda = g.ldb = g.ldc = e;
-          g.a = a.data();
-          g.b = b.data();
-          g.c = c.data();
-          g.alpha = 1.0;
-          gemm_packed<float, float>(g, uk, blocking(uk, e, e, e), true, team);
-        });
-  }();
-  return tuning;
-}
-
 void matmul_register_blocked(const GemmArgs& g) {
   // With beta = 0 the first k block writes C without reading it (BLAS: C's old values, NaN
   // included, do not count), which saves zeroing C and reading it back. With k = 0 there is no k
   // block (the ops layer handles that case before the backend; C = beta C here too).
   const bool overwrite = g.beta == 0 && g.k > 0;
   if (!overwrite) prescale_c(g);
-  const bool parallel = g.m * g.n * g.k >= gemm_parallel_tuning().from;
+  const bool parallel = g.m * g.n * g.k >= (1 << 18);
   dispatch_any(g.ab_type, [&]<class TA>() {
     if constexpr (std::is_same_v<TA, double>) {
       gemm_packed<TA, double>(g, best_microkernel_f64(), blocking(best_microkernel_f64(), g.m, g.n, g.k), overwrite,

@@ -86,7 +86,7 @@ Crossover resolve_bf16_tensor() {
   std::vector<bfloat16> a(kMax * kMax, bfloat16(0.5f)), b(kMax * kMax, bfloat16(0.25f));
   std::vector<float> c(kMax * kMax);
   return resolve_crossover({"bf16-tensor", {{"engine", amx ? "amx" : "avx512bf16"}}, {64, 96, 128, 192, 256, 384, 512},
-                            amx ? std::int64_t(1) << 18 : kNever, kNever, false,
+                            amx ? std::int64_t(1) << 18 : kNever,
                             "bf16: the tensor_core tier's time over register_blocked's"},
                            [&](std::int64_t e, bool tensor) {
                              GemmArgs g{};
@@ -257,12 +257,6 @@ DeviceProperties OpenMPBackend::properties() const {
       p.tuning.push_back({"tensor_core automatic chosen by", bf16.source});
       if (!bf16.measured.empty()) p.tuning.push_back({"tensor_core automatic measured", bf16.measured});
     }
-  }
-  {
-    const Crossover& gemm = gemm_parallel_tuning();
-    p.tuning.push_back({"gemm parallel from", crossover_text(gemm) + " (smaller products run on the calling thread)"});
-    p.tuning.push_back({"gemm parallel from chosen by", gemm.source});
-    if (!gemm.measured.empty()) p.tuning.push_back({"gemm parallel from measured", gemm.measured});
   }
   p.tuning.push_back({"vendor tier", vendor_description()});
   p.tuning.push_back({"gemm blocking f32", gemm_blocking_text()});

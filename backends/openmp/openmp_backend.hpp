@@ -39,11 +39,11 @@ inline std::size_t parallel_from() { return parallel_tuning().from; }
 std::size_t choose_parallel_from(const std::vector<std::size_t>& sizes, const std::vector<double>& one_thread,
                                  const std::vector<double>& team);
 
-// A product size (m * n * k) from which a second way of running a matmul beats a first: the team
-// over the calling thread, a bf16 engine over the widening tier. Measured on first use like the
+// A product size (m * n * k) from which a second way of running a matmul beats a first (the bf16
+// tensor tier over the widening register_blocked tier). Measured on first use like the
 // parallel threshold: square products of each edge timed both ways in rotating rounds, the best
 // of three; chosen by choose_crossover; cached per CPU, team and wait policy. Under
-// TANDEM_TUNING=table, inside a parallel region, or (for the team) with one thread: the table's.
+// TANDEM_TUNING=table, or first needed inside a parallel region: the table's.
 inline constexpr std::int64_t kNever = std::numeric_limits<std::int64_t>::max();
 struct Crossover {
   std::int64_t from = kNever;
@@ -51,23 +51,20 @@ struct Crossover {
   std::string measured;  // the second way's time over the first's at each edge when calibrated
 };
 struct CrossoverSpec {
-  const char* kind;                          // the cache file's kind: "matmul-team"
+  const char* kind;                          // the cache file's kind: "bf16-tensor"
   std::map<std::string, std::string> key;    // what else the entry is for (the engine, the kernels)
   std::vector<std::int64_t> edges;           // ascending; each a product of edge^3
   std::int64_t table;                        // the value without a measurement
-  std::int64_t never;                        // the value when the second way did not win at the largest
-  bool needs_team;                           // the comparison is meaningless with one thread
-  std::string ratio;                         // what measured's numbers are: "the team's time over one thread's"
+  std::string ratio;                         // what measured's numbers are
 };
 // run(edge, second) runs the product of edge^3 once, the second way or the first.
 Crossover resolve_crossover(const CrossoverSpec& spec, const std::function<void(std::int64_t, bool)>& run);
 // The smallest of `sizes` (ascending) from which second took at most 0.9 of first's time, there
-// and at every larger size; `never` when it did not at the largest.
+// and at every larger size; kNever when it did not at the largest.
 std::int64_t choose_crossover(const std::vector<std::int64_t>& sizes, const std::vector<double>& first,
-                              const std::vector<double>& second, std::int64_t never);
-// From which product size register_blocked runs on the team (table: 2^18, 64^3), and from which
-// the bf16 tensor_core tier is the automatic one (AMX table: 2^18; AVX512-BF16: never).
-const Crossover& gemm_parallel_tuning();
+                              const std::vector<double>& second);
+// From which product size the bf16 tensor_core tier is the automatic one (AMX table: 2^18, 64^3;
+// AVX512-BF16: never).
 const Crossover& bf16_tensor_tuning();
 
 // The accumulator of sums and scans per element type: the type itself for floating point (f32

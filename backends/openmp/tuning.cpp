@@ -595,7 +595,7 @@ Crossover calibrate_crossover(const CrossoverSpec& spec, const std::function<voi
     measured += item;
   }
   Crossover c;
-  c.from = choose_crossover(sizes, first, second, spec.never);
+  c.from = choose_crossover(sizes, first, second);
   c.measured = measured;
   char took[64];
   std::snprintf(took, sizeof took, "calibrated now (%.0f ms)", 1e3 * (omp_get_wtime() - t0));
@@ -606,8 +606,8 @@ Crossover calibrate_crossover(const CrossoverSpec& spec, const std::function<voi
 }  // namespace
 
 std::int64_t choose_crossover(const std::vector<std::int64_t>& sizes, const std::vector<double>& first,
-                              const std::vector<double>& second, std::int64_t never) {
-  std::int64_t from = never;
+                              const std::vector<double>& second) {
+  std::int64_t from = kNever;
   for (std::size_t i = sizes.size(); i-- > 0;) {
     if (second[i] > 0.9 * first[i]) break;
     from = sizes[i];
@@ -623,10 +623,6 @@ Crossover resolve_crossover(const CrossoverSpec& spec, const std::function<void(
   if (mode == "table") return c;
   if (omp_get_active_level() > 0) {
     c.source += kNestedNote;
-    return c;
-  }
-  if (spec.needs_team && omp_get_max_threads() < 2) {
-    c.source += "; not measured: first needed with a team of one thread (OMP_NUM_THREADS=1, or a busy machine)";
     return c;
   }
   auto key = parallel_cache_key();
