@@ -76,7 +76,7 @@ std::optional<Bf16Engine> bf16_engine(std::string* why = nullptr) {
 // The bf16 tensor tier's crossover with the widening register_blocked tier, for the engine in
 // force: products of 64^3 to 512^3 timed both ways. The table (no measurement): AMX from 64^3,
 // where its tiles matched register_blocked on the first AMX CPU measured; AVX512-BF16 never
-// (0.55x register_blocked on that CPU, 1.35-1.6x on a Zen 5 EPYC: it depends on the CPU).
+// (0.55x register_blocked on that CPU, 1.4-1.7x on a Zen 5 EPYC: it depends on the CPU).
 Crossover resolve_bf16_tensor() {
   const auto engine = bf16_engine();
   if (!engine) return {kNever, "no tensor_core tier here", ""};
@@ -176,8 +176,9 @@ int Team::size() {
 void Team::check() {
   // Other programs' runnable tasks: the machine's less this process's own. The team gives them
   // their cores when two checks in a row saw them (a task runnable for a moment, a kernel worker
-  // or a shell, does not shrink it: with one check, quiet 1024^3 matmuls lost a tenth of their
-  // median speed to such shrinks), and takes them back at the first check that sees them free.
+  // or a shell, does not shrink it: shrinking on one check, quiet 1024^3 matmuls ran at 336-465
+  // GFLOP/s median against 482-492 with the team fixed), and takes them back at the first check
+  // that sees them free.
   // This process's runnable threads are read before and after the machine's: a team thread that
   // goes to sleep between the two reads would otherwise count as another program's.
   const int cores = std::max(omp_get_num_procs(), 1);

@@ -20,6 +20,7 @@ bool vendor_available() {
 #endif
 }
 
+#ifdef TANDEM_HAVE_BLAS
 namespace {
 
 // The vector ISA an OpenBLAS core name's kernels use: 3 AVX-512, 2 AVX2, 1 AVX, 0 older (SSE).
@@ -46,11 +47,11 @@ int cpu_level() {
   return 0;
 }
 
-}  // namespace
-
-std::string openblas_threading_note(int parallel) {
-  // openblas_get_parallel(): 0 sequential, 1 OpenBLAS's own pthreads pool, 2 OpenMP.
-  switch (parallel) {
+// How the linked OpenBLAS runs its threads, from openblas_get_parallel() where it has one: 0
+// sequential, 1 OpenBLAS's own pthreads pool, 2 OpenMP.
+std::string threading_note(int (*parallel)()) {
+  if (parallel == nullptr) return "";
+  switch (parallel()) {
     case 0: return "; sequential build (the vendor tier runs on the calling thread)";
     case 2: return "; OpenMP build (one thread pool with tandem's team)";
     case 1:
@@ -61,13 +62,8 @@ std::string openblas_threading_note(int parallel) {
   }
 }
 
-namespace {
-
-std::string threading_note(int (*parallel)()) {
-  return parallel == nullptr ? std::string() : openblas_threading_note(parallel());
-}
-
 }  // namespace
+#endif
 
 std::string vendor_description() {
 #ifdef TANDEM_HAVE_BLAS
