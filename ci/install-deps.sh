@@ -10,6 +10,8 @@
 # builds the fuzz targets (ci/fuzz.sh). libdlpack-dev is the DLPack header (zero-copy exchange with
 # NumPy and PyTorch); python3-dev and python3-venv build the Python package in a virtual environment.
 # ccache lets ci/test.sh's pip and Kokkos 4 builds take the objects its release build compiled.
+# libopenblas-openmp-dev is OpenBLAS built on OpenMP, one thread pool with the openmp backend's (the
+# pthreads build that libopenblas-dev brings spins its own workers beside it: docs/backends.md).
 set -euo pipefail
 packages=(cmake ninja-build g++ make pkgconf doctest-dev libcli11-dev nlohmann-json3-dev libopenblas-openmp-dev libboost-context-dev zlib1g-dev python3-matplotlib hipcc libamdhip64-dev librocprim-dev libtrilinos-kokkos-dev libopenmpi-dev openmpi-bin clang-15 libdlpack-dev python3-dev python3-venv ccache)
 missing=()
