@@ -48,11 +48,12 @@ using Clock = std::chrono::steady_clock;
 
 // Medians (seconds) of op and peer timed alternately, after one warm-up call of each. With
 // `settle`, each call starts after a pause of kSettle: for peers on another thread pool than
-// OpenMP's (OpenBLAS). Each pool's idle threads spin for a while after their work, and on 2 vCPUs
-// they took the cores from the other pool's threads. Alternating sgemm at N = 1024, in GFLOP/s
-// (register_blocked / OpenBLAS): no pause 133 / 80, 20 ms 37 / 112 (OpenBLAS's threads spin
-// longer), 200 ms 130 / 113. Peers on OpenMP's own pool (the copy, triad and reduction loops) run
-// without it, as the ops do.
+// OpenMP's (a pthreads OpenBLAS). Each pool's idle threads spin for a while after their work, and
+// on 2 vCPUs they took the cores from the other pool's threads. Alternating sgemm at N = 1024, in
+// GFLOP/s (register_blocked / OpenBLAS): no pause 133 / 80, 20 ms 37 / 112 (OpenBLAS's threads
+// spin longer), 200 ms 130 / 113. Peers on OpenMP's own pool (the copy, triad and reduction
+// loops, an OpenMP build of OpenBLAS) run without it, as the ops do: the pause would time every
+// call from a sleeping team, which NumPy's and PyTorch's timings (cpu_peers.py) do not.
 constexpr auto kSettle = std::chrono::milliseconds(250);
 std::pair<double, double> paired_seconds(int reps, const std::function<void()>& op, const std::function<void()>& peer,
                                          bool settle = false) {
@@ -321,7 +322,8 @@ void current_openblas(char** argv, const std::string& vendor, bool caller_tuning
 }
 
 // The sgemm rows at one size: each of our tiers against OpenBLAS (where built), and 2 threads vs 1.
-void measure_sgemm(Backend& be, std::int64_t N, bool quick, const std::string& peer_name, std::vector<Row>& rows) {
+void measure_sgemm(Backend& be, std::int64_t N, bool quick, const std::string& peer_name, bool settle,
+                   std::vector<Row>& rows) {
   const bool have_vendor = !peer_name.empty();
   const std::size_t nn = static_cast<std::size_t>(N * N);
   std::vector<float> ha(nn), hb(nn);
@@ -350,7 +352,7 @@ void measure_sgemm(Backend& be, std::int64_t N, bool quick, const std::string& p
     const bool best = tier == MatmulTier::register_blocked;
     if (have_vendor) {
       const auto [s, peer_s] =
-          paired_seconds(tier == MatmulTier::naive ? 1 : matmul_reps, run(tier), run(MatmulTier::vendor), true);
+          paired_seconds(tier == MatmulTier::naive ? 1 : matmul_reps, run(tier), run(MatmulTier::vendor), settle);
       rows.push_back(
           {group, std::string(name_of(tier)), "GFLOP/s", gflop / s, gflop / peer_s, peer_name, best ? 1.00 : 0});
     } else {
@@ -441,6 +443,9 @@ int main(int argc, char** argv) {
   std::vector<std::int64_t> sizes = {1024, 2048};
   if (!quick) sizes.push_back(4096);
   const std::string peer = have_vendor ? vendor_name(vendor) : "";
-  for (std::int64_t N : sizes) measure_sgemm(be, N, quick, peer, rows);
+  // OpenBLAS on a pool of its own (the pthreads build, or one that does not say) is timed apart.
+  const bool settle = vendor.find("; OpenMP build") == std::string::npos &&
+                      vendor.find("; sequential build") == std::string::npos;
+  for (std::int64_t N : sizes) measure_sgemm(be, N, quick, peer, settle, rows);
   return report(props, rows, ticks_at_start, have_vendor, options.json_path);
 }

@@ -197,9 +197,10 @@ std::string Team::describe() const {
 }
 
 TeamScope::TeamScope(Team& team) {
-  if (omp_in_parallel()) return;  // inside a region of the caller's: its own setting applies
-  const int want = team.size();
   before_ = omp_get_max_threads();
+  if (omp_in_parallel()) return;  // inside a region of the caller's: its own setting applies
+  // At most the caller's own setting: omp_set_num_threads(1) before an op runs it on one thread.
+  const int want = std::min(team.size(), before_);
   if (want != before_) {
     omp_set_num_threads(want);
     set_ = true;
@@ -325,11 +326,12 @@ void OpenMPBackend::matmul(Queue q, const GemmArgs& g) {
       case MatmulTier::vendor: {
         // OpenBLAS's OpenMP build runs on the caller's thread count, and its result depends on
         // it (measured: a 96 x 80 x 40 product differs in the last bits between one thread and
-        // two): on the backend's whole team, not the busy-machine team, so that the same product
-        // gives the same bits.
-        const bool pin = !omp_in_parallel() && omp_get_max_threads() != threads_;
+        // two): on the backend's whole team (or the caller's own smaller setting), not the
+        // busy-machine team, so that the same product gives the same bits.
+        const int whole = std::min(threads_, team.caller_threads());
+        const bool pin = !omp_in_parallel() && omp_get_max_threads() != whole;
         const int before = omp_get_max_threads();
-        if (pin) omp_set_num_threads(threads_);
+        if (pin) omp_set_num_threads(whole);
         try {
           matmul_vendor(g);
         } catch (...) {

@@ -126,14 +126,17 @@ class WholeTeam {
   bool set_ = false;
 };
 
-// A backend operation's thread count: the team's on this thread for the op, the caller's own
-// OpenMP setting back after it (omp_set_num_threads changes only the calling thread's ICV).
+// A backend operation's thread count: the team's on this thread for the op, at most the
+// caller's own OpenMP setting, and that setting back after it (omp_set_num_threads changes only
+// the calling thread's ICV).
 class TeamScope {
  public:
   explicit TeamScope(Team& team);
   TeamScope(const TeamScope&) = delete;
   TeamScope& operator=(const TeamScope&) = delete;
   ~TeamScope();
+  // The caller's setting (omp_get_max_threads() before the op).
+  int caller_threads() const { return before_; }
 
  private:
   int before_ = 0;
