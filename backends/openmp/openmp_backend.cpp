@@ -82,13 +82,19 @@ Crossover resolve_bf16_tensor() {
   if (!engine) return {kNever, "no tensor_core tier here", ""};
 #ifdef TANDEM_X86_KERNELS
   const bool amx = *engine == Bf16Engine::amx;
+  // The operands are made at the first product, so that a cached result costs no allocation.
   constexpr std::int64_t kMax = 512;
-  std::vector<bfloat16> a(kMax * kMax, bfloat16(0.5f)), b(kMax * kMax, bfloat16(0.25f));
-  std::vector<float> c(kMax * kMax);
+  std::vector<bfloat16> a, b;
+  std::vector<float> c;
   return resolve_crossover({"bf16-tensor", {{"engine", amx ? "amx" : "avx512bf16"}}, {64, 96, 128, 192, 256, 384, 512},
                             amx ? std::int64_t(1) << 18 : kNever,
                             "bf16: the tensor_core tier's time over register_blocked's"},
                            [&](std::int64_t e, bool tensor) {
+                             if (c.empty()) {
+                               a.assign(kMax * kMax, bfloat16(0.5f));
+                               b.assign(kMax * kMax, bfloat16(0.25f));
+                               c.assign(kMax * kMax, 0.0f);
+                             }
                              GemmArgs g{};
                              g.m = g.n = g.k = g.lda = g.ldb = g.ldc = e;
                              g.ab_type = DType::bf16;
@@ -328,17 +334,8 @@ void OpenMPBackend::matmul(Queue q, const GemmArgs& g) {
         // it (measured: a 96 x 80 x 40 product differs in the last bits between one thread and
         // two): on the backend's whole team (or the caller's own smaller setting), not the
         // busy-machine team, so that the same product gives the same bits.
-        const int whole = std::min(threads_, team.caller_threads());
-        const bool pin = !omp_in_parallel() && omp_get_max_threads() != whole;
-        const int before = omp_get_max_threads();
-        if (pin) omp_set_num_threads(whole);
-        try {
-          matmul_vendor(g);
-        } catch (...) {
-          if (pin) omp_set_num_threads(before);
-          throw;
-        }
-        if (pin) omp_set_num_threads(before);
+        const ThreadsScope pinned(std::min(threads_, team.caller_threads()));
+        matmul_vendor(g);
         break;
       }
       case MatmulTier::tensor_core: {
@@ -397,7 +394,7 @@ void OpenMPBackend::host_parallel(Queue q, std::size_t n, std::size_t grain, uns
 
 const Crossover& bf16_tensor_tuning() {
   static const Crossover tuning = [] {
-    const WholeTeam whole;
+    const ThreadsScope whole(whole_team());
     return resolve_bf16_tensor();
   }();
   return tuning;

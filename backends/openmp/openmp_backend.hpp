@@ -109,22 +109,26 @@ class Team {
   std::atomic<bool> checking_{false};
 };
 
-// The tuning is measured, and its cache entries keyed, with the backend's whole team, whatever
-// the busy-machine team is on the thread that first needs a tuning (inside an op, under a
-// TeamScope): the backend records its thread count when made (set_whole_team), and WholeTeam
-// sets it on the calling thread while a tuning is first resolved.
-void set_whole_team(int threads);
-class WholeTeam {
+// `threads` as the calling thread's OpenMP setting for a scope, the setting before it back after
+// (inside a parallel region, or for threads <= 0, it does nothing).
+class ThreadsScope {
  public:
-  WholeTeam();
-  WholeTeam(const WholeTeam&) = delete;
-  WholeTeam& operator=(const WholeTeam&) = delete;
-  ~WholeTeam();
+  explicit ThreadsScope(int threads);
+  ThreadsScope(const ThreadsScope&) = delete;
+  ThreadsScope& operator=(const ThreadsScope&) = delete;
+  ~ThreadsScope();
 
  private:
   int before_ = 0;
   bool set_ = false;
 };
+
+// The tuning is measured, and its cache entries keyed, with the backend's whole team, whatever
+// the busy-machine team is on the thread that first needs a tuning (inside an op, under a
+// TeamScope): the backend records its thread count when made, and a tuning is first resolved
+// under ThreadsScope(whole_team()).
+void set_whole_team(int threads);
+int whole_team();
 
 // A backend operation's thread count: the team's on this thread for the op, at most the
 // caller's own OpenMP setting, and that setting back after it (omp_set_num_threads changes only

@@ -531,15 +531,22 @@ ParallelTuning calibrate_parallel() {
   return t;
 }
 
+// A cache entry's whole number, when the text is one and nothing else.
+template <class T>
+std::optional<T> whole_number(const std::string& text) {
+  T value = 0;
+  const auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), value);
+  if (text.empty() || ec != std::errc() || end != text.data() + text.size()) return std::nullopt;
+  return value;
+}
+
 bool read_parallel_cache(const fs::path& file, ParallelTuning& t) {
   const auto entry = read_entry(file, parallel_cache_key());
   if (!entry) return false;
   auto values = *entry;
-  std::size_t from = 0;
-  const std::string& text = values["from"];
-  const auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), from);
-  if (text.empty() || ec != std::errc() || end != text.data() + text.size()) return false;
-  t.from = from;
+  const auto from = whole_number<std::size_t>(values["from"]);
+  if (!from) return false;
+  t.from = *from;
   t.measured = values["measured"];
   t.source = "cached in " + file.string();
   return true;
@@ -630,11 +637,9 @@ Crossover resolve_crossover(const CrossoverSpec& spec, const std::function<void(
   const fs::path file = cache_file(spec.kind, key);
   if (mode != "calibrate" && !file.empty()) {
     if (auto entry = read_entry(file, key)) {
-      const std::string& text = (*entry)["from"];
-      std::int64_t from = 0;
-      const auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), from);
-      if (!text.empty() && ec == std::errc() && end == text.data() + text.size() && from > 0) {
-        c.from = from;
+      const auto from = whole_number<std::int64_t>((*entry)["from"]);
+      if (from && *from > 0) {
+        c.from = *from;
         c.measured = (*entry)["measured"];
         c.source = "cached in " + file.string();
         return c;
@@ -649,27 +654,27 @@ Crossover resolve_crossover(const CrossoverSpec& spec, const std::function<void(
 }
 
 namespace {
-std::atomic<int> whole_team{0};
+std::atomic<int> whole_team_threads{0};
 }  // namespace
 
-void set_whole_team(int threads) { whole_team.store(threads); }
+void set_whole_team(int threads) { whole_team_threads.store(threads); }
+int whole_team() { return whole_team_threads.load(); }
 
-WholeTeam::WholeTeam() {
-  const int whole = whole_team.load();
-  if (whole > 0 && !omp_in_parallel() && omp_get_max_threads() != whole) {
+ThreadsScope::ThreadsScope(int threads) {
+  if (threads > 0 && !omp_in_parallel() && omp_get_max_threads() != threads) {
     before_ = omp_get_max_threads();
-    omp_set_num_threads(whole);
+    omp_set_num_threads(threads);
     set_ = true;
   }
 }
 
-WholeTeam::~WholeTeam() {
+ThreadsScope::~ThreadsScope() {
   if (set_) omp_set_num_threads(before_);
 }
 
 const GemmTuning& gemm_tuning() {
   static const GemmTuning tuning = [] {
-    const WholeTeam whole;
+    const ThreadsScope whole(whole_team());
     return resolve_gemm();
   }();
   return tuning;
@@ -716,7 +721,7 @@ std::size_t choose_parallel_from(const std::vector<std::size_t>& sizes, const st
 
 const ParallelTuning& parallel_tuning() {
   static const ParallelTuning tuning = [] {
-    const WholeTeam whole;
+    const ThreadsScope whole(whole_team());
     return resolve_parallel();
   }();
   return tuning;
@@ -724,7 +729,7 @@ const ParallelTuning& parallel_tuning() {
 
 const StoreTuning& store_tuning() {
   static const StoreTuning tuning = [] {
-    const WholeTeam whole;
+    const ThreadsScope whole(whole_team());
     return resolve();
   }();
   return tuning;
