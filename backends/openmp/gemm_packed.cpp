@@ -22,6 +22,7 @@
 #include "../host/cpu_info.hpp"
 #include "microkernel.hpp"
 #include "openmp_backend.hpp"
+#include "pack_buffer.hpp"
 #include "tandem/environment.hpp"
 #include "tandem/topology.hpp"
 
@@ -29,6 +30,30 @@ namespace tandem::openmp {
 
 using host::dispatch_any;
 using host::to;
+
+void* kept_block(PackSlot slot, std::size_t bytes, void** owned) {
+  struct Kept {
+    void* ptr = nullptr;
+    std::size_t bytes = 0;
+    ~Kept() { ::operator delete(ptr, std::align_val_t(64)); }
+  };
+  thread_local Kept kept[3];
+  if (bytes > (std::size_t(256) << 20)) {
+    *owned = ::operator new(bytes, std::align_val_t(64));
+    return *owned;
+  }
+  Kept& k = kept[static_cast<int>(slot)];
+  if (k.bytes < bytes) {
+    ::operator delete(k.ptr, std::align_val_t(64));
+    k.ptr = nullptr;
+    k.bytes = 0;
+    k.ptr = ::operator new(bytes, std::align_val_t(64));
+    k.bytes = bytes;
+  }
+  return k.ptr;
+}
+
+void free_block(void* owned) { ::operator delete(owned, std::align_val_t(64)); }
 
 namespace {
 
@@ -68,43 +93,6 @@ Blocking blocking(const MicroKernel<T>& uk, std::int64_t m, std::int64_t n, std:
   if (const auto a_in_l1 = forced_a_in_l1()) b.a_in_l1 = *a_in_l1;
   return b;
 }
-
-// Packing memory kept by each thread between calls, grown as needed: allocated afresh, its pages
-// fault in again on every call (a tenth of a 1024^3 product's time). slot 0: this thread's A
-// blocks; slot 1: the B blocks of the products it calls. Blocks past 256 MiB are not kept.
-template <class T>
-struct PackBuffer {
-  T* data = nullptr;
-  PackBuffer(int slot, std::size_t n) {
-    struct Kept {
-      void* ptr = nullptr;
-      std::size_t bytes = 0;
-      ~Kept() { ::operator delete(ptr, std::align_val_t(64)); }
-    };
-    thread_local Kept kept[2];
-    const std::size_t bytes = std::max<std::size_t>(n, 1) * sizeof(T);
-    Kept& k = kept[slot];
-    if (bytes > (std::size_t(256) << 20)) {
-      owned_ = ::operator new(bytes, std::align_val_t(64));
-      data = static_cast<T*>(owned_);
-      return;
-    }
-    if (k.bytes < bytes) {
-      ::operator delete(k.ptr, std::align_val_t(64));
-      k.ptr = nullptr;
-      k.bytes = 0;
-      k.ptr = ::operator new(bytes, std::align_val_t(64));
-      k.bytes = bytes;
-    }
-    data = static_cast<T*>(k.ptr);
-  }
-  ~PackBuffer() { ::operator delete(owned_, std::align_val_t(64)); }
-  PackBuffer(const PackBuffer&) = delete;
-  PackBuffer& operator=(const PackBuffer&) = delete;
-
- private:
-  void* owned_ = nullptr;
-};
 
 template <class T>
 const MicroKernel<T>& pick() {
@@ -266,7 +254,7 @@ void gemm_by_rows(const GemmArgs& g, const MicroKernel<T>& uk, const Blocking& b
   const T alpha = T(g.alpha);
   const std::int64_t m_panels = (g.m + mr - 1) / mr;
   const auto b_size = static_cast<std::size_t>(std::min(nc, (g.n + nr - 1) / nr * nr) * kc);
-  PackBuffer<T> bpack(1, 2 * b_size);
+  PackBuffer<T> bpack(PackSlot::b_blocks, 2 * b_size);
 
 #pragma omp parallel if (parallel)
   {
@@ -274,7 +262,7 @@ void gemm_by_rows(const GemmArgs& g, const MicroKernel<T>& uk, const Blocking& b
     const std::int64_t threads = omp_get_num_threads();
     const std::int64_t by_mc = (m_panels + mc / mr - 1) / (mc / mr);
     const std::int64_t m_blocks = (by_mc + threads - 1) / threads * threads;
-    PackBuffer<T> apack(0, static_cast<std::size_t>(mc * kc));
+    PackBuffer<T> apack(PackSlot::a_blocks, static_cast<std::size_t>(mc * kc));
     std::int64_t step = 0;
     for (std::int64_t jc = 0; jc < g.n; jc += nc) {
       const std::int64_t nb = std::min(nc, g.n - jc);
@@ -328,8 +316,8 @@ void gemm_shared(const GemmArgs& g, const MicroKernel<T>& uk, const Blocking& bl
   const T alpha = T(g.alpha);
 
   const std::int64_t m_panels = (g.m + mr - 1) / mr;
-  PackBuffer<T> apack(0, static_cast<std::size_t>(m_panels * mr * kc));
-  PackBuffer<T> bpack(1, static_cast<std::size_t>(std::min(nc, (g.n + nr - 1) / nr * nr) * kc));
+  PackBuffer<T> apack(PackSlot::a_blocks, static_cast<std::size_t>(m_panels * mr * kc));
+  PackBuffer<T> bpack(PackSlot::b_blocks, static_cast<std::size_t>(std::min(nc, (g.n + nr - 1) / nr * nr) * kc));
   const std::int64_t m_blocks = (g.m + mc - 1) / mc;
 
 #pragma omp parallel if (parallel)

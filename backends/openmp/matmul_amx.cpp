@@ -14,8 +14,9 @@
 // columns' (B[k][c], B[k + 1][c]). Each step loads two A tiles and two B tiles and issues four
 // tdpbf16ps (2 x 16 x 16 x 32 flops each), each load just before the first product that needs
 // it. K runs in chunks sized from L1 (amx_blocking), the blocks' sums kept between chunks in
-// accumulators of their own. bf16 is packed as bf16: the inputs are never widened, which is the
-// point of the tier.
+// accumulators of their own; on the AVX512-BF16 engine the last chunk writes C from its
+// registers. bf16 is packed as bf16: the inputs are never widened, which is the point of the
+// tier. The packed operands and accumulators are kept per thread between calls (pack_buffer.hpp).
 #include <immintrin.h>
 #include <omp.h>
 #include <sys/syscall.h>
@@ -24,8 +25,6 @@
 #include <algorithm>
 #include <cstdint>
 #include <cstring>
-#include <new>
-#include <cstdlib>
 #include <string>
 #include <vector>
 
@@ -33,9 +32,10 @@
 #include <cpuid.h>
 #endif
 
-#include "amx.hpp"
 #include "../host/cpu_info.hpp"
+#include "amx.hpp"
 #include "openmp_backend.hpp"
+#include "pack_buffer.hpp"
 #include "tandem/topology.hpp"
 
 namespace tandem::openmp {
@@ -68,26 +68,6 @@ std::string amx_refusal() {
 #else
 std::string amx_refusal() { return "not an x86-64 CPU"; }
 #endif
-
-// Packed operands and accumulators on cache lines of their own: a tile row (64 bytes) that
-// straddles two lines costs two loads. Not initialized (the packing writes every element);
-// std::bad_alloc when the memory is not there, as std::vector.
-template <class T>
-class Aligned {
- public:
-  explicit Aligned(std::size_t n) {
-    const std::size_t bytes = std::max<std::size_t>((n * sizeof(T) + 63) / 64 * 64, 64);
-    p_ = static_cast<T*>(std::aligned_alloc(64, bytes));
-    if (p_ == nullptr) throw std::bad_alloc();
-  }
-  ~Aligned() { std::free(p_); }
-  Aligned(const Aligned&) = delete;
-  Aligned& operator=(const Aligned&) = delete;
-  T* data() const { return p_; }
-
- private:
-  T* p_ = nullptr;
-};
 
 // The tile configuration (palette 1): tiles 0-3 the C accumulators (16 rows of 16 f32), 4-5 the
 // A tiles (16 rows of 32 bf16), 6-7 the B tiles (16 pair rows of 16 columns x 2 bf16).
@@ -207,12 +187,24 @@ void chunk(const std::uint16_t* ap, const std::uint16_t* bp, std::int64_t s0, st
   _tile_stored(3, acc + 16 * kBlock + 16, acc_stride);
 }
 
+// Where the last chunk of a block writes C on the AVX512-BF16 engine: C = alpha * sum + beta * C
+// (C not read when beta == 0) for the block's rows and columns in C, straight from the registers.
+struct BlockOut {
+  float* c = nullptr;  // nullptr: not the last chunk, the sums go back to the accumulators
+  std::int64_t ldc = 0, rows = 0, cols = 0;
+  float alpha = 1, beta = 0;
+};
+
 // The same steps with AVX512-BF16: vdpbf16ps adds a pair of bf16 products into each f32 lane, so
 // one instruction takes a broadcast (A[i][k], A[i][k + 1]) pair against a pair row of B's packed
-// tile, 16 columns wide. Eight rows of the block at a time: 16 accumulators, two B registers.
+// tile, 16 columns wide. Eight rows of the block at a time: 16 accumulators, two B registers. The
+// next B panel's piece (b_next: its steps [s0, s1)) is prefetched during the first two of the four
+// passes, one line per pair row: it comes from L2 or beyond, and nothing else asks for it early.
 __attribute__((target("avx512f,avx512bf16"))) void chunk_avx512bf16(const std::uint16_t* ap, const std::uint16_t* bp,
-                                                                    std::int64_t s0, std::int64_t s1, float* acc) {
+                                                                    const std::uint16_t* b_next, std::int64_t s0,
+                                                                    std::int64_t s1, float* acc, const BlockOut& out) {
   constexpr int kRows = 8;
+  const char* prefetch = reinterpret_cast<const char*>(b_next + s0 * kStep);
   for (std::int64_t r0 = 0; r0 < kBlock; r0 += kRows) {
     __m512 c[kRows][2];
     for (int i = 0; i < kRows; ++i) {
@@ -224,6 +216,9 @@ __attribute__((target("avx512f,avx512bf16"))) void chunk_avx512bf16(const std::u
       const std::uint16_t* a_step = ap + s * kStep + r0 * kBlock;  // A[r0 + i][32 s + q] at [i * 32 + q]
       const std::uint16_t* b_step = bp + s * kStep;
       for (std::int64_t pair = 0; pair < kBlock / 2; ++pair) {
+        if (r0 < 2 * kRows) {
+          _mm_prefetch(prefetch + 64 * (((r0 / kRows) * (s1 - s0) + s - s0) * 16 + pair), _MM_HINT_T0);
+        }
         const auto b0 = (__m512bh)_mm512_loadu_si512(b_step + pair * kBlock);
         const auto b1 = (__m512bh)_mm512_loadu_si512(b_step + kStep / 2 + pair * kBlock);
         for (int i = 0; i < kRows; ++i) {
@@ -235,10 +230,29 @@ __attribute__((target("avx512f,avx512bf16"))) void chunk_avx512bf16(const std::u
         }
       }
     }
-    for (int i = 0; i < kRows; ++i) {
-      float* row = acc + (r0 + i) * kBlock;
-      _mm512_storeu_ps(row, c[i][0]);
-      _mm512_storeu_ps(row + 16, c[i][1]);
+    if (out.c == nullptr) {
+      for (int i = 0; i < kRows; ++i) {
+        float* row = acc + (r0 + i) * kBlock;
+        _mm512_storeu_ps(row, c[i][0]);
+        _mm512_storeu_ps(row + 16, c[i][1]);
+      }
+      continue;
+    }
+    // Columns of C in the block: all 32, or a masked edge.
+    const auto mask = [](std::int64_t cols) {
+      return static_cast<__mmask16>(cols >= 16 ? 0xffff : cols <= 0 ? 0 : (1u << cols) - 1);
+    };
+    const __mmask16 m0 = mask(out.cols), m1 = mask(out.cols - 16);
+    const __m512 alpha = _mm512_set1_ps(out.alpha), beta = _mm512_set1_ps(out.beta);
+    for (int i = 0; i < kRows && r0 + i < out.rows; ++i) {
+      float* row = out.c + (r0 + i) * out.ldc;
+      __m512 v0 = _mm512_mul_ps(alpha, c[i][0]), v1 = _mm512_mul_ps(alpha, c[i][1]);
+      if (out.beta != 0) {
+        v0 = _mm512_fmadd_ps(beta, _mm512_maskz_loadu_ps(m0, row), v0);
+        v1 = _mm512_fmadd_ps(beta, _mm512_maskz_loadu_ps(m1, row + 16), v1);
+      }
+      _mm512_mask_storeu_ps(row, m0, v0);
+      _mm512_mask_storeu_ps(row + 16, m1, v1);
     }
   }
 }
@@ -257,6 +271,17 @@ void write_block(const GemmArgs& g, const float* acc, std::int64_t i0, std::int6
       for (std::int64_t q = 0; q < cols; ++q) out[q] = alpha * sum[q] + beta * out[q];
     }
   }
+}
+
+BlockOut block_out(const GemmArgs& g, std::int64_t i0, std::int64_t j0) {
+  BlockOut out;
+  out.c = static_cast<float*>(g.c) + i0 * g.ldc + j0;
+  out.ldc = g.ldc;
+  out.rows = std::min(kBlock, g.m - i0);
+  out.cols = std::min(kBlock, g.n - j0);
+  out.alpha = static_cast<float>(g.alpha);
+  out.beta = static_cast<float>(g.beta);
+  return out;
 }
 
 // How the product is cut (in panels of 32 and steps of 32 along K), from the caches: a chunk of
@@ -297,11 +322,10 @@ void matmul_amx_bf16(const GemmArgs& g, Bf16Engine engine) {
   const bool amx = engine == Bf16Engine::amx;
   if (std::string why; amx && !amx_bf16(&why)) throw Unsupported("openmp: no tensor_core tier here: " + why);
   if (!amx && !host::cpu_has_avx512bf16()) throw Unsupported("openmp: this CPU has no AVX512-BF16");
-  const auto run_chunk = amx ? chunk : chunk_avx512bf16;
   const std::int64_t kp = (g.k + kBlock - 1) / kBlock * kBlock;
   const std::int64_t row_panels = (g.m + kBlock - 1) / kBlock, col_panels = (g.n + kBlock - 1) / kBlock;
-  const Aligned<std::uint16_t> a(static_cast<std::size_t>(row_panels * kBlock * kp));
-  const Aligned<std::uint16_t> b(static_cast<std::size_t>(col_panels * kBlock * kp));
+  const PackBuffer<std::uint16_t> a(PackSlot::a_blocks, static_cast<std::size_t>(row_panels * kBlock * kp));
+  const PackBuffer<std::uint16_t> b(PackSlot::b_blocks, static_cast<std::size_t>(col_panels * kBlock * kp));
   const bool parallel = g.m * g.n * g.k >= std::int64_t(1) << 18;
   const int threads = parallel ? std::max(omp_get_max_threads(), 1) : 1;
   // The caches' blocking, with smaller panel groups where it would leave threads without work:
@@ -324,17 +348,17 @@ void matmul_amx_bf16(const GemmArgs& g, Bf16Engine engine) {
   // Each thread's accumulators (32 x 32 f32 per block of a task), across its tasks' chunks of K:
   // allocated here, as an exception may not leave a parallel region.
   const std::int64_t per_thread = cut.row_panels * cut.col_panels * kBlock * kBlock;
-  const Aligned<float> accumulators(static_cast<std::size_t>(per_thread * threads));
+  const PackBuffer<float> accumulators(PackSlot::accumulators, static_cast<std::size_t>(per_thread * threads));
 #pragma omp parallel if (parallel) num_threads(threads)
   {
 #pragma omp for schedule(static) nowait
-    for (std::int64_t ib = 0; ib < row_panels; ++ib) pack_a(g, ib * kBlock, kp, a.data() + ib * kBlock * kp);
+    for (std::int64_t ib = 0; ib < row_panels; ++ib) pack_a(g, ib * kBlock, kp, a.data + ib * kBlock * kp);
 #pragma omp for schedule(static)
-    for (std::int64_t jb = 0; jb < col_panels; ++jb) pack_b(g, jb * kBlock, kp, b.data() + jb * kBlock * kp);
+    for (std::int64_t jb = 0; jb < col_panels; ++jb) pack_b(g, jb * kBlock, kp, b.data + jb * kBlock * kp);
     // Tile state is per thread: each one configures its tiles, and releases them when done.
     const TileConfig config = tile_config();
     if (amx) _tile_loadconfig(&config);
-    float* const acc = accumulators.data() + per_thread * omp_get_thread_num();
+    float* const acc = accumulators.data + per_thread * omp_get_thread_num();
     // A task: a group of row panels times a group of column panels, over K in chunks; within a
     // chunk each A panel's piece stays in L1 while the group's B pieces (in L2) pass it.
 #pragma omp for collapse(2) schedule(static)
@@ -348,11 +372,23 @@ void matmul_amx_bf16(const GemmArgs& g, Bf16Engine engine) {
         for (std::int64_t s0 = 0; s0 < steps; s0 += cut.chunk_steps) {
           const std::int64_t s1 = std::min(steps, s0 + cut.chunk_steps);
           for (std::int64_t ib = ib0; ib < ib1; ++ib) {
+            const std::uint16_t* ap = a.data + ib * kBlock * kp;
             for (std::int64_t jb = jb0; jb < jb1; ++jb) {
-              run_chunk(a.data() + ib * kBlock * kp, b.data() + jb * kBlock * kp, s0, s1, acc_of(ib, jb));
+              const std::uint16_t* bp = b.data + jb * kBlock * kp;
+              if (amx) {
+                chunk(ap, bp, s0, s1, acc_of(ib, jb));
+                continue;
+              }
+              // The last chunk writes C itself; the next panel of the group (or its first, for
+              // the next row panel) is the one to prefetch.
+              BlockOut out;
+              if (s1 == steps) out = block_out(g, ib * kBlock, jb * kBlock);
+              const std::uint16_t* next = b.data + (jb + 1 < jb1 ? jb + 1 : jb0) * kBlock * kp;
+              chunk_avx512bf16(ap, bp, next, s0, s1, acc_of(ib, jb), out);
             }
           }
         }
+        if (!amx) continue;
         for (std::int64_t ib = ib0; ib < ib1; ++ib) {
           for (std::int64_t jb = jb0; jb < jb1; ++jb) write_block(g, acc_of(ib, jb), ib * kBlock, jb * kBlock);
         }
