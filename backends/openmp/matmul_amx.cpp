@@ -103,6 +103,10 @@ void pack_a(const GemmArgs& g, std::int64_t i0, std::int64_t kp, std::uint16_t* 
     for (std::int64_t p0 = 0; p0 < kp; p0 += kBlock) {
       std::uint16_t* row = out + (p0 / kBlock) * kStep + r * kBlock;
       const std::int64_t valid = i < g.m ? std::clamp<std::int64_t>(g.k - p0, 0, kBlock) : 0;
+      if (g.trans_a == Transpose::no && valid == kBlock) {
+        std::memcpy(row, a + i * g.lda + p0, kBlock * 2);  // a fixed size: inline moves, not a call
+        continue;
+      }
       if (g.trans_a == Transpose::no && valid > 0) {
         std::memcpy(row, a + i * g.lda + p0, static_cast<std::size_t>(valid) * 2);  // bfloat16 is its bits
       } else {
