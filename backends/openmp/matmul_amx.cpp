@@ -201,12 +201,15 @@ struct BlockOut {
 
 // The same steps with AVX512-BF16: vdpbf16ps adds a pair of bf16 products into each f32 lane, so
 // one instruction takes a broadcast (A[i][k], A[i][k + 1]) pair against a pair row of B's packed
-// tile, 16 columns wide. Eight rows of the block at a time: 16 accumulators, two B registers. The
-// next B panel's piece (b_next: its steps [s0, s1)) is prefetched during the first two of the four
-// passes, one line per pair row: it comes from L2 or beyond, and nothing else asks for it early.
+// tile, 16 columns wide. Eight rows of the block at a time: 16 accumulators, two B registers. What
+// the next call reads first comes from L2 or beyond and nothing asks for it early, so it is
+// prefetched here: the next B panel's piece (b_next: its steps [s0, s1)) during the first two of
+// the four passes, a line per pair row, and the next block's accumulators (acc_next, 4 KiB)
+// during the first step of the last two.
 __attribute__((target("avx512f,avx512bf16"))) void chunk_avx512bf16(const std::uint16_t* ap, const std::uint16_t* bp,
-                                                                    const std::uint16_t* b_next, std::int64_t s0,
-                                                                    std::int64_t s1, float* acc, const BlockOut& out) {
+                                                                    const std::uint16_t* b_next, const float* acc_next,
+                                                                    std::int64_t s0, std::int64_t s1, float* acc,
+                                                                    const BlockOut& out) {
   constexpr int kRows = 8;
   const char* prefetch = reinterpret_cast<const char*>(b_next + s0 * kStep);
   for (std::int64_t r0 = 0; r0 < kBlock; r0 += kRows) {
@@ -222,6 +225,10 @@ __attribute__((target("avx512f,avx512bf16"))) void chunk_avx512bf16(const std::u
       for (std::int64_t pair = 0; pair < kBlock / 2; ++pair) {
         if (r0 < 2 * kRows) {
           _mm_prefetch(prefetch + 64 * (((r0 / kRows) * (s1 - s0) + s - s0) * 16 + pair), _MM_HINT_T0);
+        } else if (s == s0) {
+          const char* line = reinterpret_cast<const char*>(acc_next) + 64 * ((r0 / kRows - 2) * 32 + 2 * pair);
+          _mm_prefetch(line, _MM_HINT_T0);
+          _mm_prefetch(line + 64, _MM_HINT_T0);
         }
         const auto b0 = (__m512bh)_mm512_loadu_si512(b_step + pair * kBlock);
         const auto b1 = (__m512bh)_mm512_loadu_si512(b_step + kStep / 2 + pair * kBlock);
@@ -383,12 +390,14 @@ void matmul_amx_bf16(const GemmArgs& g, Bf16Engine engine) {
                 chunk(ap, bp, s0, s1, acc_of(ib, jb));
                 continue;
               }
-              // The last chunk writes C itself; the next panel of the group (or its first, for
-              // the next row panel) is the one to prefetch.
+              // The last chunk writes C itself. The next call's block: the group's next column
+              // panel, or its first for the next row panel (or for the next chunk).
               BlockOut out;
               if (s1 == steps) out = block_out(g, ib * kBlock, jb * kBlock);
-              const std::uint16_t* next = b.data + (jb + 1 < jb1 ? jb + 1 : jb0) * kBlock * kp;
-              chunk_avx512bf16(ap, bp, next, s0, s1, acc_of(ib, jb), out);
+              const std::int64_t next_jb = jb + 1 < jb1 ? jb + 1 : jb0;
+              const std::int64_t next_ib = jb + 1 < jb1 ? ib : ib + 1 < ib1 ? ib + 1 : ib0;
+              chunk_avx512bf16(ap, bp, b.data + next_jb * kBlock * kp, acc_of(next_ib, next_jb), s0, s1, acc_of(ib, jb),
+                               out);
             }
           }
         }
