@@ -9,6 +9,7 @@
 // Packing converts f16/bf16 (and does the transposes), so the micro-kernel only ever sees
 // contiguous f32 or f64 panels. Full tiles go straight to C; edge tiles go through a local tile.
 #include <omp.h>
+#include <sys/mman.h>
 
 #include <algorithm>
 #include <cstdlib>
@@ -34,8 +35,13 @@ using host::to;
 void* kept_block(PackSlot slot, std::size_t bytes, void** owned) {
   struct Kept {
     void* ptr = nullptr;
-    std::size_t bytes = 0;
-    ~Kept() { ::operator delete(ptr, std::align_val_t(64)); }
+    std::size_t bytes = 0, align = 64;
+    void release() {
+      ::operator delete(ptr, std::align_val_t(align));
+      ptr = nullptr;
+      bytes = 0;
+    }
+    ~Kept() { release(); }
   };
   thread_local Kept kept[3];
   if (bytes > (std::size_t(256) << 20)) {
@@ -44,11 +50,19 @@ void* kept_block(PackSlot slot, std::size_t bytes, void** owned) {
   }
   Kept& k = kept[static_cast<int>(slot)];
   if (k.bytes < bytes) {
-    ::operator delete(k.ptr, std::align_val_t(64));
-    k.ptr = nullptr;
-    k.bytes = 0;
-    k.ptr = ::operator new(bytes, std::align_val_t(64));
-    k.bytes = bytes;
+    k.release();
+    // Blocks of 2 MiB or more in whole huge pages, where Linux gives them on request (transparent
+    // huge pages in madvise mode): the micro-kernels stream panels whose lines lie on many 4 KiB
+    // pages. (bf16 tensor tier, 2 threads: 0.4-5% faster at 1024-4096, six alternating pairs.)
+    constexpr std::size_t kHuge = std::size_t(2) << 20;
+    const bool huge = bytes >= kHuge;
+    const std::size_t size = huge ? (bytes + kHuge - 1) / kHuge * kHuge : bytes;
+    k.align = huge ? kHuge : 64;
+    k.ptr = ::operator new(size, std::align_val_t(k.align));
+    k.bytes = size;
+#ifdef MADV_HUGEPAGE
+    if (huge) ::madvise(k.ptr, size, MADV_HUGEPAGE);  // advice: where refused, the block works as it is
+#endif
   }
   return k.ptr;
 }

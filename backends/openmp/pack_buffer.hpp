@@ -12,8 +12,9 @@ namespace tandem::openmp {
 enum class PackSlot { a_blocks, b_blocks, accumulators };
 
 // 64-byte aligned memory of at least `bytes` for `slot`, kept by the calling thread for its next
-// call; blocks past 256 MiB are not kept (owned_ frees them). std::bad_alloc when the memory is
-// not there. Defined in gemm_packed.cpp.
+// call, on huge pages from 2 MiB where Linux gives them on request; blocks past 256 MiB are not
+// kept (owned_ frees them). std::bad_alloc when the memory is not there. Defined in
+// gemm_packed.cpp.
 void* kept_block(PackSlot slot, std::size_t bytes, void** owned);
 
 template <class T>
