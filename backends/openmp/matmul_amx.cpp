@@ -98,6 +98,27 @@ constexpr std::int64_t kStep = kBlock * kBlock;  // bf16 per K step of a panel: 
 // row the step's 32 values (zeros past m and k).
 void pack_a(const GemmArgs& g, std::int64_t i0, std::int64_t kp, std::uint16_t* out) {
   const auto* a = static_cast<const bfloat16*>(g.a);
+  if (g.trans_a == Transpose::yes) {
+    // op(A) = A^T: a step's 32 x 32 piece is a transpose of 32 rows of A, each read in order (a
+    // walk down A's columns would touch a new line for every element).
+    for (std::int64_t p0 = 0; p0 < kp; p0 += kBlock) {
+      std::uint16_t* step = out + (p0 / kBlock) * kStep;
+      if (i0 + kBlock > g.m || p0 + kBlock > g.k) {
+        for (std::int64_t r = 0; r < kBlock; ++r) {
+          for (std::int64_t q = 0; q < kBlock; ++q) {
+            const bool in = i0 + r < g.m && p0 + q < g.k;
+            step[r * kBlock + q] = in ? bits_at(a, g.lda, g.trans_a, i0 + r, p0 + q) : std::uint16_t(0);
+          }
+        }
+        continue;
+      }
+      for (std::int64_t q = 0; q < kBlock; ++q) {
+        const bfloat16* src = a + (p0 + q) * g.lda + i0;  // op(A)[i0 + r][p0 + q] = src[r]
+        for (std::int64_t r = 0; r < kBlock; ++r) step[r * kBlock + q] = src[r].bits;
+      }
+    }
+    return;
+  }
   for (std::int64_t r = 0; r < kBlock; ++r) {
     const std::int64_t i = i0 + r;
     for (std::int64_t p0 = 0; p0 < kp; p0 += kBlock) {
@@ -117,13 +138,12 @@ void pack_a(const GemmArgs& g, std::int64_t i0, std::int64_t kp, std::uint16_t* 
   }
 }
 
-// op(B)'s columns [j0, j0 + 32) as a panel: for each step of 32 along K, the tile of columns
-// 0-15 then that of columns 16-31, each 16 pair rows of 16 (B[k][c], B[k + 1][c]) pairs (zeros
-// past k and n).
-void pack_b(const GemmArgs& g, std::int64_t j0, std::int64_t kp, std::uint16_t* out) {
+// Pair rows [p_begin / 2, kp / 2) of the panel of columns [j0, j0 + 32): any transpose and
+// edge, zeros past k and n; two rows of op(B) = B at a time where both are in.
+void pack_b_pairs(const GemmArgs& g, std::int64_t j0, std::int64_t p_begin, std::int64_t kp, std::uint16_t* out) {
   const auto* b = static_cast<const bfloat16*>(g.b);
   const std::int64_t cols = std::min(kBlock, g.n - j0);
-  for (std::int64_t p = 0; p < kp; p += 2) {
+  for (std::int64_t p = p_begin; p < kp; p += 2) {
     // Pair row (p % 32) / 2 of step p / 32; columns c < 16 in the first tile, the rest 512 on.
     std::uint16_t* pair_row = out + (p / kBlock) * kStep + ((p % kBlock) / 2) * kBlock;
     const auto put = [&](std::int64_t c, std::uint16_t lo, std::uint16_t hi) {
@@ -151,6 +171,29 @@ void pack_b(const GemmArgs& g, std::int64_t j0, std::int64_t kp, std::uint16_t* 
           in && p + 1 < g.k ? bits_at(b, g.ldb, g.trans_b, p + 1, j) : 0);
     }
   }
+}
+
+// op(B)'s columns [j0, j0 + 32) as a panel: for each step of 32 along K, the tile of columns
+// 0-15 then that of columns 16-31, each 16 pair rows of 16 (B[k][c], B[k + 1][c]) pairs (zeros
+// past k and n).
+void pack_b(const GemmArgs& g, std::int64_t j0, std::int64_t kp, std::uint16_t* out) {
+  const auto* b = static_cast<const bfloat16*>(g.b);
+  if (g.trans_b == Transpose::yes && j0 + kBlock <= g.n) {
+    // op(B) = B^T: the pair (op(B)[p][c], op(B)[p + 1][c]) is B[c][p], B[c][p + 1], one 4-byte
+    // word of B's row c; each full step copies 32 rows' 16 words, reading every row in order.
+    for (std::int64_t p0 = 0; p0 + kBlock <= g.k; p0 += kBlock) {
+      std::uint16_t* step = out + (p0 / kBlock) * kStep;
+      for (std::int64_t c = 0; c < kBlock; ++c) {
+        const bfloat16* src = b + (j0 + c) * g.ldb + p0;
+        std::uint16_t* column = step + (c / 16) * (kStep / 2) + 2 * (c % 16);
+        for (std::int64_t pair = 0; pair < kBlock / 2; ++pair) std::memcpy(column + pair * kBlock, src + 2 * pair, 4);
+      }
+    }
+    const std::int64_t full = g.k / kBlock * kBlock;  // the last, partial step (if any) as an edge
+    if (full < kp) pack_b_pairs(g, j0, full, kp, out);
+    return;
+  }
+  pack_b_pairs(g, j0, 0, kp, out);
 }
 
 // Steps [s0, s1) of one 32 x 32 block of C: the A panel's rows times the B panel's columns,
