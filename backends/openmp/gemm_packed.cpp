@@ -57,7 +57,7 @@ void* kept_block(PackSlot slot, std::size_t bytes, void** owned) {
     k.release();
     // Blocks of 2 MiB or more in whole huge pages, where Linux gives them on request (transparent
     // huge pages in madvise mode): the micro-kernels stream panels whose lines lie on many 4 KiB
-    // pages. (bf16 tensor tier, 2 threads: 0.4-5% faster at 1024-4096, six alternating pairs.)
+    // pages.
     constexpr std::size_t kHuge = std::size_t(2) << 20;
     const bool huge = bytes >= kHuge;
     const std::size_t size = huge ? (bytes + kHuge - 1) / kHuge * kHuge : bytes;

@@ -20,15 +20,20 @@ void* kept_block(PackSlot slot, std::size_t bytes, void** owned);
 template <class T>
 class PackBuffer {
  public:
-  T* data = nullptr;
-  PackBuffer(PackSlot slot, std::size_t n)
-      : data(static_cast<T*>(kept_block(slot, (n > 0 ? n : 1) * sizeof(T), &owned_))) {}
+  PackBuffer(PackSlot slot, std::size_t n) {
+    // In the body, not the initializer list: owned_'s own initializer would run after data's
+    // and forget a block kept_block handed over.
+    data = static_cast<T*>(kept_block(slot, (n > 0 ? n : 1) * sizeof(T), &owned_));
+  }
   ~PackBuffer();
   PackBuffer(const PackBuffer&) = delete;
   PackBuffer& operator=(const PackBuffer&) = delete;
 
  private:
-  void* owned_ = nullptr;
+  void* owned_ = nullptr;  // a block past the kept size, freed with this buffer
+
+ public:
+  T* data = nullptr;
 };
 
 void free_block(void* owned);  // what ~PackBuffer calls on a block that was not kept
