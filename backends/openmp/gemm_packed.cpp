@@ -298,14 +298,19 @@ void gemm_by_rows(const GemmArgs& g, const MicroKernel<T>& uk, const Blocking& b
   const std::int64_t m_panels = (g.m + mr - 1) / mr;
   const auto b_size = static_cast<std::size_t>(std::min(nc, (g.n + nr - 1) / nr * nr) * kc);
   PackBuffer<T> bpack(PackSlot::b_blocks, 2 * b_size);
+  // Every thread's A block, on cache lines of its own, allocated here: an exception (no memory)
+  // may not leave the parallel region.
+  const int team = parallel ? std::max(omp_get_max_threads(), 1) : 1;
+  const auto a_stride = static_cast<std::size_t>((mc * kc * std::int64_t(sizeof(T)) + 63) / 64 * 64) / sizeof(T);
+  PackBuffer<T> apacks(PackSlot::a_blocks, a_stride * static_cast<std::size_t>(team));
 
-#pragma omp parallel if (parallel)
+#pragma omp parallel if (parallel) num_threads(team)
   {
     alignas(64) T edge[16 * 64];  // one (mr, nr) tile; mr * nr <= 16 * 64 for every kernel
     const std::int64_t threads = omp_get_num_threads();
     const std::int64_t by_mc = (m_panels + mc / mr - 1) / (mc / mr);
     const std::int64_t m_blocks = (by_mc + threads - 1) / threads * threads;
-    PackBuffer<T> apack(PackSlot::a_blocks, static_cast<std::size_t>(mc * kc));
+    T* const apack = apacks.data + a_stride * static_cast<std::size_t>(omp_get_thread_num());
     std::int64_t step = 0;
     for (std::int64_t jc = 0; jc < g.n; jc += nc) {
       const std::int64_t nb = std::min(nc, g.n - jc);
@@ -326,10 +331,10 @@ void gemm_by_rows(const GemmArgs& g, const MicroKernel<T>& uk, const Blocking& b
           const std::int64_t i0 = m_panels * block / m_blocks * mr;
           const std::int64_t mb = std::min(g.m, m_panels * (block + 1) / m_blocks * mr) - i0;
           if (mb <= 0) continue;
-          pack_a<TA>(g, i0, mb, pc, kb, mr, apack.data);
+          pack_a<TA>(g, i0, mb, pc, kb, mr, apack);
           auto one_tile = [&](std::int64_t ip, std::int64_t jp) {
             const std::int64_t row = i0 + ip * mr, col = jc + jp * nr;
-            tile(uk, kb, apack.data + ip * kb * mr, bp + jp * kb * nr, alpha, c + row * g.ldc + col, g.ldc,
+            tile(uk, kb, apack + ip * kb * mr, bp + jp * kb * nr, alpha, c + row * g.ldc + col, g.ldc,
                  std::min<std::int64_t>(mr, mb - ip * mr), std::min<std::int64_t>(nr, nb - jp * nr), edge,
                  overwrite && pc == 0);
           };

@@ -124,11 +124,11 @@ void pack_a(const GemmArgs& g, std::int64_t i0, std::int64_t kp, std::uint16_t* 
     for (std::int64_t p0 = 0; p0 < kp; p0 += kBlock) {
       std::uint16_t* row = out + (p0 / kBlock) * kStep + r * kBlock;
       const std::int64_t valid = i < g.m ? std::clamp<std::int64_t>(g.k - p0, 0, kBlock) : 0;
-      if (g.trans_a == Transpose::no && valid == kBlock) {
+      if (valid == kBlock) {
         std::memcpy(row, a + i * g.lda + p0, kBlock * 2);  // a fixed size: inline moves, not a call
         continue;
       }
-      if (g.trans_a == Transpose::no && valid > 0) {
+      if (valid > 0) {
         std::memcpy(row, a + i * g.lda + p0, static_cast<std::size_t>(valid) * 2);  // bfloat16 is its bits
       } else {
         for (std::int64_t q = 0; q < valid; ++q) row[q] = bits_at(a, g.lda, g.trans_a, i, p0 + q);
@@ -240,21 +240,24 @@ struct BlockOut {
   float* c = nullptr;  // nullptr: not the last chunk, the sums go back to the accumulators
   std::int64_t ldc = 0, rows = 0, cols = 0;
   float alpha = 1, beta = 0;
+  bool read_c = false;  // beta != 0, decided on the double as write_block does
 };
 
 // The same steps with AVX512-BF16: vdpbf16ps adds a pair of bf16 products into each f32 lane, so
 // one instruction takes a broadcast (A[i][k], A[i][k + 1]) pair against a pair row of B's packed
 // tile, 16 columns wide. Eight rows of the block at a time: 16 accumulators, two B registers. What
 // the next call reads first comes from L2 or beyond and nothing asks for it early, so it is
-// prefetched here: the next B panel's piece (b_next: its steps [s0, s1)) during the first two of
-// the four passes, a line per pair row, and the next block's accumulators (acc_next, 4 KiB)
-// during the first step of the last two.
+// prefetched here: the next call's piece of B (b_next: next_steps steps, at most s1 - s0 of them)
+// during the first two of the four passes, a line per pair row, and the next block's
+// accumulators (acc_next, 4 KiB) during the first step of the last two.
 __attribute__((target("avx512f,avx512bf16"))) void chunk_avx512bf16(const std::uint16_t* ap, const std::uint16_t* bp,
-                                                                    const std::uint16_t* b_next, const float* acc_next,
+                                                                    const std::uint16_t* b_next,
+                                                                    std::int64_t next_steps, const float* acc_next,
                                                                     std::int64_t s0, std::int64_t s1, float* acc,
                                                                     const BlockOut& out) {
   constexpr int kRows = 8;
-  const char* prefetch = reinterpret_cast<const char*>(b_next + s0 * kStep);
+  const char* prefetch = reinterpret_cast<const char*>(b_next);
+  const std::int64_t prefetch_lines = std::min(next_steps, s1 - s0) * kStep * 2 / 64;
   for (std::int64_t r0 = 0; r0 < kBlock; r0 += kRows) {
     __m512 c[kRows][2];
     for (int i = 0; i < kRows; ++i) {
@@ -267,7 +270,8 @@ __attribute__((target("avx512f,avx512bf16"))) void chunk_avx512bf16(const std::u
       const std::uint16_t* b_step = bp + s * kStep;
       for (std::int64_t pair = 0; pair < kBlock / 2; ++pair) {
         if (r0 < 2 * kRows) {
-          _mm_prefetch(prefetch + 64 * (((r0 / kRows) * (s1 - s0) + s - s0) * 16 + pair), _MM_HINT_T0);
+          const std::int64_t line = ((r0 / kRows) * (s1 - s0) + s - s0) * 16 + pair;
+          if (line < prefetch_lines) _mm_prefetch(prefetch + 64 * line, _MM_HINT_T0);
         } else if (s == s0) {
           const char* line = reinterpret_cast<const char*>(acc_next) + 64 * ((r0 / kRows - 2) * 32 + 2 * pair);
           _mm_prefetch(line, _MM_HINT_T0);
@@ -300,12 +304,12 @@ __attribute__((target("avx512f,avx512bf16"))) void chunk_avx512bf16(const std::u
     const __m512 alpha = _mm512_set1_ps(out.alpha), beta = _mm512_set1_ps(out.beta);
     for (int i = 0; i < kRows && r0 + i < out.rows; ++i) {
       float* row = out.c + (r0 + i) * out.ldc;
-      __m512 v0 = _mm512_mul_ps(alpha, c[i][0]), v1 = _mm512_mul_ps(alpha, c[i][1]);
-      if (out.beta != 0) {
-        v0 = _mm512_fmadd_ps(beta, _mm512_maskz_loadu_ps(m0, row), v0);
-        v1 = _mm512_fmadd_ps(beta, _mm512_maskz_loadu_ps(m1, row + 16), v1);
-      }
+      __m512 v0 = _mm512_mul_ps(alpha, c[i][0]);
+      if (out.read_c) v0 = _mm512_fmadd_ps(beta, _mm512_maskz_loadu_ps(m0, row), v0);
       _mm512_mask_storeu_ps(row, m0, v0);
+      if (m1 == 0) continue;  // no column past 16: row + 16 may be past C
+      __m512 v1 = _mm512_mul_ps(alpha, c[i][1]);
+      if (out.read_c) v1 = _mm512_fmadd_ps(beta, _mm512_maskz_loadu_ps(m1, row + 16), v1);
       _mm512_mask_storeu_ps(row + 16, m1, v1);
     }
   }
@@ -335,6 +339,7 @@ BlockOut block_out(const GemmArgs& g, std::int64_t i0, std::int64_t j0) {
   out.cols = std::min(kBlock, g.n - j0);
   out.alpha = static_cast<float>(g.alpha);
   out.beta = static_cast<float>(g.beta);
+  out.read_c = g.beta != 0;
   return out;
 }
 
@@ -351,7 +356,8 @@ AmxBlocking amx_blocking() {
   const auto l1 = static_cast<std::int64_t>(cpu.l1d_bytes ? cpu.l1d_bytes : 48 << 10);
   const auto l2 = static_cast<std::int64_t>(cpu.l2_bytes ? cpu.l2_bytes : 2 << 20);
   AmxBlocking b{};
-  // A's chunk within a third of L1 (the rest for B's steps in flight and C's tiles).
+  // A's chunk within a third of L1 (the rest for B's piece, the next one as the AVX512-BF16
+  // engine prefetches it, and the block's accumulators).
   b.chunk_steps = std::clamp<std::int64_t>(l1 / 3 / (kStep * 2), 2, 64);
   // B's chunk for a column group within a quarter of L2; the row group's accumulators (4 KiB a
   // block) within another quarter.
@@ -376,6 +382,13 @@ void matmul_amx_bf16(const GemmArgs& g, Bf16Engine engine) {
   const bool amx = engine == Bf16Engine::amx;
   if (std::string why; amx && !amx_bf16(&why)) throw Unsupported("openmp: no tensor_core tier here: " + why);
   if (!amx && !host::cpu_has_avx512bf16()) throw Unsupported("openmp: this CPU has no AVX512-BF16");
+  if (g.k == 0) {  // no products: C = beta C (with no chunk, the loops below would not write C)
+    auto* c = static_cast<float*>(g.c);
+    for (std::int64_t i = 0; i < g.m; ++i) {
+      for (std::int64_t j = 0; j < g.n; ++j) c[i * g.ldc + j] = g.beta == 0 ? 0.0f : float(g.beta) * c[i * g.ldc + j];
+    }
+    return;
+  }
   const std::int64_t kp = (g.k + kBlock - 1) / kBlock * kBlock;
   const std::int64_t row_panels = (g.m + kBlock - 1) / kBlock, col_panels = (g.n + kBlock - 1) / kBlock;
   const PackBuffer<std::uint16_t> a(PackSlot::a_blocks, static_cast<std::size_t>(row_panels * kBlock * kp));
@@ -434,13 +447,17 @@ void matmul_amx_bf16(const GemmArgs& g, Bf16Engine engine) {
                 continue;
               }
               // The last chunk writes C itself. The next call's block: the group's next column
-              // panel, or its first for the next row panel (or for the next chunk).
+              // panel, or its first for the next row panel, or the first block of the next chunk
+              // (none after the last).
               BlockOut out;
               if (s1 == steps) out = block_out(g, ib * kBlock, jb * kBlock);
+              const bool next_chunk = jb + 1 == jb1 && ib + 1 == ib1;
               const std::int64_t next_jb = jb + 1 < jb1 ? jb + 1 : jb0;
               const std::int64_t next_ib = jb + 1 < jb1 ? ib : ib + 1 < ib1 ? ib + 1 : ib0;
-              chunk_avx512bf16(ap, bp, b.data + next_jb * kBlock * kp, acc_of(next_ib, next_jb), s0, s1, acc_of(ib, jb),
-                               out);
+              const std::int64_t next_s0 = next_chunk ? s1 : s0;
+              const std::int64_t next_steps = std::min(steps, next_s0 + cut.chunk_steps) - next_s0;
+              chunk_avx512bf16(ap, bp, b.data + next_jb * kBlock * kp + next_s0 * kStep, next_steps,
+                               acc_of(next_ib, next_jb), s0, s1, acc_of(ib, jb), out);
             }
           }
         }

@@ -21,8 +21,8 @@ template <class T>
 class PackBuffer {
  public:
   PackBuffer(PackSlot slot, std::size_t n) {
-    // In the body, not the initializer list: owned_'s own initializer would run after data's
-    // and forget a block kept_block handed over.
+    // In the body, after every member's initializer: owned_'s must not run after kept_block
+    // has handed a block over through it.
     data = static_cast<T*>(kept_block(slot, (n > 0 ? n : 1) * sizeof(T), &owned_));
   }
   ~PackBuffer();
