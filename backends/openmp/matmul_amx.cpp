@@ -240,8 +240,21 @@ struct BlockOut {
   float* c = nullptr;  // nullptr: not the last chunk, the sums go back to the accumulators
   std::int64_t ldc = 0, rows = 0, cols = 0;
   float alpha = 1, beta = 0;
-  bool read_c = false;  // beta != 0, decided on the double as write_block does
+  bool read_c = false;  // beta != 0, decided on the double
 };
+
+// The C block at (i0, j0), with g's alpha and beta.
+BlockOut block_out(const GemmArgs& g, std::int64_t i0, std::int64_t j0) {
+  BlockOut out;
+  out.c = static_cast<float*>(g.c) + i0 * g.ldc + j0;
+  out.ldc = g.ldc;
+  out.rows = std::min(kBlock, g.m - i0);
+  out.cols = std::min(kBlock, g.n - j0);
+  out.alpha = static_cast<float>(g.alpha);
+  out.beta = static_cast<float>(g.beta);
+  out.read_c = g.beta != 0;
+  return out;
+}
 
 // The same steps with AVX512-BF16: vdpbf16ps adds a pair of bf16 products into each f32 lane, so
 // one instruction takes a broadcast (A[i][k], A[i][k + 1]) pair against a pair row of B's packed
@@ -315,32 +328,18 @@ __attribute__((target("avx512f,avx512bf16"))) void chunk_avx512bf16(const std::u
   }
 }
 
-// C = alpha * acc + beta * C (C not read when beta == 0) for the block's rows and columns in C.
-void write_block(const GemmArgs& g, const float* acc, std::int64_t i0, std::int64_t j0) {
-  auto* c = static_cast<float*>(g.c);
-  const float alpha = static_cast<float>(g.alpha), beta = static_cast<float>(g.beta);
-  const std::int64_t rows = std::min(kBlock, g.m - i0), cols = std::min(kBlock, g.n - j0);
-  for (std::int64_t r = 0; r < rows; ++r) {
-    float* out = c + (i0 + r) * g.ldc + j0;
+// C = alpha * acc + beta * C (C not read when beta == 0) for the block's rows and columns in C:
+// the AMX engine's last step, which the AVX512-BF16 engine does from its registers.
+void write_block(const float* acc, const BlockOut& out) {
+  for (std::int64_t r = 0; r < out.rows; ++r) {
+    float* row = out.c + r * out.ldc;
     const float* sum = acc + r * kBlock;
-    if (g.beta == 0) {
-      for (std::int64_t q = 0; q < cols; ++q) out[q] = alpha * sum[q];
+    if (!out.read_c) {
+      for (std::int64_t q = 0; q < out.cols; ++q) row[q] = out.alpha * sum[q];
     } else {
-      for (std::int64_t q = 0; q < cols; ++q) out[q] = alpha * sum[q] + beta * out[q];
+      for (std::int64_t q = 0; q < out.cols; ++q) row[q] = out.alpha * sum[q] + out.beta * row[q];
     }
   }
-}
-
-BlockOut block_out(const GemmArgs& g, std::int64_t i0, std::int64_t j0) {
-  BlockOut out;
-  out.c = static_cast<float*>(g.c) + i0 * g.ldc + j0;
-  out.ldc = g.ldc;
-  out.rows = std::min(kBlock, g.m - i0);
-  out.cols = std::min(kBlock, g.n - j0);
-  out.alpha = static_cast<float>(g.alpha);
-  out.beta = static_cast<float>(g.beta);
-  out.read_c = g.beta != 0;
-  return out;
 }
 
 // How the product is cut (in panels of 32 and steps of 32 along K), from the caches: a chunk of
@@ -463,7 +462,9 @@ void matmul_amx_bf16(const GemmArgs& g, Bf16Engine engine) {
         }
         if (!amx) continue;
         for (std::int64_t ib = ib0; ib < ib1; ++ib) {
-          for (std::int64_t jb = jb0; jb < jb1; ++jb) write_block(g, acc_of(ib, jb), ib * kBlock, jb * kBlock);
+          for (std::int64_t jb = jb0; jb < jb1; ++jb) {
+            write_block(acc_of(ib, jb), block_out(g, ib * kBlock, jb * kBlock));
+          }
         }
       }
     }

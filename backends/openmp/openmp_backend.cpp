@@ -76,7 +76,8 @@ std::optional<Bf16Engine> bf16_engine(std::string* why = nullptr) {
 // The bf16 tensor tier's crossover with the widening register_blocked tier, for the engine in
 // force: products of 64^3 to 512^3 timed both ways. The table (no measurement): AMX from 64^3,
 // where its tiles matched register_blocked on the first AMX CPU measured; AVX512-BF16 never
-// (0.55x register_blocked on that CPU, 1.4-1.7x on a Zen 5 EPYC: it depends on the CPU).
+// (0.55x register_blocked on that CPU; about 2x from 64^3 on a Zen 5 EPYC: it depends on the CPU,
+// and a table cannot know which, so the table keeps the tier that is never slower).
 Crossover resolve_bf16_tensor() {
   const auto engine = bf16_engine();
   if (!engine) return {kNever, "no tensor_core tier here", ""};
