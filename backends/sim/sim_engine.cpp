@@ -304,6 +304,7 @@ void settle_barrier(Block& b) {
 
 bool step_block(Running& r, Block& b) {
   r.block = &b;
+  if (!b.mbarriers.empty() || !b.copies.empty()) hopper_round(b);
   if (b.shuffle) {
     for (unsigned i = b.threads; i > 1; --i) std::swap(b.order[i - 1], b.order[splitmix(b.rng) % i]);
   }
@@ -330,7 +331,10 @@ bool step_block(Running& r, Block& b) {
     if (f.state == State::ready) return false;
     exited += f.state == State::exited ? 1 : 0;
   }
-  if (exited == b.threads) return true;
+  if (exited == b.threads) {
+    hopper_block_ended(b);
+    return true;
+  }
   settle_barrier(b);
   ++b.events;
   if (b.adversary != nullptr) adversary_barrier(b);
@@ -359,6 +363,11 @@ void init_block(Block& b, std::uint64_t linear, const gpu::LaunchConfig& cfg, co
   for (unsigned i = 0; i < b.threads; ++i) b.order[i] = i;
   b.unwinding = false;
   b.events = 0;
+  b.exchanges = 0;
+  b.mbarriers.clear();
+  b.copies.clear();
+  b.rounds = b.mbarrier_events = b.mbarrier_waits = b.seen = 0;
+  b.idle_rounds = 0;
 
   b.fibers.clear();
   b.fibers.reserve(gpu::kMaxBlockThreads);  // fibers keep pointers into this vector: never reallocate

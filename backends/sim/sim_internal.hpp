@@ -51,6 +51,26 @@ struct Fiber {
   std::uint64_t view = 0;
   std::unordered_map<const void*, std::uint64_t> last_read;
   unsigned skipped = 0;  // rounds it was held back in a row (starvation, bounded)
+  // the mbarrier and parity it last waited on without success (sim_hopper.cpp), for a hang report
+  const void* mbarrier = nullptr;
+  unsigned parity = 0;
+};
+
+// An mbarrier's state (sim_hopper.cpp), kept beside shared memory by its address.
+struct MBarrierState {
+  std::uint32_t arrivals = 0;  // per phase, from its init
+  std::uint32_t pending = 0;   // arrivals still to come in the current phase
+  std::int64_t tx = 0;         // transaction bytes expected and not yet completed
+  std::uint64_t phase = 0;     // phases completed
+  unsigned initializer = 0;    // the thread that initialized it
+  bool fenced = false;         // that thread has fenced the init for the TMA unit since
+};
+
+// A TMA copy in flight: what it does when it lands, and the round that issued it.
+struct AsyncCopy {
+  std::function<void()> land;
+  std::uint64_t round = 0;
+  std::source_location where;
 };
 
 struct Block {
@@ -78,6 +98,14 @@ struct Block {
   bool unwinding = false;  // the block failed: suspended fibers unwind when resumed
   std::uint64_t events = 0;     // barriers released and threads exited: progress
   std::uint64_t exchanges = 0;  // warp exchanges completed (a spin may be made of these alone)
+  // The Hopper model (sim_hopper.cpp): mbarriers, copies in flight, and its hang watch.
+  std::unordered_map<const void*, MBarrierState> mbarriers;
+  std::vector<AsyncCopy> copies;
+  std::uint64_t rounds = 0;
+  std::uint64_t mbarrier_events = 0;  // arrivals, inits and landed copies
+  std::uint64_t mbarrier_waits = 0;   // unsuccessful try_waits
+  std::uint64_t seen = 0;             // what had happened at the last round's end
+  unsigned idle_rounds = 0;
 };
 
 // Thrown inside a suspended fiber to unwind its stack when its block failed. The fibers are
@@ -108,6 +136,11 @@ void suspend(Running& r);
 // Makes b ready to run block `linear` of the launch: shared memory, a fiber per thread.
 void init_block(Block& b, std::uint64_t linear, const gpu::LaunchConfig& config, const std::function<void()>& body,
                 const EngineOptions& options, std::uint64_t launch_index);
+// The Hopper model's part of each round of b (sim_hopper.cpp): lands some of the copies in flight
+// and watches for threads waiting on mbarriers that nothing can complete. Before the round's fibers run.
+void hopper_round(Block& b);
+// When b's threads have all ended: fails if copies are still in flight.
+void hopper_block_ended(const Block& b);
 // One round: every ready fiber runs until it waits, is switched out or ends (in a shuffled order;
 // under the adversary some are held back), then the warp exchanges and the barrier that all their
 // threads reached complete. True when every thread of the block has ended. Throws what a thread

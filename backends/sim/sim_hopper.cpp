@@ -1,0 +1,268 @@
+// The simulator's model of Hopper's mbarriers and TMA copies (sim_hopper.hpp says what it models
+// and checks).
+#include "sim_hopper.hpp"
+
+#include <algorithm>
+#include <cstring>
+#include <string>
+
+#include "sim_internal.hpp"
+#include "tandem/errors.hpp"
+
+namespace tandem::sim {
+
+using namespace internal;
+
+namespace {
+
+constexpr std::int64_t kTxLimit = (std::int64_t(1) << 20) - 1;  // PTX: the transaction count's range
+constexpr unsigned kIdleRounds = 16;  // rounds with waits and nothing else before a block is hung
+
+// Byte offset of p in b's shared memory, or fail: `what` must be in shared memory.
+std::size_t shared_offset(const Block& b, const void* p, std::size_t bytes, const char* what) {
+  const auto* c = static_cast<const unsigned char*>(p);
+  const unsigned char* base = b.shared.data();
+  if (c < base || c + bytes > base + b.shared.size()) {
+    fail(b, std::string(what) + " is not in the block's shared memory");
+  }
+  return static_cast<std::size_t>(c - base);
+}
+
+std::string where_text(const Fiber& f, const std::source_location& w) {
+  return "thread " + text(f.tid) + " at " + text(w);
+}
+
+MBarrierState& state_of(Block& b, const Fiber& f, const void* bar, const std::source_location& w, const char* op) {
+  const auto it = b.mbarriers.find(bar);
+  if (it == b.mbarriers.end()) {
+    const std::size_t offset = shared_offset(b, bar, 8, "an mbarrier");
+    fail(b, where_text(f, w) + ": " + op + " on an mbarrier at shared offset " + std::to_string(offset) +
+                " that was never initialized (mbarrier_init)");
+  }
+  return it->second;
+}
+
+void add_tx(Block& b, MBarrierState& m, std::int64_t bytes, const std::string& who) {
+  m.tx += bytes;
+  if (m.tx > kTxLimit || m.tx < -kTxLimit) {
+    fail(b, who + ": the mbarrier's transaction count reached " + std::to_string(m.tx) + " bytes, past the +-" +
+                std::to_string(kTxLimit) + " a phase can hold");
+  }
+}
+
+// Completes the phase when its arrivals and bytes are all in.
+void settle(Block& b, MBarrierState& m) {
+  ++b.mbarrier_events;
+  if (m.pending == 0 && m.tx == 0) {
+    ++m.phase;
+    m.pending = m.arrivals;
+  }
+}
+
+std::string describe(const Block& b, const void* bar) {
+  const auto it = b.mbarriers.find(bar);
+  const auto offset = static_cast<std::size_t>(static_cast<const unsigned char*>(bar) - b.shared.data());
+  std::string s = "the mbarrier at shared offset " + std::to_string(offset);
+  if (it == b.mbarriers.end()) return s;
+  const MBarrierState& m = it->second;
+  return s + " (phase " + std::to_string(m.phase) + ", parity " + std::to_string(m.phase % 2) + ": " +
+         std::to_string(m.pending) + " of " + std::to_string(m.arrivals) + " arrivals and " + std::to_string(m.tx) +
+         " transaction bytes to come)";
+}
+
+}  // namespace
+
+TensorMap2D make_tensor_map_2d(const void* base, std::size_t elem_bytes, std::uint64_t width, std::uint64_t height,
+                               std::uint64_t row_bytes, std::uint32_t box_width, std::uint32_t box_height,
+                               gpu::Swizzle swizzle) {
+  const std::string at = "tensor map: ";
+  if (elem_bytes != 1 && elem_bytes != 2 && elem_bytes != 4 && elem_bytes != 8) {
+    throw InvalidArgument(at + "elements of " + std::to_string(elem_bytes) + " bytes (1, 2, 4 or 8)");
+  }
+  if (base == nullptr || reinterpret_cast<std::uintptr_t>(base) % 16 != 0) {
+    throw InvalidArgument(at + "the tensor's address must be a non-null multiple of 16 bytes");
+  }
+  if (width == 0 || height == 0 || width >= (std::uint64_t(1) << 32) || height >= (std::uint64_t(1) << 32)) {
+    throw InvalidArgument(at + "dimensions of 1 to 2^32 - 1 elements");
+  }
+  if (row_bytes % 16 != 0 || row_bytes < width * elem_bytes || row_bytes >= (std::uint64_t(1) << 40)) {
+    throw InvalidArgument(at + "a row stride of " + std::to_string(row_bytes) +
+                          " bytes: it must be a multiple of 16, below 2^40 and at least a row's " +
+                          std::to_string(width * elem_bytes) + " bytes");
+  }
+  if (box_width == 0 || box_height == 0 || box_width > 256 || box_height > 256) {
+    throw InvalidArgument(at + "boxes of 1 to 256 elements a side");
+  }
+  const std::uint64_t box_row = std::uint64_t(box_width) * elem_bytes;
+  if (box_row % 16 != 0) {
+    throw InvalidArgument(at + "a box row of " + std::to_string(box_row) + " bytes: it must be a multiple of 16");
+  }
+  const std::uint64_t span = swizzle == gpu::Swizzle::bytes128  ? 128
+                             : swizzle == gpu::Swizzle::bytes64 ? 64
+                             : swizzle == gpu::Swizzle::bytes32 ? 32
+                                                                : 0;
+  if (span != 0 && box_row > span) {
+    throw InvalidArgument(at + "a box row of " + std::to_string(box_row) + " bytes under a " + std::to_string(span) +
+                          "-byte swizzle: a swizzled box row is at most the swizzle's span");
+  }
+  TensorMap2D m;
+  m.base = static_cast<const unsigned char*>(base);
+  m.elem_bytes = static_cast<std::uint32_t>(elem_bytes);
+  m.width = width;
+  m.height = height;
+  m.row_bytes = row_bytes;
+  m.box_width = box_width;
+  m.box_height = box_height;
+  m.swizzle = swizzle;
+  return m;
+}
+
+void mbarrier_init(void* bar, std::uint32_t arrivals, const std::source_location& where) {
+  Running& r = running();
+  Block& b = *r.block;
+  const std::size_t offset = shared_offset(b, bar, 8, "an mbarrier");
+  if (offset % 8 != 0) fail(b, where_text(*r.fiber, where) + ": an mbarrier at a shared offset not a multiple of 8");
+  if (arrivals == 0 || arrivals > kTxLimit) {
+    fail(b, where_text(*r.fiber, where) + ": an mbarrier expecting " + std::to_string(arrivals) +
+                " arrivals (1 to 2^20 - 1)");
+  }
+  MBarrierState m;
+  m.arrivals = m.pending = arrivals;
+  m.initializer = r.fiber->rank;
+  b.mbarriers[bar] = m;
+  ++b.mbarrier_events;
+}
+
+void fence_mbarrier_init(const std::source_location&) {
+  Running& r = running();
+  for (auto& [bar, m] : r.block->mbarriers) m.fenced = m.fenced || m.initializer == r.fiber->rank;
+}
+
+void mbarrier_arrive(void* bar, std::uint32_t tx_bytes, const std::source_location& where) {
+  Running& r = running();
+  Block& b = *r.block;
+  MBarrierState& m = state_of(b, *r.fiber, bar, where, tx_bytes > 0 ? "arrive_expect_tx" : "arrive");
+  if (adversarial) adversary_fence(Scope::block, where);  // release: what came before shows first
+  add_tx(b, m, tx_bytes, where_text(*r.fiber, where));
+  if (m.pending == 0) {
+    fail(b, where_text(*r.fiber, where) + ": an arrival on " + describe(b, bar) +
+                " beyond its count (more arrivals in a phase than it was initialized with)");
+  }
+  --m.pending;
+  settle(b, m);
+}
+
+bool mbarrier_try_wait_parity(void* bar, std::uint32_t parity, const std::source_location& where) {
+  Running& r = running();
+  Block& b = *r.block;
+  Fiber& f = *r.fiber;
+  if (parity > 1) fail(b, where_text(f, where) + ": try_wait on parity " + std::to_string(parity) + " (0 or 1)");
+  const auto done = [&] { return state_of(b, f, bar, where, "try_wait").phase % 2 != parity; };
+  if (!done()) {
+    // Switched out, as a GPU suspends a waiting thread: the others run, copies land.
+    ++b.mbarrier_waits;
+    f.mbarrier = bar;
+    f.parity = parity;
+    f.where = where;
+    f.access = "mbarrier try_wait";
+    f.state = State::ready;
+    suspend(r);
+    f.access = nullptr;
+    if (!done()) return false;
+  }
+  f.mbarrier = nullptr;
+  if (adversarial) adversary_fence(Scope::block, where);  // acquire: what the arrivals ordered shows
+  return true;
+}
+
+void tma_load_2d(void* dst, const TensorMap2D& map, std::int32_t x, std::int32_t y, void* bar,
+                 const std::source_location& where) {
+  Running& r = running();
+  Block& b = *r.block;
+  const std::string who = where_text(*r.fiber, where);
+  if (map.base == nullptr) fail(b, who + ": a TMA copy through a tensor map that make_tensor_map_2d did not make");
+  const std::size_t row = std::size_t(map.box_width) * map.elem_bytes;
+  const std::size_t bytes = row * map.box_height;
+  // A swizzle moves bytes within their 128-byte line: the last line may be filled past the box.
+  const std::size_t offset = shared_offset(b, dst, (bytes + 127) / 128 * 128, "a TMA copy's destination box");
+  if (offset % 128 != 0) {
+    fail(b, who + ": a TMA copy into shared offset " + std::to_string(offset) + ", not a multiple of 128 bytes");
+  }
+  if (!state_of(b, *r.fiber, bar, where, "a TMA copy's completion").fenced) {
+    fail(b, who + ": a TMA copy completing on " + describe(b, bar) +
+                ", whose init its thread has not fenced for the TMA unit (fence_mbarrier_init after mbarrier_init)");
+  }
+  unsigned char* shared = b.shared.data();
+  AsyncCopy copy;
+  copy.round = b.rounds;
+  copy.where = where;
+  // Reads global memory and writes the box when it lands (not now): what it copies is what is there then.
+  copy.land = [&b, shared, map, x, y, bar, offset, row, bytes, who] {
+    for (std::uint32_t i = 0; i < map.box_height; ++i) {
+      const std::int64_t gy = std::int64_t(y) + i;
+      for (std::size_t c = 0; c < row; c += map.elem_bytes) {
+        const std::int64_t gx = std::int64_t(x) + std::int64_t(c / map.elem_bytes);
+        unsigned char* to = shared + gpu::swizzled(static_cast<std::uint32_t>(offset + i * row + c), map.swizzle);
+        const bool in = gx >= 0 && gy >= 0 && std::uint64_t(gx) < map.width && std::uint64_t(gy) < map.height;
+        if (in) {
+          std::memcpy(to, map.base + std::uint64_t(gy) * map.row_bytes + std::uint64_t(gx) * map.elem_bytes,
+                      map.elem_bytes);
+        } else {
+          std::memset(to, 0, map.elem_bytes);
+        }
+      }
+    }
+    const auto it = b.mbarriers.find(bar);
+    if (it == b.mbarriers.end()) fail(b, who + ": the TMA copy's mbarrier was gone when the copy landed");
+    add_tx(b, it->second, -static_cast<std::int64_t>(bytes), who + " (the copy landing)");
+    settle(b, it->second);
+  };
+  b.copies.push_back(std::move(copy));
+}
+
+namespace internal {
+
+void hopper_round(Block& b) {
+  ++b.rounds;
+  // Each copy issued in an earlier round lands now or later (even odds), in a random order.
+  for (std::size_t i = b.copies.size(); i > 1; --i) std::swap(b.copies[i - 1], b.copies[splitmix(b.rng) % i]);
+  std::vector<AsyncCopy> staying;
+  for (AsyncCopy& c : b.copies) {
+    if (c.round < b.rounds && splitmix(b.rng) % 2 == 0) {
+      c.land();
+    } else {
+      staying.push_back(std::move(c));
+    }
+  }
+  b.copies = std::move(staying);
+  // The hang watch: the last round had threads wait on mbarriers and nothing else happened.
+  const std::uint64_t now = b.events + b.exchanges + b.mbarrier_events;
+  if (b.mbarrier_waits > 0 && now == b.seen && b.copies.empty()) {
+    if (++b.idle_rounds >= kIdleRounds) {
+      std::string waits;
+      for (const Fiber& f : b.fibers) {
+        if (f.state == State::ready && f.mbarrier != nullptr && f.access != nullptr) {
+          waits += "\n    thread " + text(f.tid) + " at " + text(f.where) + " waits for the phase of parity " +
+                   std::to_string(f.parity) + " of " + describe(b, f.mbarrier);
+        }
+      }
+      fail(b, "hung: threads wait on mbarriers that no thread or copy in flight can complete:" + waits +
+                  "\n  its threads:" + where_threads_are(b));
+    }
+  } else {
+    b.idle_rounds = 0;
+  }
+  b.seen = now;
+  b.mbarrier_waits = 0;
+}
+
+void hopper_block_ended(const Block& b) {
+  if (b.copies.empty()) return;
+  fail(b, "its threads ended with " + std::to_string(b.copies.size()) +
+              " TMA copies in flight into its shared memory (the first issued at " + text(b.copies.front().where) +
+              "): wait on their mbarriers before the block ends");
+}
+
+}  // namespace internal
+
+}  // namespace tandem::sim

@@ -1,0 +1,69 @@
+// The simulator's TMA model against an sm_90 GPU: the boxes of hopper_boxes.hpp (edges, every
+// swizzle) copied by the GPU's TMA unit must lie in shared memory exactly as the simulator lays
+// them out (test_sim_hopper.cpp checks the same cases there). SKIPPED without a CUDA device of
+// compute capability 9.0 or more.
+#include <doctest/doctest.h>
+
+#include <cstdio>
+#include <string>
+#include <vector>
+
+#include "../backends/cuda/tensor_map.hpp"
+#include "hopper_boxes.hpp"
+
+namespace {
+
+namespace hb = tandem::test::hopper;
+
+// Why TMA cannot run here, or "".
+std::string no_tma_here() {
+  int devices = 0;
+  if (cudaGetDeviceCount(&devices) != cudaSuccess || devices == 0) {
+    cudaGetLastError();
+    return "no usable CUDA device here";
+  }
+  cudaDeviceProp p{};
+  if (cudaGetDeviceProperties(&p, 0) != cudaSuccess) return "the CUDA device's properties cannot be read";
+  if (p.major < 9) {
+    return "TMA copies need compute capability 9.0; device 0 (" + std::string(p.name) + ") has " +
+           std::to_string(p.major) + "." + std::to_string(p.minor);
+  }
+  cudaFuncAttributes a{};
+  if (cudaFuncGetAttributes(&a, hb::copy_box) != cudaSuccess) {
+    cudaGetLastError();
+    return "this build has no code for device 0 (CMAKE_CUDA_ARCHITECTURES must include 90)";
+  }
+  return "";
+}
+
+void check(cudaError_t e, const char* what) { REQUIRE_MESSAGE(e == cudaSuccess, what, ": ", cudaGetErrorString(e)); }
+
+TEST_CASE("TMA boxes on the GPU lie as the simulator lays them out: edges and every swizzle") {
+  if (const std::string why = no_tma_here(); !why.empty()) {
+    std::printf("SKIPPED: %s\n", why.c_str());
+    return;
+  }
+  const auto m = hb::numbered();
+  void* src = nullptr;
+  unsigned char* out = nullptr;
+  check(cudaMalloc(&src, m.size() * 2), "cudaMalloc");
+  check(cudaMalloc(reinterpret_cast<void**>(&out), sizeof(hb::BoxTile)), "cudaMalloc");
+  check(cudaMemcpy(src, m.data(), m.size() * 2, cudaMemcpyHostToDevice), "cudaMemcpy");
+  for (const hb::BoxCase& c : hb::box_cases()) {
+    const CUtensorMap map = tandem::cuda::make_tensor_map_2d(src, 2, c.width, c.height, hb::kRowBytes, c.box_width,
+                                                             c.box_height, c.swizzle);
+    std::int32_t x = c.x, y = c.y;
+    std::uint32_t bytes = c.bytes();
+    void* args[] = {const_cast<CUtensorMap*>(&map), &x, &y, &bytes, &out};
+    check(cudaLaunchKernel(reinterpret_cast<const void*>(hb::copy_box), dim3(1), dim3(64), args, 0, nullptr),
+          "launching copy_box");
+    check(cudaDeviceSynchronize(), "copy_box");
+    std::vector<std::uint16_t> box(bytes / 2);
+    check(cudaMemcpy(box.data(), out, bytes, cudaMemcpyDeviceToHost), "cudaMemcpy");
+    CHECK(hb::check_box(c, box) == "");
+  }
+  cudaFree(src);
+  cudaFree(out);
+}
+
+}  // namespace

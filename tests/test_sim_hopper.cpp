@@ -1,0 +1,294 @@
+// The simulator's model of Hopper's mbarriers and TMA copies (backends/sim/sim_hopper.hpp): the
+// box layouts a TMA copy writes (each swizzle, edges), a producer/consumer pipeline over stages
+// that is exact under every seed tried on both schedulers, and the same pipeline with a bug
+// planted (a missing wait, a stage refilled before its readers are done, the wrong swizzle), which
+// must fail; misuse of mbarriers and copies fails with a message that names it.
+#include <doctest/doctest.h>
+
+#include <cstdint>
+#include <cstring>
+#include <string>
+#include <vector>
+
+#include "hopper_boxes.hpp"
+#include "tandem/gpu/kernel_api.hpp"
+#include "tandem/tandem.hpp"
+
+namespace {
+
+using namespace tandem;
+namespace g = tandem::gpu;
+namespace k = tandem::gpu::kernels;
+
+Backend& sim_backend() { return get_backend("sim"); }
+
+// ---- one box ----
+
+namespace hb = tandem::test::hopper;
+
+// The box the kernel wrote, as 16-bit elements.
+std::vector<std::uint16_t> box_of(const k::TensorMap& map, std::int32_t x, std::int32_t y) {
+  Backend& be = sim_backend();
+  const std::uint32_t bytes = map.box_width * map.box_height * map.elem_bytes;
+  Buffer out(be, DType::i32, (bytes + 3) / 4);
+  sim::launch(be, {"copy_box", {1, 1, 1}, {64, 1, 1}}, hb::copy_box, map, x, y, bytes,
+              static_cast<unsigned char*>(out.data()));
+  std::vector<std::uint16_t> box(bytes / 2);
+  out.download_bytes(box.data(), bytes);
+  return box;
+}
+
+struct Source {
+  Buffer buffer;
+  const std::uint16_t* data;
+};
+Source source() {
+  const auto m = hb::numbered();
+  Buffer src(sim_backend(), DType::bf16, m.size());  // 16-bit elements, moved as bits
+  src.upload_bytes(m.data(), m.size() * 2);
+  const auto* p = static_cast<const std::uint16_t*>(src.data());
+  return {std::move(src), p};
+}
+
+TEST_CASE(
+    "TMA boxes: row by row, zeros past the tensor's edges, each swizzle's chunk order (the cases an sm_90 GPU "
+    "checks)") {
+  const Source src = source();
+  for (const hb::BoxCase& c : hb::box_cases()) {
+    const auto map =
+        sim::make_tensor_map_2d(src.data, 2, c.width, c.height, hb::kRowBytes, c.box_width, c.box_height, c.swizzle);
+    CHECK(hb::check_box(c, box_of(map, c.x, c.y)) == "");
+  }
+}
+
+TEST_CASE("swizzles, at literal places: chunk j of 128-byte line L lands at chunk j xor (L mod 8, 4 or 2)") {
+  const Source src = source();
+  const auto* p = src.data;
+  // 128 bytes: row 1's first element is in chunk 1 of row 1 (byte 144), row 7's last (chunk 7,
+  // byte 14 of it) in chunk 0 of row 7. 64 bytes (two rows a line): rows 2 and 3 are line 1, their
+  // chunk 0 moves to chunk 1. 32 bytes (four rows a line): row 4's chunks 0 and 1 swap.
+  const auto b128 = box_of(sim::make_tensor_map_2d(p, 2, 64, 16, 128, 64, 8, g::Swizzle::bytes128), 0, 0);
+  CHECK(b128[0] == 0);
+  CHECK(b128[(128 + 16) / 2] == 1 * 256 + 0);
+  CHECK(b128[(7 * 128 + 14) / 2] == 7 * 256 + 63);
+  const auto b64 = box_of(sim::make_tensor_map_2d(p, 2, 64, 16, 128, 32, 8, g::Swizzle::bytes64), 0, 0);
+  CHECK(b64[(2 * 64 + 16) / 2] == 2 * 256 + 0);
+  CHECK(b64[(3 * 64 + 16) / 2] == 3 * 256 + 0);
+  CHECK(b64[(1 * 64 + 16) / 2] == 1 * 256 + 8);  // line 0: in place
+  const auto b32 = box_of(sim::make_tensor_map_2d(p, 2, 64, 16, 128, 16, 8, g::Swizzle::bytes32), 0, 0);
+  CHECK(b32[(4 * 32 + 16) / 2] == 4 * 256 + 0);
+  CHECK(b32[(4 * 32) / 2] == 4 * 256 + 8);
+}
+
+TEST_CASE("tensor maps refuse what cuTensorMapEncodeTiled refuses") {
+  Backend& be = sim_backend();
+  Buffer src(be, DType::bf16, 4096);
+  const auto* p = static_cast<const std::uint16_t*>(src.data());
+  const auto refused = [&](auto&& make, const char* words) {
+    CHECK_THROWS_WITH_AS(make(), doctest::Contains(words), InvalidArgument);
+  };
+  refused([&] { return sim::make_tensor_map_2d(p + 1, 2, 64, 16, 128, 64, 8, g::Swizzle::none); },
+          "multiple of 16 bytes");
+  refused([&] { return sim::make_tensor_map_2d(p, 2, 64, 16, 120, 8, 8, g::Swizzle::none); }, "row stride");
+  refused([&] { return sim::make_tensor_map_2d(p, 2, 64, 16, 128, 4, 8, g::Swizzle::none); }, "box row of 8 bytes");
+  refused([&] { return sim::make_tensor_map_2d(p, 2, 64, 16, 128, 64, 8, g::Swizzle::bytes64); },
+          "at most the swizzle's span");
+  refused([&] { return sim::make_tensor_map_2d(p, 2, 64, 16, 128, 64, 300, g::Swizzle::none); }, "1 to 256");
+  refused([&] { return sim::make_tensor_map_2d(p, 3, 64, 16, 192, 16, 8, g::Swizzle::none); }, "1, 2, 4 or 8");
+}
+
+// ---- a pipeline of stages ----
+
+constexpr unsigned kCols = 32;      // floats per row: one 128-byte box row
+constexpr unsigned kTileRows = 16;  // rows per tile
+constexpr unsigned kStages = 3;
+constexpr unsigned kConsumerWarps = 2;  // each sums kTileRows / 2 rows of every tile
+
+struct alignas(1024) Stages {
+  float tile[kStages][kTileRows][kCols];
+};
+
+enum class Bug : int { none, no_full_wait, no_empty_wait, wrong_swizzle };
+
+// Warp 0's lane 0 fills the stages with TMA copies of the matrix's tiles; warps 1 and 2 add up
+// their rows of each tile column by column (lane = column), then free the stage. sums[c] gets
+// column c's total from each consumer warp.
+TANDEM_KERNEL void pipeline_sums(TANDEM_GRID_CONSTANT const k::TensorMap map, unsigned tiles, int bug, float* sums) {
+  TANDEM_SHARED(Stages, stages);
+  TANDEM_SHARED(k::MBarrier, full, [kStages]);
+  TANDEM_SHARED(k::MBarrier, empty, [kStages]);
+  const auto b = static_cast<Bug>(bug);
+  const unsigned warp = g::warp_id(), lane = g::lane_id();
+  if (g::thread_rank() == 0) {
+    for (unsigned s = 0; s < kStages; ++s) {
+      k::mbarrier_init(&full[s], 1);
+      k::mbarrier_init(&empty[s], kConsumerWarps);
+    }
+    k::fence_mbarrier_init();
+  }
+  g::sync_threads();
+  if (warp == 0) {
+    if (lane == 0) {
+      for (unsigned t = 0; t < tiles; ++t) {
+        const unsigned s = t % kStages, phase = (t / kStages) % 2;
+        if (b != Bug::no_empty_wait) k::mbarrier_wait_parity(&empty[s], phase ^ 1u);
+        k::mbarrier_arrive_expect_tx(&full[s], kTileRows * kCols * sizeof(float));
+        k::tma_load_2d(stages.tile[s], &map, 0, static_cast<std::int32_t>(t * kTileRows), &full[s]);
+      }
+    }
+    return;
+  }
+  const unsigned first = (warp - 1) * (kTileRows / kConsumerWarps);
+  const g::Swizzle read_as = b == Bug::wrong_swizzle ? g::Swizzle::none : g::Swizzle::bytes128;
+  float sum = 0;
+  for (unsigned t = 0; t < tiles; ++t) {
+    const unsigned s = t % kStages, phase = (t / kStages) % 2;
+    if (b != Bug::no_full_wait) k::mbarrier_wait_parity(&full[s], phase);
+    const auto* base = reinterpret_cast<const unsigned char*>(stages.tile[s]);
+    const auto offset = static_cast<std::uint32_t>(base - reinterpret_cast<const unsigned char*>(&stages));
+    for (unsigned r = first; r < first + kTileRows / kConsumerWarps; ++r) {
+      // The stages start at a multiple of 1024 bytes, so the swizzle's pattern is the tile's own.
+      const std::uint32_t at = g::swizzled(offset + (r * kCols + lane) * 4, read_as) - offset;
+      float v;
+      std::memcpy(&v, base + at, 4);
+      sum += v;
+    }
+    g::sync_warp();
+    if (lane == 0) k::mbarrier_arrive(&empty[s]);
+  }
+  sums[(warp - 1) * kCols + lane] = sum;
+}
+
+struct PipelineRun {
+  bool exact = false;
+  std::string error;  // what the simulator reported, if it did
+};
+
+PipelineRun run_pipeline(Bug bug, bool adversarial, std::uint64_t seed, unsigned tiles = 7) {
+  Backend& be = sim_backend();
+  const unsigned rows = tiles * kTileRows;
+  std::vector<float> m(rows * kCols);
+  std::vector<float> expect(kConsumerWarps * kCols, 0.0f);
+  for (unsigned r = 0; r < rows; ++r) {
+    for (unsigned c = 0; c < kCols; ++c) {
+      m[r * kCols + c] = static_cast<float>((r * 7 + c * 3) % 17) - 8.0f;  // small integers: sums are exact
+      expect[((r % kTileRows) / (kTileRows / kConsumerWarps)) * kCols + c] += m[r * kCols + c];
+    }
+  }
+  Buffer src(be, DType::f32, m.size());
+  src.upload(m);
+  Buffer sums(be, DType::f32, expect.size());
+  const auto map =
+      sim::make_tensor_map_2d(src.data(), 4, kCols, rows, kCols * 4, kCols, kTileRows, g::Swizzle::bytes128);
+  const g::LaunchConfig config{"pipeline_sums", {1, 1, 1}, {32 * (1 + kConsumerWarps), 1, 1}};
+  PipelineRun run;
+  try {
+    if (adversarial) {
+      sim::AdversaryOptions o;
+      o.seed = seed;
+      sim::launch_adversarial(be, o, config, pipeline_sums, map, tiles, static_cast<int>(bug),
+                              static_cast<float*>(sums.data()));
+    } else {
+      sim::launch(be, config, pipeline_sums, map, tiles, static_cast<int>(bug), static_cast<float*>(sums.data()));
+    }
+  } catch (const DeviceError& e) {
+    run.error = e.what();
+    return run;
+  }
+  run.exact = sums.to_vector<float>() == expect;
+  return run;
+}
+
+TEST_CASE("a TMA pipeline over three stages is exact under every seed, pooled and adversarial") {
+  for (std::uint64_t seed = 1; seed <= 24; ++seed) {
+    for (bool adversarial : {false, true}) {
+      const PipelineRun run = run_pipeline(Bug::none, adversarial, seed);
+      CHECK_MESSAGE(run.error.empty(), run.error);
+      CHECK_MESSAGE(run.exact, "seed ", seed, adversarial ? " (adversary)" : "");
+    }
+  }
+}
+
+TEST_CASE("the pipeline with a bug planted fails: no wait for the copy, a stage refilled early, the wrong swizzle") {
+  for (Bug bug : {Bug::no_full_wait, Bug::no_empty_wait, Bug::wrong_swizzle}) {
+    for (bool adversarial : {false, true}) {
+      unsigned caught = 0;
+      for (std::uint64_t seed = 1; seed <= 24; ++seed) {
+        const PipelineRun run = run_pipeline(bug, adversarial, seed);
+        caught += run.exact ? 0 : 1;
+      }
+      MESSAGE("bug ", static_cast<int>(bug), adversarial ? " adv" : " pool", " caught ", caught);
+      CHECK_MESSAGE(caught > 0, "bug ", static_cast<int>(bug), adversarial ? " (adversary)" : "", " never caught");
+    }
+  }
+}
+
+// ---- misuse ----
+
+enum class Misuse : int {
+  extra_arrival,
+  never_initialized,
+  never_arrives,
+  copy_in_flight,
+  misaligned_box,
+  unfenced_init
+};
+
+TANDEM_KERNEL void misuse(TANDEM_GRID_CONSTANT const k::TensorMap map, int what) {
+  TANDEM_SHARED(hb::BoxTile, tile);
+  TANDEM_SHARED(k::MBarrier, bar, [2]);
+  const auto m = static_cast<Misuse>(what);
+  if (g::thread_rank() == 0) {
+    k::mbarrier_init(&bar[0], 1);
+    if (m != Misuse::unfenced_init) k::fence_mbarrier_init();
+  }
+  g::sync_threads();
+  if (g::thread_rank() != 0) return;
+  switch (m) {
+    case Misuse::extra_arrival:
+      k::mbarrier_arrive_expect_tx(&bar[0], 64);  // the phase waits for 64 bytes: a second arrival is one too many
+      k::mbarrier_arrive(&bar[0]);
+      break;
+    case Misuse::never_initialized:
+      k::mbarrier_arrive(&bar[1]);
+      break;
+    case Misuse::never_arrives:
+      k::mbarrier_wait_parity(&bar[0], 0);
+      break;
+    case Misuse::copy_in_flight:
+      k::mbarrier_arrive_expect_tx(&bar[0], 1024);
+      k::tma_load_2d(tile.bytes, &map, 0, 0, &bar[0]);
+      break;  // ends without waiting
+    case Misuse::unfenced_init:
+      k::mbarrier_arrive_expect_tx(&bar[0], 1024);
+      k::tma_load_2d(tile.bytes, &map, 0, 0, &bar[0]);
+      k::mbarrier_wait_parity(&bar[0], 0);
+      break;
+    case Misuse::misaligned_box:
+      k::tma_load_2d(tile.bytes + 64, &map, 0, 0, &bar[0]);
+      break;
+  }
+}
+
+TEST_CASE("misused mbarriers and copies fail, naming what went wrong") {
+  Backend& be = sim_backend();
+  Buffer src(be, DType::f32, 32 * 8);
+  const auto map = sim::make_tensor_map_2d(src.data(), 4, 32, 8, 128, 32, 8, g::Swizzle::none);
+  const auto fails_with = [&](Misuse m, const char* words) {
+    try {
+      sim::launch(be, {"misuse", {1, 1, 1}, {32, 1, 1}}, misuse, map, static_cast<int>(m));
+    } catch (const std::exception& e) {
+      MESSAGE(std::string(e.what()));
+    }
+    CHECK_THROWS_WITH_AS(sim::launch(be, {"misuse", {1, 1, 1}, {32, 1, 1}}, misuse, map, static_cast<int>(m)),
+                         doctest::Contains(words), DeviceError);
+  };
+  fails_with(Misuse::extra_arrival, "beyond its count");
+  fails_with(Misuse::never_initialized, "never initialized");
+  fails_with(Misuse::never_arrives, "hung: threads wait on mbarriers");
+  fails_with(Misuse::copy_in_flight, "TMA copies in flight");
+  fails_with(Misuse::misaligned_box, "not a multiple of 128 bytes");
+  fails_with(Misuse::unfenced_init, "has not fenced");
+}
+
+}  // namespace
