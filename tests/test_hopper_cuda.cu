@@ -1,7 +1,8 @@
-// The simulator's TMA model against an sm_90 GPU: the boxes of hopper_boxes.hpp (edges, every
+// The simulator's Hopper model against an sm_90 GPU: the boxes of hopper_cases.hpp (edges, every
 // swizzle) copied by the GPU's TMA unit must lie in shared memory exactly as the simulator lays
-// them out (test_sim_hopper.cpp checks the same cases there). SKIPPED without a CUDA device of
-// compute capability 9.0 or more.
+// them out, and wgmma must compute the product from each shared-memory layout into the fragment
+// layout the simulator gives it (test_sim_hopper.cpp checks the same cases there). Built for
+// sm_90a (wgmma exists nowhere else); SKIPPED without a CUDA device of compute capability 9.0.
 #include <doctest/doctest.h>
 
 #include <cstdio>
@@ -9,7 +10,7 @@
 #include <vector>
 
 #include "../backends/cuda/tensor_map.hpp"
-#include "hopper_boxes.hpp"
+#include "hopper_cases.hpp"
 
 namespace {
 
@@ -24,14 +25,14 @@ std::string no_tma_here() {
   }
   cudaDeviceProp p{};
   if (cudaGetDeviceProperties(&p, 0) != cudaSuccess) return "the CUDA device's properties cannot be read";
-  if (p.major < 9) {
-    return "TMA copies need compute capability 9.0; device 0 (" + std::string(p.name) + ") has " +
-           std::to_string(p.major) + "." + std::to_string(p.minor);
+  if (p.major != 9 || p.minor != 0) {
+    return "these kernels are built for sm_90a (TMA and wgmma), compute capability 9.0; device 0 (" +
+           std::string(p.name) + ") has " + std::to_string(p.major) + "." + std::to_string(p.minor);
   }
   cudaFuncAttributes a{};
   if (cudaFuncGetAttributes(&a, hb::copy_box) != cudaSuccess) {
     cudaGetLastError();
-    return "this build has no code for device 0 (CMAKE_CUDA_ARCHITECTURES must include 90)";
+    return "this build has no code for device 0";
   }
   return "";
 }
@@ -64,6 +65,39 @@ TEST_CASE("TMA boxes on the GPU lie as the simulator lays them out: edges and ev
   }
   cudaFree(src);
   cudaFree(out);
+}
+
+TEST_CASE("wgmma on the GPU computes the 64 x 64 x 64 product from each shared-memory layout as the simulator does") {
+  if (const std::string why = no_tma_here(); !why.empty()) {
+    std::printf("SKIPPED: %s\n", why.c_str());
+    return;
+  }
+  const hb::Product p = hb::product();
+  void *a = nullptr, *bt = nullptr;
+  float* c = nullptr;
+  check(cudaMalloc(&a, p.a.size() * 2), "cudaMalloc");
+  check(cudaMalloc(&bt, p.bt.size() * 2), "cudaMalloc");
+  check(cudaMalloc(reinterpret_cast<void**>(&c), p.c.size() * sizeof(float)), "cudaMalloc");
+  check(cudaMemcpy(a, p.a.data(), p.a.size() * 2, cudaMemcpyHostToDevice), "cudaMemcpy");
+  check(cudaMemcpy(bt, p.bt.data(), p.bt.size() * 2, cudaMemcpyHostToDevice), "cudaMemcpy");
+  for (tandem::gpu::Swizzle layout : hb::kLayouts) {
+    const std::uint32_t kw = hb::box_width(layout);
+    const CUtensorMap a_map =
+        tandem::cuda::make_tensor_map_2d(a, 2, hb::kTile, hb::kTile, hb::kTile * 2, kw, hb::kTile, layout);
+    const CUtensorMap b_map =
+        tandem::cuda::make_tensor_map_2d(bt, 2, hb::kTile, hb::kTile, hb::kTile * 2, kw, hb::kTile, layout);
+    int swizzle = static_cast<int>(layout), bug = 0;
+    void* args[] = {const_cast<CUtensorMap*>(&a_map), const_cast<CUtensorMap*>(&b_map), &swizzle, &bug, &c};
+    check(cudaLaunchKernel(reinterpret_cast<const void*>(hb::wgmma_product), dim3(1), dim3(128), args, 0, nullptr),
+          "launching wgmma_product");
+    check(cudaDeviceSynchronize(), "wgmma_product");
+    std::vector<float> got(p.c.size());
+    check(cudaMemcpy(got.data(), c, got.size() * sizeof(float), cudaMemcpyDeviceToHost), "cudaMemcpy");
+    CHECK_MESSAGE(got == p.c, "layout ", swizzle);
+  }
+  cudaFree(a);
+  cudaFree(bt);
+  cudaFree(c);
 }
 
 }  // namespace

@@ -10,7 +10,7 @@
 #include <string>
 #include <vector>
 
-#include "hopper_boxes.hpp"
+#include "hopper_cases.hpp"
 #include "tandem/gpu/kernel_api.hpp"
 #include "tandem/tandem.hpp"
 
@@ -204,7 +204,7 @@ TEST_CASE("a TMA pipeline over three stages is exact under every seed, pooled an
     for (bool adversarial : {false, true}) {
       const PipelineRun run = run_pipeline(Bug::none, adversarial, seed);
       CHECK_MESSAGE(run.error.empty(), run.error);
-      CHECK_MESSAGE(run.exact, "seed ", seed, adversarial ? " (adversary)" : "");
+      CHECK_MESSAGE(run.exact, "seed ", seed, std::string(adversarial ? " (adversary)" : ""));
     }
   }
 }
@@ -218,8 +218,68 @@ TEST_CASE("the pipeline with a bug planted fails: no wait for the copy, a stage 
         caught += run.exact ? 0 : 1;
       }
       MESSAGE("bug ", static_cast<int>(bug), adversarial ? " adv" : " pool", " caught ", caught);
-      CHECK_MESSAGE(caught > 0, "bug ", static_cast<int>(bug), adversarial ? " (adversary)" : "", " never caught");
+      CHECK_MESSAGE(caught > 0, "bug ", static_cast<int>(bug), std::string(adversarial ? " (adversary)" : ""),
+                    " never caught");
     }
+  }
+}
+
+// ---- wgmma ----
+
+struct ProductRun {
+  std::vector<float> c;
+  std::string error;
+};
+
+ProductRun run_product(g::Swizzle layout, hb::WgmmaBug bug, bool adversarial = false, std::uint64_t seed = 1) {
+  Backend& be = sim_backend();
+  const hb::Product p = hb::product();
+  Buffer a(be, DType::bf16, p.a.size()), bt(be, DType::bf16, p.bt.size()), c(be, DType::f32, p.c.size());
+  a.upload_bytes(p.a.data(), p.a.size() * 2);
+  bt.upload_bytes(p.bt.data(), p.bt.size() * 2);
+  const std::uint32_t kw = hb::box_width(layout);
+  const auto a_map = sim::make_tensor_map_2d(a.data(), 2, hb::kTile, hb::kTile, hb::kTile * 2, kw, hb::kTile, layout);
+  const auto b_map = sim::make_tensor_map_2d(bt.data(), 2, hb::kTile, hb::kTile, hb::kTile * 2, kw, hb::kTile, layout);
+  const g::LaunchConfig config{"wgmma_product", {1, 1, 1}, {128, 1, 1}};
+  ProductRun run;
+  try {
+    if (adversarial) {
+      sim::AdversaryOptions o;
+      o.seed = seed;
+      sim::launch_adversarial(be, o, config, hb::wgmma_product, a_map, b_map, static_cast<int>(layout),
+                              static_cast<int>(bug), static_cast<float*>(c.data()));
+    } else {
+      sim::launch(be, config, hb::wgmma_product, a_map, b_map, static_cast<int>(layout), static_cast<int>(bug),
+                  static_cast<float*>(c.data()));
+    }
+  } catch (const DeviceError& e) {
+    run.error = e.what();
+    return run;
+  }
+  run.c = c.to_vector<float>();
+  return run;
+}
+
+TEST_CASE(
+    "wgmma: a 64 x 64 x 64 product from TMA tiles is exact in each shared-memory layout (the cases an sm_90a GPU "
+    "checks)") {
+  const hb::Product p = hb::product();
+  for (g::Swizzle layout : hb::kLayouts) {
+    for (bool adversarial : {false, true}) {
+      const ProductRun run = run_product(layout, hb::WgmmaBug::none, adversarial, 7);
+      CHECK_MESSAGE(run.error.empty(), run.error);
+      CHECK_MESSAGE(run.c == p.c, "layout ", static_cast<int>(layout), std::string(adversarial ? " (adversary)" : ""));
+    }
+  }
+}
+
+TEST_CASE("wgmma with a bug planted is wrong: accumulators read before the wait, the wrong swizzle, a tile reused") {
+  const hb::Product p = hb::product();
+  for (hb::WgmmaBug bug :
+       {hb::WgmmaBug::read_before_wait, hb::WgmmaBug::wrong_swizzle, hb::WgmmaBug::tile_reused_before_wait}) {
+    const ProductRun run = run_product(g::Swizzle::bytes128, bug);
+    CHECK_MESSAGE(run.error.empty(), run.error);
+    CHECK_MESSAGE(run.c != p.c, "bug ", static_cast<int>(bug), " not caught");
   }
 }
 

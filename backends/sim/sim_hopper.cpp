@@ -4,9 +4,11 @@
 
 #include <algorithm>
 #include <cstring>
+#include <limits>
 #include <string>
 
 #include "sim_internal.hpp"
+#include "tandem/dtype.hpp"
 #include "tandem/errors.hpp"
 
 namespace tandem::sim {
@@ -220,6 +222,120 @@ void tma_load_2d(void* dst, const TensorMap2D& map, std::int32_t x, std::int32_t
   b.copies.push_back(std::move(copy));
 }
 
+std::uint32_t shared_window_address(const void* p, const std::source_location&) {
+  return static_cast<std::uint32_t>(shared_offset(*running().block, p, 1, "an address given to cvta.to.shared"));
+}
+
+namespace {
+
+// What a wgmma descriptor says of an operand K-major in shared memory: element (row, k) of its
+// k16 slice (row < 64 for A, < N for B).
+struct Operand {
+  std::uint32_t start, leading, stride;  // bytes
+  unsigned swizzle;                      // 0 none, 1 128B, 2 64B, 3 32B
+};
+
+Operand decode(const Block& b, const Fiber& f, std::uint64_t desc, const char* which, const std::source_location& w) {
+  Operand o{static_cast<std::uint32_t>(desc & 0x3FFF) << 4, static_cast<std::uint32_t>((desc >> 16) & 0x3FFF) << 4,
+            static_cast<std::uint32_t>((desc >> 32) & 0x3FFF) << 4, static_cast<unsigned>(desc >> 62)};
+  if (((desc >> 49) & 7) != 0) {
+    fail(b, where_text(f, w) + ": wgmma's " + which +
+                " descriptor has a matrix base offset (bits 49-51), which the simulator does not model: start "
+                "swizzled operands at a multiple of their pattern (1024 bytes for 128B)");
+  }
+  return o;
+}
+
+// The byte address of element (row, k) of the operand, after its swizzle.
+std::uint32_t element_at(const Operand& o, std::uint32_t row, std::uint32_t k) {
+  if (o.swizzle == 0) return o.start + (row / 8) * o.stride + (k / 8) * o.leading + (row % 8) * 16 + (k % 8) * 2;
+  static constexpr gpu::Swizzle kinds[] = {gpu::Swizzle::none, gpu::Swizzle::bytes128, gpu::Swizzle::bytes64,
+                                           gpu::Swizzle::bytes32};
+  static constexpr std::uint32_t widths[] = {16, 128, 64, 32};  // bytes of a row of the pattern
+  return gpu::swizzled(o.start + (row / 8) * o.stride + (row % 8) * widths[o.swizzle] + k * 2, kinds[o.swizzle]);
+}
+
+float element(const Block& b, const Fiber& f, const Operand& o, std::uint32_t row, std::uint32_t k, bool bf16,
+              const Wgmma& op, const char* which) {
+  const std::uint32_t at = element_at(o, row, k);
+  if (at + 2 > b.shared.size()) {
+    fail(b, "thread " + text(f.tid) + ": the wgmma issued at " + text(op.where) + " reads its " + which +
+                " operand's element (" + std::to_string(row) + ", " + std::to_string(k) + ") at shared address " +
+                std::to_string(at) + ", past the block's shared memory");
+  }
+  std::uint16_t bits;
+  std::memcpy(&bits, b.shared.data() + at, 2);
+  return bf16 ? bfloat16::to_float(bits) : half::to_float(bits);
+}
+
+// Runs op for this thread: its accumulators as PTX lays D (64 x N) out over the warpgroup, warp w
+// holding rows 16w..16w + 15, lane l the rows 16w + l / 4 (+ 8) and columns 8j + 2 (l % 4) (+ 1).
+void run_wgmma(const Block& b, const Fiber& f, const Wgmma& op) {
+  if (!op.before.empty()) std::copy(op.before.begin(), op.before.end(), op.d);
+  const Operand a = decode(b, f, op.desc_a, "A", op.where), bm = decode(b, f, op.desc_b, "B", op.where);
+  const unsigned t = f.rank % 128, warp = t / 32, lane = t % 32;
+  for (unsigned j = 0; j < op.n / 8; ++j) {
+    for (unsigned v = 0; v < 4; ++v) {
+      const unsigned row = 16 * warp + lane / 4 + 8 * (v / 2), col = 8 * j + 2 * (lane % 4) + v % 2;
+      float sum = 0;
+      for (unsigned k = 0; k < 16; ++k) {
+        sum += element(b, f, a, row, k, op.bf16, op, "A") * element(b, f, bm, col, k, op.bf16, op, "B");
+      }
+      float& d = op.d[4 * j + v];
+      d = (op.accumulate ? d : 0.0f) + sum;
+    }
+  }
+}
+
+}  // namespace
+
+void wgmma(float* d, unsigned n, std::uint64_t desc_a, std::uint64_t desc_b, bool accumulate, bool bf16,
+           const std::source_location& where) {
+  Running& r = running();
+  Block& b = *r.block;
+  Fiber& f = *r.fiber;
+  if (b.warp != 32) {
+    fail(b, where_text(f, where) +
+                ": wgmma needs warps of 32 lanes (a warpgroup is four of them); this simulator's are " +
+                std::to_string(b.warp));
+  }
+  if (n < 8 || n > 256 || n % 8 != 0)
+    fail(b, where_text(f, where) + ": wgmma m64n" + std::to_string(n) + "k16 does not exist");
+  decode(b, f, desc_a, "A", where);
+  decode(b, f, desc_b, "B", where);
+  Wgmma op;
+  op.d = d;
+  op.n = n;
+  op.desc_a = desc_a;
+  op.desc_b = desc_b;
+  op.accumulate = accumulate;
+  op.bf16 = bf16;
+  op.where = where;
+  const auto in_flight = [&](const Wgmma& o) { return o.d == d; };
+  bool chained = std::any_of(f.wgmma_open.begin(), f.wgmma_open.end(), in_flight);
+  for (const auto& group : f.wgmma_groups) chained = chained || std::any_of(group.begin(), group.end(), in_flight);
+  if (!chained) {
+    op.before.assign(d, d + n / 2);
+    std::fill(d, d + n / 2, std::numeric_limits<float>::quiet_NaN());  // read before the wait: NaN
+  }
+  f.wgmma_open.push_back(std::move(op));
+}
+
+void wgmma_commit_group(const std::source_location&) {
+  Fiber& f = *running().fiber;
+  f.wgmma_groups.push_back(std::move(f.wgmma_open));
+  f.wgmma_open.clear();
+}
+
+void wgmma_wait_group(unsigned pending, const std::source_location&) {
+  Running& r = running();
+  Fiber& f = *r.fiber;
+  while (f.wgmma_groups.size() > pending) {
+    for (const Wgmma& op : f.wgmma_groups.front()) run_wgmma(*r.block, f, op);
+    f.wgmma_groups.erase(f.wgmma_groups.begin());
+  }
+}
+
 namespace internal {
 
 void hopper_round(Block& b) {
@@ -257,6 +373,14 @@ void hopper_round(Block& b) {
 }
 
 void hopper_block_ended(const Block& b) {
+  for (const Fiber& f : b.fibers) {
+    const Wgmma* first = f.wgmma_open.empty() ? nullptr : &f.wgmma_open.front();
+    for (auto g = f.wgmma_groups.rbegin(); g != f.wgmma_groups.rend(); ++g) first = g->empty() ? first : &g->front();
+    if (first != nullptr) {
+      fail(b, "thread " + text(f.tid) + " ended with wgmma operations in flight (the first issued at " +
+                  text(first->where) + "): commit them and wait (wgmma_wait_group<0>) before the end");
+    }
+  }
   if (b.copies.empty()) return;
   fail(b, "its threads ended with " + std::to_string(b.copies.size()) +
               " TMA copies in flight into its shared memory (the first issued at " + text(b.copies.front().where) +

@@ -1,6 +1,7 @@
-// The simulator's model of what Hopper (sm_90) kernels use to move tiles: mbarriers (arrival
-// counts, transaction bytes, phases) and tensor-memory-access (TMA) copies of 2D boxes from global
-// into shared memory, with the tensor map's swizzle, completing on an mbarrier. What
+// The simulator's model of what Hopper (sm_90) kernels use to move and multiply tiles: mbarriers
+// (arrival counts, transaction bytes, phases), tensor-memory-access (TMA) copies of 2D boxes from
+// global into shared memory, with the tensor map's swizzle, completing on an mbarrier, and the
+// warpgroup's asynchronous matrix multiply (wgmma) from shared-memory descriptors. What
 // backends/gpu/kernels/hopper.hpp calls in a simulator build; implemented in sim_hopper.cpp.
 //
 // As on the GPU, and checked:
@@ -18,6 +19,15 @@
 //    a destination not 128-byte aligned in shared memory, or a box past the shared memory fails.
 //  - a TMA copy may complete only on an mbarrier whose initializing thread has fenced the init
 //    for the async proxy since (fence_mbarrier_init, or fence_proxy_async_shared).
+//  - wgmma m64nNk16 (bf16 or f16 in, f32 accumulators): the 128 threads of a warpgroup (four
+//    consecutive 32-lane warps) multiply A (64 x 16) by B (16 x N), both K-major in shared memory
+//    as their descriptors say (start address, leading and stride byte offsets, swizzle), into
+//    accumulators laid out over the threads as PTX's fragment layout says. An operation is
+//    asynchronous: from its issue until a wgmma_wait_group leaves its group behind, its
+//    accumulators hold NaN (a read before the wait shows) and its operands are read from shared
+//    memory only at that wait (a stage refilled before it shows). A thread that ends with
+//    operations in flight, a descriptor with a base offset, a warp not 32 lanes wide, or
+//    operands outside shared memory fail.
 //  - threads waiting on mbarriers are switched out; when a round passes in which threads waited
 //    on mbarriers and nothing else happened (no arrival, no landed copy, no barrier, no warp
 //    exchange, no thread ended) sixteen times in a row, the block is hung: the error names each
@@ -62,5 +72,14 @@ bool mbarrier_try_wait_parity(void* bar, std::uint32_t parity, const std::source
 // The box at element (x, y) of the map's tensor into shared memory at dst, completing on bar.
 void tma_load_2d(void* dst, const TensorMap2D& map, std::int32_t x, std::int32_t y, void* bar,
                  const std::source_location& where);
+// Where p lies in the block's shared memory window, as cvta.to.shared gives it (fails elsewhere).
+std::uint32_t shared_window_address(const void* p, const std::source_location& where);
+// One wgmma of this thread's warpgroup: d (n / 2 floats) = (accumulate ? d : 0) + A * B, with
+// 16-bit elements (bf16 when `bf16`, else f16); in flight until wgmma_wait_group.
+void wgmma(float* d, unsigned n, std::uint64_t desc_a, std::uint64_t desc_b, bool accumulate, bool bf16,
+           const std::source_location& where);
+void wgmma_commit_group(const std::source_location& where);
+// Completes this thread's oldest groups until at most `pending` are in flight.
+void wgmma_wait_group(unsigned pending, const std::source_location& where);
 
 }  // namespace tandem::sim

@@ -29,6 +29,17 @@ inline constexpr unsigned char kSharedPoison = 0xFF;  // NaN as f32/f64, -1 as i
 
 enum class State : unsigned char { ready, barrier, warp, exited };
 
+// A wgmma in flight (sim_hopper.cpp): its accumulators, their values at its issue when it was the
+// first in flight on them, and its operands' descriptors.
+struct Wgmma {
+  float* d = nullptr;
+  unsigned n = 0;
+  std::vector<float> before;  // empty when an earlier operation in flight had these accumulators
+  std::uint64_t desc_a = 0, desc_b = 0;
+  bool accumulate = true, bf16 = true;
+  std::source_location where;
+};
+
 struct Fiber {
   bctx::fiber context;  // the fiber, while suspended
   bctx::fiber sink;     // the scheduler, while the fiber runs
@@ -54,6 +65,9 @@ struct Fiber {
   // the mbarrier and parity it last waited on without success (sim_hopper.cpp), for a hang report
   const void* mbarrier = nullptr;
   unsigned parity = 0;
+  // its wgmma operations in flight (sim_hopper.cpp): committed groups, then those not yet committed
+  std::vector<std::vector<Wgmma>> wgmma_groups;
+  std::vector<Wgmma> wgmma_open;
 };
 
 // An mbarrier's state (sim_hopper.cpp), kept beside shared memory by its address.

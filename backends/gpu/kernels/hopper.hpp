@@ -1,8 +1,8 @@
-// What a Hopper (sm_90) kernel uses to feed its tiles: mbarriers in shared memory and
+// What a Hopper (sm_90) kernel uses to feed and multiply its tiles: mbarriers in shared memory,
 // tensor-memory-access (TMA) copies of 2D boxes from global memory, which complete on an mbarrier
-// by transaction bytes. Under nvcc for sm_90 or newer, each function is its PTX instruction; in a
-// simulator build it is the simulator's model of it (backends/sim/sim_hopper.hpp), which checks
-// what the hardware leaves undefined. NVIDIA only: HIP has neither.
+// by transaction bytes, and the warpgroup's asynchronous matrix multiply (wgmma, sm_90a). Under nvcc for sm_90 or
+// newer, each function is its PTX instruction; in a simulator build it is the simulator's model of it
+// (backends/sim/sim_hopper.hpp), which checks what the hardware leaves undefined. NVIDIA only: HIP has neither.
 //
 // The pattern (a producer fills stages that consumers read):
 //   init:     one thread: mbarrier_init(&full[s], 1), mbarrier_init(&empty[s], consumers);
@@ -155,6 +155,89 @@ TANDEM_DEVICE void tma_load_2d(void* dst, const TensorMap* map, std::int32_t x, 
       : "memory"));
 #else
   sim::tma_load_2d(dst, *map, x, y, bar, w);
+#endif
+}
+
+// ---- wgmma: the warpgroup's asynchronous matrix multiply (sm_90a) ----
+// The 128 threads of a warpgroup (four consecutive warps, the first a multiple of four) multiply
+// A (64 x 16) by B (16 x N), 16-bit elements K-major in shared memory, into a 64 x N f32
+// accumulator spread over their registers: warp w holds rows 16w..16w + 15, lane l the rows
+// 16w + l / 4 (+ 8 in d[4j + 2], d[4j + 3]) and columns 8j + 2 (l % 4) (+ 1 in d[4j + 1],
+// d[4j + 3]). Issue: wgmma_fence(), then the wgmmas of a step, wgmma_commit_group(); their
+// accumulators and operands are the hardware's until wgmma_wait_group<P>() leaves at most P
+// groups in flight.
+
+// A shared-memory operand for wgmma: K-major rows (64 of A, N of B) of the k16 slice starting at
+// `tile`. Swizzled (32, 64 or 128 bytes, as a TMA copy with that swizzle lays a box of rows that
+// wide out), each 8-row group is `stride` bytes on from the last (8 rows of the swizzle's width:
+// 256, 512, 1024); unswizzled, rows are 8 x 16-byte core matrices, `leading` bytes apart along K
+// and `stride` bytes apart along the rows. A K step of 16 within a swizzled row adds 32 bytes to
+// `tile`; `tile` of a 128B-swizzled operand sits at a multiple of 1024 bytes plus that.
+TANDEM_DEVICE std::uint64_t wgmma_descriptor(const void* tile, Swizzle swizzle, std::uint32_t leading,
+                                             std::uint32_t stride TANDEM_SIM_WHERE) {
+#if defined(TANDEM_GPU_COMPILER)
+  const std::uint64_t start = shared_address(tile);
+#else
+  const std::uint64_t start = sim::shared_window_address(tile, w);
+#endif
+  const std::uint64_t mode = swizzle == Swizzle::bytes128  ? 1
+                             : swizzle == Swizzle::bytes64 ? 2
+                             : swizzle == Swizzle::bytes32 ? 3
+                                                           : 0;
+  return ((start & 0x3FFFF) >> 4) | (std::uint64_t((leading & 0x3FFFF) >> 4) << 16) |
+         (std::uint64_t((stride & 0x3FFFF) >> 4) << 32) | (mode << 62);
+}
+
+#if defined(TANDEM_GPU_COMPILER) && defined(__CUDA_ARCH__) && !defined(__CUDA_ARCH_FEAT_SM90_ALL)
+#define TANDEM_SM90A(...) __trap()  // wgmma exists in sm_90a code only (CMAKE_CUDA_ARCHITECTURES=90a)
+#else
+#define TANDEM_SM90A(...) __VA_ARGS__
+#endif
+
+// Orders this thread's register accesses before the wgmmas that follow (wgmma.fence).
+TANDEM_DEVICE void wgmma_fence() {
+#if defined(TANDEM_GPU_COMPILER)
+  TANDEM_SM90A(asm volatile("wgmma.fence.sync.aligned;" ::: "memory"));
+#endif
+}
+
+TANDEM_DEVICE void wgmma_commit_group(TANDEM_SIM_WHERE_ONLY) {
+#if defined(TANDEM_GPU_COMPILER)
+  TANDEM_SM90A(asm volatile("wgmma.commit_group.sync.aligned;" ::: "memory"));
+#else
+  sim::wgmma_commit_group(w);
+#endif
+}
+
+// Waits until at most Pending committed groups of this thread's wgmmas are in flight.
+template <int Pending>
+TANDEM_DEVICE void wgmma_wait_group(TANDEM_SIM_WHERE_ONLY) {
+  static_assert(Pending >= 0 && Pending <= 7, "wgmma.wait_group takes 0 to 7");
+#if defined(TANDEM_GPU_COMPILER)
+  TANDEM_SM90A(asm volatile("wgmma.wait_group.sync.aligned %0;" ::"n"(Pending) : "memory"));
+#else
+  sim::wgmma_wait_group(Pending, w);
+#endif
+}
+
+// d (32 floats per thread) = (accumulate ? d : 0) + A * B for the 64 x 64 tile: m64n64k16, bf16
+// in, f32 out, both operands from shared memory.
+TANDEM_DEVICE void wgmma_m64n64k16_bf16(float (&d)[32], std::uint64_t desc_a, std::uint64_t desc_b,
+                                        bool accumulate TANDEM_SIM_WHERE) {
+#if defined(TANDEM_GPU_COMPILER)
+  TANDEM_SM90A(asm volatile(
+      "{\n .reg .pred p;\n setp.ne.b32 p, %34, 0;\n"
+      " wgmma.mma_async.sync.aligned.m64n64k16.f32.bf16.bf16 "
+      "{%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, "
+      "%16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31}, "
+      "%32, %33, p, 1, 1, 0, 0;\n}"
+      : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]), "+f"(d[8]),
+        "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]), "+f"(d[16]),
+        "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]), "+f"(d[24]),
+        "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31])
+      : "l"(desc_a), "l"(desc_b), "r"(static_cast<int>(accumulate))));
+#else
+  sim::wgmma(d, 64, desc_a, desc_b, accumulate, true, w);
 #endif
 }
 
