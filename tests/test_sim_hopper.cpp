@@ -10,6 +10,7 @@
 #include <string>
 #include <vector>
 
+#include "../backends/gpu/kernels/matmul_wgmma.hpp"
 #include "hopper_cases.hpp"
 #include "tandem/gpu/kernel_api.hpp"
 #include "tandem/tandem.hpp"
@@ -281,6 +282,96 @@ TEST_CASE("wgmma with a bug planted is wrong: accumulators read before the wait,
     CHECK_MESSAGE(run.error.empty(), run.error);
     CHECK_MESSAGE(run.c != p.c, "bug ", static_cast<int>(bug), " not caught");
   }
+}
+
+// ---- the wgmma matmul kernel ----
+
+// C (m x n, ldc = n + 3) = alpha * A (m x k) * B + beta * C with B given as B^T (n x k), through
+// matmul_wgmma_kernel; exact small integers, so C must equal the host's product to the bit.
+std::string wgmma_matmul_error(std::int64_t m, std::int64_t n, std::int64_t k, float alpha, float beta,
+                               bool adversarial, std::uint64_t seed) {
+  Backend& be = sim_backend();
+  const std::int64_t lda = (k + 7) / 8 * 8 + 8, ldb = lda, ldc = n + 3;  // rows of 16-byte multiples for the copies
+  std::vector<std::uint16_t> a(m * lda), bt(n * ldb);
+  std::vector<float> af(m * lda), bf(n * ldb), c(m * ldc), want(m * ldc);
+  for (std::size_t i = 0; i < a.size(); ++i) {
+    af[i] = float(int((i * 29 + 3) % 7) - 3);
+    a[i] = hb::bf16_bits(af[i]);
+  }
+  for (std::size_t i = 0; i < bt.size(); ++i) {
+    bf[i] = float(int((i * 41 + 1) % 5) - 2);
+    bt[i] = hb::bf16_bits(bf[i]);
+  }
+  for (std::size_t i = 0; i < c.size(); ++i) c[i] = float(int(i % 11) - 5);
+  for (std::int64_t i = 0; i < m; ++i) {
+    for (std::int64_t j = 0; j < ldc; ++j) {
+      double sum = 0;
+      for (std::int64_t q = 0; q < k && j < n; ++q) sum += double(af[i * lda + q]) * bf[j * ldb + q];
+      want[i * ldc + j] =
+          j < n ? float(alpha * sum + (beta == 0 ? 0.0 : double(beta) * c[i * ldc + j])) : c[i * ldc + j];
+    }
+  }
+  Buffer ab(be, DType::bf16, a.size()), bb(be, DType::bf16, bt.size());
+  ab.upload_bytes(a.data(), a.size() * 2);
+  bb.upload_bytes(bt.data(), bt.size() * 2);
+  Buffer cb = Buffer::from(be, c);
+  const auto a_map =
+      sim::make_tensor_map_2d(ab.data(), 2, k, m, lda * 2, k::kWgmmaBlockK, k::kWgmmaBlockM, g::Swizzle::bytes128);
+  const auto b_map =
+      sim::make_tensor_map_2d(bb.data(), 2, k, n, ldb * 2, k::kWgmmaBlockK, k::kWgmmaBlockN, g::Swizzle::bytes128);
+  k::Gemm<bfloat16, float> gemm{m,     n,     k,
+                                alpha, beta,  static_cast<const bfloat16*>(ab.data()),
+                                lda,   false, static_cast<const bfloat16*>(bb.data()),
+                                ldb,   true,  static_cast<float*>(cb.data()),
+                                ldc,   true,  true};
+  const g::LaunchConfig config{"matmul_wgmma",
+                               {unsigned((n + 127) / 128), unsigned((m + 127) / 128), 1},
+                               {k::kWgmmaThreads, 1, 1},
+                               k::kWgmmaSharedBytes,
+                               true};
+  try {
+    if (adversarial) {
+      sim::AdversaryOptions o;
+      o.seed = seed;
+      sim::launch_adversarial(be, o, config, k::matmul_wgmma_kernel<bfloat16>, a_map, b_map, gemm);
+    } else {
+      sim::launch(be, config, k::matmul_wgmma_kernel<bfloat16>, a_map, b_map, gemm);
+    }
+  } catch (const DeviceError& e) {
+    return e.what();
+  }
+  const auto got = cb.to_vector<float>();
+  for (std::size_t i = 0; i < got.size(); ++i) {
+    if (got[i] != want[i]) {
+      return "C[" + std::to_string(i / ldc) + "][" + std::to_string(i % ldc) + "] = " + std::to_string(got[i]) +
+             ", not " + std::to_string(want[i]);
+    }
+  }
+  return "";
+}
+
+TEST_CASE("the wgmma matmul kernel is exact: one tile, edges, more K steps than stages, alpha and beta") {
+  struct Shape {
+    std::int64_t m, n, k;
+    float alpha, beta;
+  };
+  for (const Shape& s : {Shape{128, 128, 64, 1, 0}, Shape{200, 136, 328, 1, 0}, Shape{64, 256, 1000, 0.5f, 2},
+                         Shape{129, 1, 17, 1, 1}}) {
+    for (bool adversarial : {false, true}) {
+      CHECK_MESSAGE(wgmma_matmul_error(s.m, s.n, s.k, s.alpha, s.beta, adversarial, 11) == "", s.m, " x ", s.n, " x ",
+                    s.k, std::string(adversarial ? " (adversary)" : ""));
+    }
+  }
+}
+
+TEST_CASE("more than 48 KiB of dynamic shared memory needs the launch's opt-in, as on CUDA") {
+  Backend& be = sim_backend();
+  Buffer src(be, DType::f32, 32 * 8);
+  const auto map = sim::make_tensor_map_2d(src.data(), 4, 32, 8, 128, 32, 8, g::Swizzle::none);
+  k::Gemm<bfloat16, float> gemm{};
+  g::LaunchConfig config{"matmul_wgmma", {1, 1, 1}, {k::kWgmmaThreads, 1, 1}, k::kWgmmaSharedBytes, false};
+  CHECK_THROWS_WITH_AS(sim::launch(be, config, k::matmul_wgmma_kernel<bfloat16>, map, map, gemm),
+                       doctest::Contains("LaunchConfig::large_shared opts in"), DeviceError);
 }
 
 // ---- misuse ----

@@ -361,6 +361,14 @@ class DeviceRuntime {
   void launch_tuple(int stream, const LaunchConfig& c, const void* kernel, Tuple& params, std::index_sequence<I...>) {
     void* argv[] = {static_cast<void*>(&std::get<I>(params))..., nullptr};
     select();
+#if !defined(TANDEM_HIP)
+    if (c.large_shared) {
+      api::check(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                      static_cast<int>(c.dynamic_shared_bytes)),
+                 std::string("opting kernel '") + c.kernel + "' in to " + std::to_string(c.dynamic_shared_bytes) +
+                     " bytes of shared memory");
+    }
+#endif
     const api::error_t e =
         api::launch(kernel, c.grid, c.block, argv, c.dynamic_shared_bytes, streams_[static_cast<std::size_t>(stream)]);
     if (e != api::success) {

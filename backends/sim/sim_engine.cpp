@@ -352,7 +352,7 @@ void init_block(Block& b, std::uint64_t linear, const gpu::LaunchConfig& cfg, co
   b.warp = options.warp_size;
   b.shuffle = options.shuffle;
   b.error = nullptr;
-  b.shared_limit = options.shared_memory_per_block;
+  b.shared_limit = cfg.large_shared ? options.shared_memory_opt_in : options.shared_memory_per_block;
   if (b.shared.size() != b.shared_limit) b.shared.assign(b.shared_limit, kSharedPoison);
   std::memset(b.shared.data(), kSharedPoison, cfg.dynamic_shared_bytes);
   b.shared_top = cfg.dynamic_shared_bytes;
@@ -488,10 +488,11 @@ void SimEngine::check_launch(const gpu::LaunchConfig& config) const {
   if (g.x == 0 || g.y == 0 || g.z == 0 || g.y > 65535 || g.z > 65535 || g.x > 2147483647u) {
     throw DeviceError(name + " failed: grid " + text(g) + " must be at least (1,1,1), y and z at most 65535");
   }
-  if (config.dynamic_shared_bytes > options_.shared_memory_per_block) {
+  const std::size_t limit = config.large_shared ? options_.shared_memory_opt_in : options_.shared_memory_per_block;
+  if (config.dynamic_shared_bytes > limit) {
     throw DeviceError(name + " failed: " + std::to_string(config.dynamic_shared_bytes) +
-                      " bytes of dynamic shared memory asked, " + std::to_string(options_.shared_memory_per_block) +
-                      " available per block");
+                      " bytes of dynamic shared memory asked, " + std::to_string(limit) + " available per block" +
+                      (config.large_shared ? "" : " (LaunchConfig::large_shared opts in to more)"));
   }
 }
 

@@ -20,6 +20,7 @@ struct EngineOptions {
   std::uint64_t seed = 0;
   unsigned threads = 0;  // OS threads running blocks; 0: one per hardware thread
   std::size_t shared_memory_per_block = 48 * 1024;
+  std::size_t shared_memory_opt_in = 227 * 1024;  // with LaunchConfig::large_shared (an H100's limit)
   unsigned hang_seconds = 30;  // a thread spinning this long while nothing progresses: hung
   // The threads of a block run in a shuffled order each barrier round, so that a missing barrier
   // shows; false: in rank order (the host engine that runs user kernels on the CPU backends).

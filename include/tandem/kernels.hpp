@@ -187,6 +187,13 @@ void launch(Backend& backend, const gpu::LaunchConfig& config, void (*kernel)(P.
 #if defined(TANDEM_GPU_COMPILER)
   const kernel_detail::DeviceScope device(backend, config.kernel);
   const dim3 grid(config.grid.x, config.grid.y, config.grid.z), block(config.block.x, config.block.y, config.block.z);
+  if (config.large_shared) {
+    kernel_detail::check_native(
+        TANDEM_KERNELS_API(FuncSetAttribute)(reinterpret_cast<const void*>(kernel),
+                                             TANDEM_KERNELS_API(FuncAttributeMaxDynamicSharedMemorySize),
+                                             static_cast<int>(config.dynamic_shared_bytes)),
+        config.kernel, "opt-in to large shared memory");
+  }
   kernel<<<grid, block, config.dynamic_shared_bytes,
            static_cast<kernel_detail::NativeStream>(backend.native_queue(Queue{}))>>>(
       static_cast<P>(std::forward<A>(args))...);

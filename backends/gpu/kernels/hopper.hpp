@@ -63,6 +63,16 @@ TANDEM_DEVICE std::uint32_t shared_address(const void* p) {
 #endif
 #endif
 
+// Where p lies in the block's shared memory window (cvta.to.shared): what a swizzle's pattern and
+// a wgmma descriptor are reckoned from.
+TANDEM_DEVICE std::uint32_t shared_window(const void* p TANDEM_SIM_WHERE) {
+#if defined(TANDEM_GPU_COMPILER)
+  return shared_address(p);
+#else
+  return sim::shared_window_address(p, w);
+#endif
+}
+
 // Starts bar's phase 0 expecting `arrivals` arrivals (1 to 2^20 - 1). One thread; then
 // fence_mbarrier_init() and a sync_threads() before any other thread or a TMA copy uses it.
 TANDEM_DEVICE void mbarrier_init(MBarrier* bar, std::uint32_t arrivals TANDEM_SIM_WHERE) {
@@ -176,9 +186,9 @@ TANDEM_DEVICE void tma_load_2d(void* dst, const TensorMap* map, std::int32_t x, 
 TANDEM_DEVICE std::uint64_t wgmma_descriptor(const void* tile, Swizzle swizzle, std::uint32_t leading,
                                              std::uint32_t stride TANDEM_SIM_WHERE) {
 #if defined(TANDEM_GPU_COMPILER)
-  const std::uint64_t start = shared_address(tile);
+  const std::uint64_t start = shared_window(tile);
 #else
-  const std::uint64_t start = sim::shared_window_address(tile, w);
+  const std::uint64_t start = shared_window(tile, w);
 #endif
   const std::uint64_t mode = swizzle == Swizzle::bytes128  ? 1
                              : swizzle == Swizzle::bytes64 ? 2

@@ -38,6 +38,9 @@ struct LaunchConfig {
   Dim3 grid;
   Dim3 block;
   std::size_t dynamic_shared_bytes = 0;
+  // Opts the kernel in to more dynamic shared memory than a block gets by default (48 KiB on
+  // CUDA), up to the device's opt-in limit (cudaFuncAttributeMaxDynamicSharedMemorySize).
+  bool large_shared = false;
 };
 
 }  // namespace tandem::gpu
