@@ -312,10 +312,12 @@ void measure_gemm(const Run& run, const Gemm& g, bool tiles, std::vector<Row>& r
   b32 = Buffer();
   Buffer c(run.be, DType::f32, nn), pc(run.be, DType::f32, nn);
   Matrix am = matrix(a, N, N), bm = matrix(b, N, N), cm = matrix(c, N, N), pcm = matrix(pc, N, N);
+  bool transposed_b = false;  // B as B^T, on both sides (the layout the wgmma kernel takes)
   auto on_tier = [&](MatmulTier tier, Matrix& out) {
     return Work([&, tier] {
       MatmulOptions o;
       o.tier = tier;
+      o.trans_b = transposed_b ? Transpose::yes : Transpose::no;
       matmul(am, bm, out, o);
     });
   };
@@ -341,6 +343,20 @@ void measure_gemm(const Run& run, const Gemm& g, bool tiles, std::vector<Row>& r
     }
     const std::string name(name_of(tier));
     versus_peer(tier, r, name, name, i == 0 ? 0.70 : 0);
+    if (tier == MatmulTier::tensor_core && g.type == DType::bf16 &&
+        std::getenv("TANDEM_GPU_TENSOR_KERNEL") == nullptr &&
+        (run.backend.rfind("cuda", 0) == 0 || run.backend.rfind("sim", 0) == 0)) {
+      // The Hopper kernel (opt-in), B transposed on both sides, where this build and device have it.
+      setenv("TANDEM_GPU_TENSOR_KERNEL", "wgmma", 1);
+      transposed_b = true;
+      try {
+        versus_peer(tier, r, "tensor_core wgmma", "tensor_core, wgmma kernel (B transposed, as the peer)", 0);
+      } catch (const Unsupported& e) {
+        std::printf("(the wgmma kernel is not measured: %s)\n", e.what());
+      }
+      transposed_b = false;
+      unsetenv("TANDEM_GPU_TENSOR_KERNEL");
+    }
     if (tier == MatmulTier::register_blocked && g.type == DType::f32 && tiles) {
       // Both block tiles of tandem's GPU kernel, whichever the default picked above.
       for (const char* tile : {"64", "128"}) {

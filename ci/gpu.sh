@@ -32,7 +32,8 @@
 # cores) and records the hash of its sources and CUDA architectures in it; copy
 # build/gpu (about 40 MB) and .deps/ along with the checkout, and the build stage there uses it
 # as it is, if the sources are the same and the CUDA libraries it links are found there.
-# Environment: CMAKE_CUDA_ARCHITECTURES (default 90), TANDEM_GPU_BUILD (default build/gpu).
+# Environment: CMAKE_CUDA_ARCHITECTURES (default 90a: the lent H100 and H200, and the only code that
+# has the tensor_core tier's wgmma kernel), TANDEM_GPU_BUILD (default build/gpu).
 set -uo pipefail
 out=${1:?usage: ci/gpu.sh DIR [build|tests|sanitizers|bench|ml|plots]...}
 shift
@@ -167,7 +168,7 @@ fi
 # not keep the files' times would rebuild it all.
 sources_hash() {
   {
-    echo "CMAKE_CUDA_ARCHITECTURES=${CMAKE_CUDA_ARCHITECTURES:-90}"
+    echo "CMAKE_CUDA_ARCHITECTURES=${CMAKE_CUDA_ARCHITECTURES:-90a}"
     (cd "$root" && find CMakeLists.txt cmake include core algorithms backends cli tests bench examples data \
       \( -name __pycache__ -o -path bench/results \) -prune -o -type f -print0 2>/dev/null | LC_ALL=C sort -z |
       xargs -0 sha256sum)
@@ -190,7 +191,7 @@ configure_and_build() {
   step configure cmake -S "$root" -B "$build" -G "$generator" -DCMAKE_BUILD_TYPE=Release -DTANDEM_ENABLE_CUDA=ON \
     -DTANDEM_ENABLE_HIP=OFF -DTANDEM_ENABLE_SIM=OFF -DTANDEM_ENABLE_BLAS=OFF -DTANDEM_ENABLE_MPI=OFF \
     -DTANDEM_ENABLE_ZLIB=OFF -DTANDEM_ENABLE_KOKKOS=OFF -DTANDEM_BUILD_PYTHON=OFF \
-    "-DCMAKE_CUDA_ARCHITECTURES=${CMAKE_CUDA_ARCHITECTURES:-90}" "${prefix[@]}" &&
+    "-DCMAKE_CUDA_ARCHITECTURES=${CMAKE_CUDA_ARCHITECTURES:-90a}" "${prefix[@]}" &&
     step build cmake --build "$build" -j "$(nproc)" &&
     sources_hash >"$build/sources.sha256"
 }

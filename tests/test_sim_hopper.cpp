@@ -374,6 +374,39 @@ TEST_CASE("more than 48 KiB of dynamic shared memory needs the launch's opt-in, 
                        doctest::Contains("LaunchConfig::large_shared opts in"), DeviceError);
 }
 
+TEST_CASE(
+    "the tensor_core tier runs the wgmma kernel only with TANDEM_GPU_TENSOR_KERNEL=wgmma, and says what it takes") {
+  Backend& be = sim_backend();
+  struct Restore {
+    ~Restore() { ::unsetenv("TANDEM_GPU_TENSOR_KERNEL"); }
+  } restore;
+  const std::int64_t m = 136, n = 72, kk = 200;
+  std::vector<bfloat16> a(m * kk), bt(n * kk);
+  for (std::size_t i = 0; i < a.size(); ++i) a[i] = bfloat16(float(int(i % 7) - 3));
+  for (std::size_t i = 0; i < bt.size(); ++i) bt[i] = bfloat16(float(int(i % 5) - 2));
+  const Buffer ab = Buffer::from(be, a), bb = Buffer::from(be, bt);
+  Buffer want(be, DType::f32, m * n), got(be, DType::f32, m * n);
+  MatmulOptions o;
+  o.trans_b = Transpose::yes;
+  o.tier = MatmulTier::naive;
+  matmul(matrix(ab, m, kk), matrix(bb, n, kk), matrix(want, m, n), o);
+  o.tier = MatmulTier::tensor_core;
+  ::setenv("TANDEM_GPU_TENSOR_KERNEL", "wgmma", 1);
+  matmul(matrix(ab, m, kk), matrix(bb, n, kk), matrix(got, m, n), o);
+  be.synchronize({});
+  CHECK(got.to_vector<float>() == want.to_vector<float>());  // small integers: exact either way
+  // What it does not take is refused by name (B as it is), never run on the other kernel.
+  MatmulOptions plain;
+  plain.tier = MatmulTier::tensor_core;
+  Buffer b(be, DType::bf16, kk * n);
+  CHECK_THROWS_WITH_AS(matmul(matrix(ab, m, kk), matrix(b, kk, n), matrix(got, m, n), plain),
+                       doctest::Contains("takes A as it is and B transposed"), Unsupported);
+  // By default the tier is the mma.sync kernel, which takes that product.
+  ::unsetenv("TANDEM_GPU_TENSOR_KERNEL");
+  CHECK_NOTHROW(matmul(matrix(ab, m, kk), matrix(b, kk, n), matrix(got, m, n), plain));
+  be.synchronize({});
+}
+
 // ---- misuse ----
 
 enum class Misuse : int {

@@ -35,6 +35,12 @@
 #include "kernels/elementwise.hpp"
 #include "kernels/matmul.hpp"
 #include "kernels/matmul_tensor_core.hpp"
+#if !defined(TANDEM_HIP)
+#include "kernels/matmul_wgmma.hpp"  // NVIDIA Hopper's (and the simulator's model of it)
+#if defined(TANDEM_GPU_COMPILER)
+#include "../cuda/tensor_map.hpp"
+#endif
+#endif
 #include "kernels/ml.hpp"
 #include "kernels/probe.hpp"
 #include "kernels/reduce.hpp"
@@ -56,7 +62,8 @@ inline const std::vector<ReduceVariant>& reduce_variants() {
 }
 // A scan with no variant named takes three passes from this many elements, and at every size
 // while the look-back is not verified on hardware (gpu_reductions.hpp).
-inline constexpr std::size_t kScanThreePassFrom = std::size_t(1) << 20;  // H200, 1M f32: look-back 378, three passes 441 GB/s
+inline constexpr std::size_t kScanThreePassFrom = std::size_t(1)
+                                                  << 20;  // H200, 1M f32: look-back 378, three passes 441 GB/s
 inline const std::vector<ScanVariant>& scan_variants() {
   static const std::vector<ScanVariant> v = {ScanVariant::decoupled_lookback, ScanVariant::three_pass,
                                              ScanVariant::single_block};
@@ -322,6 +329,62 @@ class GpuBackend : public Backend {
     return tiles >= std::int64_t(rt_.max_blocks() / 4);
   }
 
+  // TANDEM_GPU_TENSOR_KERNEL=wgmma: the tensor_core tier runs the Hopper kernel
+  // (kernels/matmul_wgmma.hpp), opt-in until a GPU run has measured it; else the portable mma.sync
+  // one. Read at each call, so a benchmark can compare both.
+  static bool wgmma_requested() {
+    static const std::vector<std::string> choices = {"mma_sync", "wgmma"};  // no allocation per call
+    return env::choice("TANDEM_GPU_TENSOR_KERNEL", choices, "mma_sync") == "wgmma";
+  }
+  // The Hopper kernel, where this backend, device and product allow it; Unsupported saying why not.
+  template <class TA>
+  void matmul_wgmma(Queue q, const GemmArgs& a, const kernels::Gemm<TA, float>& g) {
+    const std::string refused = "matmul: the wgmma kernel (TANDEM_GPU_TENSOR_KERNEL=wgmma) ";
+#if defined(TANDEM_HIP)
+    (void)q, (void)a, (void)g;
+    throw Unsupported(refused + "is NVIDIA Hopper's; hip has no wgmma (unset the variable)");
+#else
+    if constexpr (!std::is_same_v<TA, bfloat16>) {
+      (void)q, (void)g;
+      throw Unsupported(refused + "takes bf16 inputs, not " + std::string(name_of(a.ab_type)));
+    } else {
+      if (a.trans_a != Transpose::no || a.trans_b != Transpose::yes || a.lda % 8 != 0 || a.ldb % 8 != 0 ||
+          !aligned(a.a, a.b)) {
+        throw Unsupported(refused +
+                          "takes A as it is and B transposed (trans_b), each from a 16-byte aligned start with rows "
+                          "a multiple of 16 bytes apart (the layouts its TMA copies and K-major wgmma operands "
+                          "need); unset the variable for the mma.sync kernel, which takes any");
+      }
+#if defined(TANDEM_GPU_COMPILER)
+#if !defined(TANDEM_CUDA_SM90A)
+      (void)q, (void)g;
+      throw Unsupported(refused +
+                        "needs sm_90a code, which this build lacks (configure with "
+                        "CMAKE_CUDA_ARCHITECTURES=90a)");
+#else
+      if (properties().compute_capability != "9.0") {
+        throw Unsupported(refused + "runs on compute capability 9.0 (H100, H200); this device is " +
+                          properties().compute_capability);
+      }
+      namespace maps = ::tandem::cuda;
+#endif
+#else
+      namespace maps = ::tandem::sim;
+#endif
+#if !defined(TANDEM_GPU_COMPILER) || defined(TANDEM_CUDA_SM90A)
+      using kernels::kWgmmaBlockK, kernels::kWgmmaBlockM, kernels::kWgmmaBlockN;
+      const auto a_map =
+          maps::make_tensor_map_2d(a.a, 2, a.k, a.m, a.lda * 2, kWgmmaBlockK, kWgmmaBlockM, Swizzle::bytes128);
+      const auto b_map =
+          maps::make_tensor_map_2d(a.b, 2, a.k, a.n, a.ldb * 2, kWgmmaBlockK, kWgmmaBlockN, Swizzle::bytes128);
+      const LaunchConfig config{"matmul_wgmma", grid_2d(a.m, a.n, kWgmmaBlockM, kWgmmaBlockN),
+                                Dim3{kernels::kWgmmaThreads, 1, 1}, kernels::kWgmmaSharedBytes, true};
+      rt_.launch(stream(q), config, kernels::matmul_wgmma_kernel<TA>, a_map, b_map, g);
+#endif
+    }
+#endif
+  }
+
   void matmul(Queue q, const GemmArgs& a) override {
     detail::dispatch_any(a.ab_type, [&]<class TA>() {
       if constexpr (std::is_same_v<TA, std::int32_t>) {
@@ -369,6 +432,7 @@ class GpuBackend : public Backend {
           case MatmulTier::tensor_core:
             if constexpr (std::is_same_v<TA, half> || std::is_same_v<TA, bfloat16>) {
               if (has_tensor_core(a.ab_type)) {
+                if (wgmma_requested()) return matmul_wgmma<TA>(q, a, g);
                 return launch(q, "matmul_tensor_core",
                               grid_2d(a.m, a.n, kernels::kTensorBlockM, kernels::kTensorBlockN),
                               Dim3{kernels::kTensorThreads, 1, 1}, 0, kernels::matmul_tensor_core_kernel<TA>, g);
