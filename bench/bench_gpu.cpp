@@ -346,13 +346,18 @@ void measure_gemm(const Run& run, const Gemm& g, bool tiles, std::vector<Row>& r
     if (tier == MatmulTier::tensor_core && g.type == DType::bf16 &&
         std::getenv("TANDEM_GPU_TENSOR_KERNEL") == nullptr &&
         (run.backend.rfind("cuda", 0) == 0 || run.backend.rfind("sim", 0) == 0)) {
-      // The Hopper kernel (opt-in), B transposed on both sides, where this build and device have it.
-      setenv("TANDEM_GPU_TENSOR_KERNEL", "wgmma", 1);
+      // The Hopper kernel (opt-in) at both tiles, B transposed on both sides, where this build and
+      // device have it.
       transposed_b = true;
-      try {
-        versus_peer(tier, r, "tensor_core wgmma", "tensor_core, wgmma kernel (B transposed, as the peer)", 0);
-      } catch (const Unsupported& e) {
-        std::printf("(the wgmma kernel is not measured: %s)\n", e.what());
+      for (const char* kernel : {"wgmma", "wgmma_128"}) {
+        setenv("TANDEM_GPU_TENSOR_KERNEL", kernel, 1);
+        const std::string shape = std::string(kernel) == "wgmma" ? "128 x 256" : "128 x 128";
+        try {
+          versus_peer(tier, r, std::string("tensor_core ") + kernel,
+                      "tensor_core, wgmma " + shape + " (B transposed, as the peer)", 0);
+        } catch (const Unsupported& e) {
+          std::printf("(the wgmma kernel is not measured: %s)\n", e.what());
+        }
       }
       transposed_b = false;
       unsetenv("TANDEM_GPU_TENSOR_KERNEL");

@@ -98,12 +98,12 @@ const std::vector<Checked>& table() {
        [] {
          env::choice("TANDEM_GPU_GEMM_TILE", {"auto", "64", "128"}, "auto");
        }},
-      {"TANDEM_GPU_TENSOR_KERNEL", [] { return std::string("mma_sync or wgmma"); },
+      {"TANDEM_GPU_TENSOR_KERNEL", [] { return std::string("mma_sync, wgmma or wgmma_128"); },
        "the kernel of the cuda and sim tensor_core tier: mma_sync (default, any NVIDIA GPU since sm_80) or "
-       "wgmma (Hopper's TMA and wgmma kernel, sm_90a builds on compute capability 9.0; bf16, B transposed; "
-       "opt-in until a GPU run has measured it)",
+       "Hopper's TMA and wgmma kernel with 128 x 256 tiles (wgmma) or 128 x 128 (wgmma_128) (sm_90a builds on "
+       "compute capability 9.0; bf16, B transposed; opt-in until a GPU run has measured it)",
        [] {
-         env::choice("TANDEM_GPU_TENSOR_KERNEL", {"mma_sync", "wgmma"}, "mma_sync");
+         env::choice("TANDEM_GPU_TENSOR_KERNEL", {"mma_sync", "wgmma", "wgmma_128"}, "mma_sync");
        }},
       {"TANDEM_TUNING", [] { return std::string("auto, table or calibrate"); },
        "auto: the CPU tuning cached from a calibration, else measured on first use; table: by CPU vendor, "

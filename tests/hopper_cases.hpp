@@ -148,7 +148,7 @@ TANDEM_KERNEL void wgmma_product(TANDEM_GRID_CONSTANT const gpu::kernels::Tensor
     const std::uint32_t leading = s == gpu::Swizzle::none ? box_bytes : 16, stride = 8 * span;
     const auto da = k::wgmma_descriptor(reinterpret_cast<unsigned char*>(tiles.a) + at, declared, leading, stride);
     const auto db = k::wgmma_descriptor(reinterpret_cast<unsigned char*>(tiles.b) + at, declared, leading, stride);
-    k::wgmma_m64n64k16_bf16(d, da, db, k0 > 0);
+    k::wgmma_bf16<64>(d, da, db, k0 > 0);
   }
   k::wgmma_commit_group();
   if (how == WgmmaBug::tile_reused_before_wait) {

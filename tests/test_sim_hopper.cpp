@@ -288,8 +288,10 @@ TEST_CASE("wgmma with a bug planted is wrong: accumulators read before the wait,
 
 // C (m x n, ldc = n + 3) = alpha * A (m x k) * B + beta * C with B given as B^T (n x k), through
 // matmul_wgmma_kernel; exact small integers, so C must equal the host's product to the bit.
+template <unsigned BlockN>
 std::string wgmma_matmul_error(std::int64_t m, std::int64_t n, std::int64_t k, float alpha, float beta,
                                bool adversarial, std::uint64_t seed) {
+  using T = k::WgmmaTile<BlockN>;
   Backend& be = sim_backend();
   const std::int64_t lda = (k + 7) / 8 * 8 + 8, ldb = lda, ldc = n + 3;  // rows of 16-byte multiples for the copies
   std::vector<std::uint16_t> a(m * lda), bt(n * ldb);
@@ -315,27 +317,26 @@ std::string wgmma_matmul_error(std::int64_t m, std::int64_t n, std::int64_t k, f
   ab.upload_bytes(a.data(), a.size() * 2);
   bb.upload_bytes(bt.data(), bt.size() * 2);
   Buffer cb = Buffer::from(be, c);
-  const auto a_map =
-      sim::make_tensor_map_2d(ab.data(), 2, k, m, lda * 2, k::kWgmmaBlockK, k::kWgmmaBlockM, g::Swizzle::bytes128);
-  const auto b_map =
-      sim::make_tensor_map_2d(bb.data(), 2, k, n, ldb * 2, k::kWgmmaBlockK, k::kWgmmaBlockN, g::Swizzle::bytes128);
+  const auto a_map = sim::make_tensor_map_2d(ab.data(), 2, k, m, lda * 2, T::block_k, T::block_m, g::Swizzle::bytes128);
+  const auto b_map = sim::make_tensor_map_2d(bb.data(), 2, k, n, ldb * 2, T::block_k, T::block_n, g::Swizzle::bytes128);
   k::Gemm<bfloat16, float> gemm{m,     n,     k,
                                 alpha, beta,  static_cast<const bfloat16*>(ab.data()),
                                 lda,   false, static_cast<const bfloat16*>(bb.data()),
                                 ldb,   true,  static_cast<float*>(cb.data()),
                                 ldc,   true,  true};
-  const g::LaunchConfig config{"matmul_wgmma",
-                               {unsigned((n + 127) / 128), unsigned((m + 127) / 128), 1},
-                               {k::kWgmmaThreads, 1, 1},
-                               k::kWgmmaSharedBytes,
-                               true};
+  const g::LaunchConfig config{
+      "matmul_wgmma",
+      {unsigned((n + T::block_n - 1) / T::block_n), unsigned((m + T::block_m - 1) / T::block_m), 1},
+      {T::threads, 1, 1},
+      T::shared_bytes,
+      true};
   try {
     if (adversarial) {
       sim::AdversaryOptions o;
       o.seed = seed;
-      sim::launch_adversarial(be, o, config, k::matmul_wgmma_kernel<bfloat16>, a_map, b_map, gemm);
+      sim::launch_adversarial(be, o, config, k::matmul_wgmma_kernel<bfloat16, BlockN>, a_map, b_map, gemm);
     } else {
-      sim::launch(be, config, k::matmul_wgmma_kernel<bfloat16>, a_map, b_map, gemm);
+      sim::launch(be, config, k::matmul_wgmma_kernel<bfloat16, BlockN>, a_map, b_map, gemm);
     }
   } catch (const DeviceError& e) {
     return e.what();
@@ -350,16 +351,18 @@ std::string wgmma_matmul_error(std::int64_t m, std::int64_t n, std::int64_t k, f
   return "";
 }
 
-TEST_CASE("the wgmma matmul kernel is exact: one tile, edges, more K steps than stages, alpha and beta") {
+TEST_CASE("the wgmma matmul kernel is exact at both tiles: one tile, edges, more K steps than stages, alpha and beta") {
   struct Shape {
     std::int64_t m, n, k;
     float alpha, beta;
   };
-  for (const Shape& s : {Shape{128, 128, 64, 1, 0}, Shape{200, 136, 328, 1, 0}, Shape{64, 256, 1000, 0.5f, 2},
+  for (const Shape& s : {Shape{128, 128, 64, 1, 0}, Shape{200, 136, 328, 1, 0}, Shape{64, 300, 1000, 0.5f, 2},
                          Shape{129, 1, 17, 1, 1}}) {
     for (bool adversarial : {false, true}) {
-      CHECK_MESSAGE(wgmma_matmul_error(s.m, s.n, s.k, s.alpha, s.beta, adversarial, 11) == "", s.m, " x ", s.n, " x ",
-                    s.k, std::string(adversarial ? " (adversary)" : ""));
+      const std::string at = std::to_string(s.m) + " x " + std::to_string(s.n) + " x " + std::to_string(s.k) +
+                             (adversarial ? " (adversary)" : "");
+      CHECK_MESSAGE(wgmma_matmul_error<256>(s.m, s.n, s.k, s.alpha, s.beta, adversarial, 11) == "", at, ", 128 x 256");
+      CHECK_MESSAGE(wgmma_matmul_error<128>(s.m, s.n, s.k, s.alpha, s.beta, adversarial, 11) == "", at, ", 128 x 128");
     }
   }
 }
@@ -369,8 +372,9 @@ TEST_CASE("more than 48 KiB of dynamic shared memory needs the launch's opt-in, 
   Buffer src(be, DType::f32, 32 * 8);
   const auto map = sim::make_tensor_map_2d(src.data(), 4, 32, 8, 128, 32, 8, g::Swizzle::none);
   k::Gemm<bfloat16, float> gemm{};
-  g::LaunchConfig config{"matmul_wgmma", {1, 1, 1}, {k::kWgmmaThreads, 1, 1}, k::kWgmmaSharedBytes, false};
-  CHECK_THROWS_WITH_AS(sim::launch(be, config, k::matmul_wgmma_kernel<bfloat16>, map, map, gemm),
+  using T = k::WgmmaTile<128>;
+  g::LaunchConfig config{"matmul_wgmma", {1, 1, 1}, {T::threads, 1, 1}, T::shared_bytes, false};
+  CHECK_THROWS_WITH_AS(sim::launch(be, config, k::matmul_wgmma_kernel<bfloat16, 128>, map, map, gemm),
                        doctest::Contains("LaunchConfig::large_shared opts in"), DeviceError);
 }
 

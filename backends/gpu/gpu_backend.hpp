@@ -329,23 +329,24 @@ class GpuBackend : public Backend {
     return tiles >= std::int64_t(rt_.max_blocks() / 4);
   }
 
-  // TANDEM_GPU_TENSOR_KERNEL=wgmma: the tensor_core tier runs the Hopper kernel
-  // (kernels/matmul_wgmma.hpp), opt-in until a GPU run has measured it; else the portable mma.sync
-  // one. Read at each call, so a benchmark can compare both.
-  static bool wgmma_requested() {
-    static const std::vector<std::string> choices = {"mma_sync", "wgmma"};  // no allocation per call
-    return env::choice("TANDEM_GPU_TENSOR_KERNEL", choices, "mma_sync") == "wgmma";
+  // TANDEM_GPU_TENSOR_KERNEL=wgmma (128 x 256 tiles) or wgmma_128 (128 x 128): the tensor_core tier
+  // runs the Hopper kernel (kernels/matmul_wgmma.hpp), opt-in until a GPU run has measured it; else
+  // (0) the portable mma.sync one. Read at each call, so a benchmark can compare them.
+  static unsigned wgmma_requested() {
+    static const std::vector<std::string> choices = {"mma_sync", "wgmma", "wgmma_128"};  // no allocation per call
+    const std::string kernel = env::choice("TANDEM_GPU_TENSOR_KERNEL", choices, "mma_sync");
+    return kernel == "wgmma" ? 256 : kernel == "wgmma_128" ? 128 : 0;
   }
   // The Hopper kernel, where this backend, device and product allow it; Unsupported saying why not.
   template <class TA>
-  void matmul_wgmma(Queue q, const GemmArgs& a, const kernels::Gemm<TA, float>& g) {
+  void matmul_wgmma(Queue q, const GemmArgs& a, const kernels::Gemm<TA, float>& g, unsigned width) {
     const std::string refused = "matmul: the wgmma kernel (TANDEM_GPU_TENSOR_KERNEL=wgmma) ";
 #if defined(TANDEM_HIP)
-    (void)q, (void)a, (void)g;
+    (void)q, (void)a, (void)g, (void)width;
     throw Unsupported(refused + "is NVIDIA Hopper's; hip has no wgmma (unset the variable)");
 #else
     if constexpr (!std::is_same_v<TA, bfloat16>) {
-      (void)q, (void)g;
+      (void)q, (void)g, (void)width;
       throw Unsupported(refused + "takes bf16 inputs, not " + std::string(name_of(a.ab_type)));
     } else {
       if (a.trans_a != Transpose::no || a.trans_b != Transpose::yes || a.lda % 8 != 0 || a.ldb % 8 != 0 ||
@@ -357,7 +358,7 @@ class GpuBackend : public Backend {
       }
 #if defined(TANDEM_GPU_COMPILER)
 #if !defined(TANDEM_CUDA_SM90A)
-      (void)q, (void)g;
+      (void)q, (void)g, (void)width;
       throw Unsupported(refused +
                         "needs sm_90a code, which this build lacks (configure with "
                         "CMAKE_CUDA_ARCHITECTURES=90a)");
@@ -372,14 +373,21 @@ class GpuBackend : public Backend {
       namespace maps = ::tandem::sim;
 #endif
 #if !defined(TANDEM_GPU_COMPILER) || defined(TANDEM_CUDA_SM90A)
-      using kernels::kWgmmaBlockK, kernels::kWgmmaBlockM, kernels::kWgmmaBlockN;
-      const auto a_map =
-          maps::make_tensor_map_2d(a.a, 2, a.k, a.m, a.lda * 2, kWgmmaBlockK, kWgmmaBlockM, Swizzle::bytes128);
-      const auto b_map =
-          maps::make_tensor_map_2d(a.b, 2, a.k, a.n, a.ldb * 2, kWgmmaBlockK, kWgmmaBlockN, Swizzle::bytes128);
-      const LaunchConfig config{"matmul_wgmma", grid_2d(a.m, a.n, kWgmmaBlockM, kWgmmaBlockN),
-                                Dim3{kernels::kWgmmaThreads, 1, 1}, kernels::kWgmmaSharedBytes, true};
-      rt_.launch(stream(q), config, kernels::matmul_wgmma_kernel<TA>, a_map, b_map, g);
+      const auto run = [&]<unsigned BlockN>() {
+        using T = kernels::WgmmaTile<BlockN>;
+        const auto a_map =
+            maps::make_tensor_map_2d(a.a, 2, a.k, a.m, a.lda * 2, T::block_k, T::block_m, Swizzle::bytes128);
+        const auto b_map =
+            maps::make_tensor_map_2d(a.b, 2, a.k, a.n, a.ldb * 2, T::block_k, T::block_n, Swizzle::bytes128);
+        const LaunchConfig config{"matmul_wgmma", grid_2d(a.m, a.n, T::block_m, T::block_n),
+                                  Dim3{T::threads, 1, 1}, T::shared_bytes, true};
+        rt_.launch(stream(q), config, kernels::matmul_wgmma_kernel<TA, BlockN>, a_map, b_map, g);
+      };
+      if (width == 256) {
+        run.template operator()<256>();
+      } else {
+        run.template operator()<128>();
+      }
 #endif
     }
 #endif
@@ -432,7 +440,7 @@ class GpuBackend : public Backend {
           case MatmulTier::tensor_core:
             if constexpr (std::is_same_v<TA, half> || std::is_same_v<TA, bfloat16>) {
               if (has_tensor_core(a.ab_type)) {
-                if (wgmma_requested()) return matmul_wgmma<TA>(q, a, g);
+                if (const unsigned width = wgmma_requested()) return matmul_wgmma<TA>(q, a, g, width);
                 return launch(q, "matmul_tensor_core",
                               grid_2d(a.m, a.n, kernels::kTensorBlockM, kernels::kTensorBlockN),
                               Dim3{kernels::kTensorThreads, 1, 1}, 0, kernels::matmul_tensor_core_kernel<TA>, g);

@@ -1,4 +1,4 @@
-// The simulator's model of Hopper's mbarriers and TMA copies (sim_hopper.hpp says what it models
+// The simulator's model of Hopper's mbarriers, TMA copies and wgmma (sim_hopper.hpp says what it models
 // and checks).
 #include "sim_hopper.hpp"
 

@@ -230,26 +230,63 @@ TANDEM_DEVICE void wgmma_wait_group(TANDEM_SIM_WHERE_ONLY) {
 #endif
 }
 
-// d (32 floats per thread) = (accumulate ? d : 0) + A * B for the 64 x 64 tile: m64n64k16, bf16
-// in, f32 out, both operands from shared memory.
-TANDEM_DEVICE void wgmma_m64n64k16_bf16(float (&d)[32], std::uint64_t desc_a, std::uint64_t desc_b,
-                                        bool accumulate TANDEM_SIM_WHERE) {
+// Eight accumulators as operands of the wgmma instruction.
+#define TANDEM_WGMMA_D8(i)                                                                                    \
+  "+f"(d[i]), "+f"(d[i + 1]), "+f"(d[i + 2]), "+f"(d[i + 3]), "+f"(d[i + 4]), "+f"(d[i + 5]), "+f"(d[i + 6]), \
+      "+f"(d[i + 7])
+
+// d (N / 2 floats per thread) = (accumulate ? d : 0) + A * B for the 64 x N tile: m64nNk16, bf16
+// in, f32 out, both operands from shared memory; N is 64, 128 or 256.
+template <unsigned N>
+TANDEM_DEVICE void wgmma_bf16(float (&d)[N / 2], std::uint64_t desc_a, std::uint64_t desc_b,
+                              bool accumulate TANDEM_SIM_WHERE) {
+  static_assert(N == 64 || N == 128 || N == 256, "wgmma_bf16: N of 64, 128 or 256");
 #if defined(TANDEM_GPU_COMPILER)
-  TANDEM_SM90A(asm volatile(
-      "{\n .reg .pred p;\n setp.ne.b32 p, %34, 0;\n"
-      " wgmma.mma_async.sync.aligned.m64n64k16.f32.bf16.bf16 "
-      "{%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, "
-      "%16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31}, "
-      "%32, %33, p, 1, 1, 0, 0;\n}"
-      : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]), "+f"(d[8]),
-        "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]), "+f"(d[16]),
-        "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]), "+f"(d[24]),
-        "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31])
-      : "l"(desc_a), "l"(desc_b), "r"(static_cast<int>(accumulate))));
+  if constexpr (N == 64) {
+    TANDEM_SM90A(
+        asm volatile("{\n .reg .pred p;\n setp.ne.b32 p, %34, 0;\n"
+                     " wgmma.mma_async.sync.aligned.m64n64k16.f32.bf16.bf16 {"
+                     "%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, "
+                     "%16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31"
+                     "}, %32, %33, p, 1, 1, 0, 0;\n}"
+                     : TANDEM_WGMMA_D8(0), TANDEM_WGMMA_D8(8), TANDEM_WGMMA_D8(16), TANDEM_WGMMA_D8(24)
+                     : "l"(desc_a), "l"(desc_b), "r"(static_cast<int>(accumulate))));
+  } else if constexpr (N == 128) {
+    TANDEM_SM90A(
+        asm volatile("{\n .reg .pred p;\n setp.ne.b32 p, %66, 0;\n"
+                     " wgmma.mma_async.sync.aligned.m64n128k16.f32.bf16.bf16 {"
+                     "%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, "
+                     "%16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, "
+                     "%32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47, "
+                     "%48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63"
+                     "}, %64, %65, p, 1, 1, 0, 0;\n}"
+                     : TANDEM_WGMMA_D8(0), TANDEM_WGMMA_D8(8), TANDEM_WGMMA_D8(16), TANDEM_WGMMA_D8(24),
+                       TANDEM_WGMMA_D8(32), TANDEM_WGMMA_D8(40), TANDEM_WGMMA_D8(48), TANDEM_WGMMA_D8(56)
+                     : "l"(desc_a), "l"(desc_b), "r"(static_cast<int>(accumulate))));
+  } else {
+    TANDEM_SM90A(
+        asm volatile("{\n .reg .pred p;\n setp.ne.b32 p, %130, 0;\n"
+                     " wgmma.mma_async.sync.aligned.m64n256k16.f32.bf16.bf16 {"
+                     "%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, "
+                     "%16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, "
+                     "%32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47, "
+                     "%48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63, "
+                     "%64, %65, %66, %67, %68, %69, %70, %71, %72, %73, %74, %75, %76, %77, %78, %79, "
+                     "%80, %81, %82, %83, %84, %85, %86, %87, %88, %89, %90, %91, %92, %93, %94, %95, "
+                     "%96, %97, %98, %99, %100, %101, %102, %103, %104, %105, %106, %107, %108, %109, %110, %111, "
+                     "%112, %113, %114, %115, %116, %117, %118, %119, %120, %121, %122, %123, %124, %125, %126, %127"
+                     "}, %128, %129, p, 1, 1, 0, 0;\n}"
+                     : TANDEM_WGMMA_D8(0), TANDEM_WGMMA_D8(8), TANDEM_WGMMA_D8(16), TANDEM_WGMMA_D8(24),
+                       TANDEM_WGMMA_D8(32), TANDEM_WGMMA_D8(40), TANDEM_WGMMA_D8(48), TANDEM_WGMMA_D8(56),
+                       TANDEM_WGMMA_D8(64), TANDEM_WGMMA_D8(72), TANDEM_WGMMA_D8(80), TANDEM_WGMMA_D8(88),
+                       TANDEM_WGMMA_D8(96), TANDEM_WGMMA_D8(104), TANDEM_WGMMA_D8(112), TANDEM_WGMMA_D8(120)
+                     : "l"(desc_a), "l"(desc_b), "r"(static_cast<int>(accumulate))));
+  }
 #else
-  sim::wgmma(d, 64, desc_a, desc_b, accumulate, true, w);
+  sim::wgmma(d, N, desc_a, desc_b, accumulate, true, w);
 #endif
 }
+#undef TANDEM_WGMMA_D8
 
 }  // namespace TANDEM_GPU_ABI
 }  // namespace tandem::gpu::kernels

@@ -2,13 +2,14 @@
 // accumulation and C, fed by TMA copies through a pipeline of shared-memory stages and multiplied
 // by wgmma (backends/gpu/kernels/hopper.hpp; the simulator runs it through its model of both).
 //
-// A block of 384 threads computes a 128 x 128 tile of C: warpgroup 0 is the producer (its first
-// thread issues the copies), warpgroups 1 and 2 the consumers, each 64 rows of the tile as two
-// m64n64k16 accumulators (64 floats a thread). K runs in steps of 64 through kWgmmaStages stages,
-// each A's 128 x 64 piece and B^T's (B's 128 columns as K-major rows) in the 128-byte swizzle a TMA
-// box 64 elements wide writes. Per stage: the producer waits for `empty` (both consumers done with
-// its last use), expects the stage's bytes on `full` and issues both copies; a consumer waits for
-// `full`, issues its four k16 steps as one wgmma group, and once the next group is issued and the
+// A block of 384 threads computes a 128 x 128 or 128 x 256 tile of C (WgmmaTile): warpgroup 0 is
+// the producer (its first thread issues the copies),
+// warpgroups 1 and 2 the consumers, each 64 rows of the tile with one m64nNk16 wgmma per k16 (N
+// the tile's width: 64 or 128 accumulators a thread). K runs in steps of 64 through 4 stages, each
+// A's 128 x 64 piece and B^T's (B's columns as K-major rows) in the 128-byte swizzle a TMA box 64
+// elements wide writes. The wide tile halves the bytes each multiply-add asks of L2. Per stage: the producer waits for
+// `empty` (both consumers done with its last use), expects the stage's bytes on `full` and issues both copies; a
+// consumer waits for `full`, issues its four k16 steps as one wgmma group, and once the next group is issued and the
 // previous one retired (wgmma_wait_group<1>), frees the previous stage: one arrival per warp on
 // its `empty`. The copies fill zeros past the matrices' edges (K's tail adds nothing); the
 // epilogue writes alpha * acc + beta * C from the registers, masked at the edges.
@@ -23,35 +24,39 @@
 namespace tandem::gpu::kernels {
 inline namespace TANDEM_GPU_ABI {
 
-inline constexpr unsigned kWgmmaBlockM = 128, kWgmmaBlockN = 128, kWgmmaBlockK = 64;
-inline constexpr unsigned kWgmmaStages = 4, kWgmmaThreads = 384;
-
-// One stage: A's 128 rows and B^T's 128 rows of 64 bf16 (128 bytes, swizzled), 16 KiB each.
-struct alignas(1024) WgmmaStage {
-  std::uint16_t a[kWgmmaBlockM * kWgmmaBlockK];
-  std::uint16_t b[kWgmmaBlockN * kWgmmaBlockK];
+// The block tile: 128 rows by BlockN (128 or 256) columns, K in steps of 64 through 4 stages.
+template <unsigned BlockN>
+struct WgmmaTile {
+  static_assert(BlockN == 128 || BlockN == 256, "the wgmma kernel's tiles are 128 x 128 or 128 x 256");
+  static constexpr unsigned block_m = 128, block_n = BlockN, block_k = 64, stages = 4, threads = 384;
+  // One stage: A's 128 rows and B^T's BlockN rows of 64 bf16 (128 bytes, swizzled).
+  struct alignas(1024) Stage {
+    std::uint16_t a[block_m * block_k];
+    std::uint16_t b[block_n * block_k];
+  };
+  struct Shared {
+    Stage stage[stages];
+    MBarrier full[stages], empty[stages];
+  };
+  // Dynamic shared memory to ask for: the stages start at the first multiple of 1024 in it.
+  static constexpr std::size_t shared_bytes = sizeof(Shared) + 1024;
 };
-struct WgmmaShared {
-  WgmmaStage stage[kWgmmaStages];
-  MBarrier full[kWgmmaStages], empty[kWgmmaStages];
-};
-// Dynamic shared memory to ask for: the stages start at the first multiple of 1024 in it.
-inline constexpr std::size_t kWgmmaSharedBytes = sizeof(WgmmaShared) + 1024;
 
-template <class TA>
+template <class TA, unsigned BlockN>
 TANDEM_KERNEL TANDEM_LAUNCH_BOUNDS(384) void matmul_wgmma_kernel(TANDEM_GRID_CONSTANT const TensorMap a_map,
                                                                  TANDEM_GRID_CONSTANT const TensorMap b_map,
                                                                  Gemm<TA, float> g) {
-  static_assert(std::is_same_v<TA, bfloat16>, "the wgmma kernel takes bf16 (m64n64k16 bf16)");
+  static_assert(std::is_same_v<TA, bfloat16>, "the wgmma kernel takes bf16");
+  using T = WgmmaTile<BlockN>;
   TANDEM_DYNAMIC_SHARED(unsigned char, raw);
   const std::uint32_t window = shared_window(raw);
-  auto& sh = *reinterpret_cast<WgmmaShared*>(raw + (1024 - window % 1024) % 1024);
+  auto& sh = *reinterpret_cast<typename T::Shared*>(raw + (1024 - window % 1024) % 1024);
   const unsigned t = thread_rank(), group = t / 128;
-  const std::int64_t m0 = std::int64_t(block_idx().y) * kWgmmaBlockM, n0 = std::int64_t(block_idx().x) * kWgmmaBlockN;
-  const unsigned steps = static_cast<unsigned>((g.k + kWgmmaBlockK - 1) / kWgmmaBlockK);
+  const std::int64_t m0 = std::int64_t(block_idx().y) * T::block_m, n0 = std::int64_t(block_idx().x) * T::block_n;
+  const unsigned steps = static_cast<unsigned>((g.k + T::block_k - 1) / T::block_k);
   constexpr unsigned consumer_warps = 8;  // two warpgroups
   if (t == 0) {
-    for (unsigned s = 0; s < kWgmmaStages; ++s) {
+    for (unsigned s = 0; s < T::stages; ++s) {
       mbarrier_init(&sh.full[s], 1);
       mbarrier_init(&sh.empty[s], consumer_warps);
     }
@@ -60,56 +65,50 @@ TANDEM_KERNEL TANDEM_LAUNCH_BOUNDS(384) void matmul_wgmma_kernel(TANDEM_GRID_CON
   sync_threads();
   if (group == 0) {
     if (t != 0) return;
-    constexpr std::uint32_t bytes = (kWgmmaBlockM + kWgmmaBlockN) * kWgmmaBlockK * 2;
+    constexpr std::uint32_t bytes = (T::block_m + T::block_n) * T::block_k * 2;
     for (unsigned kt = 0; kt < steps; ++kt) {
-      const unsigned s = kt % kWgmmaStages, phase = (kt / kWgmmaStages) % 2;
+      const unsigned s = kt % T::stages, phase = (kt / T::stages) % 2;
       mbarrier_wait_parity(&sh.empty[s], phase ^ 1u);
       mbarrier_arrive_expect_tx(&sh.full[s], bytes);
-      const auto k0 = static_cast<std::int32_t>(kt * kWgmmaBlockK);
+      const auto k0 = static_cast<std::int32_t>(kt * T::block_k);
       tma_load_2d(sh.stage[s].a, &a_map, k0, static_cast<std::int32_t>(m0), &sh.full[s]);
       tma_load_2d(sh.stage[s].b, &b_map, k0, static_cast<std::int32_t>(n0), &sh.full[s]);
     }
     return;
   }
-  // A consumer: rows [row0, row0 + 64) of the tile, columns [0, 64) in d[0] and [64, 128) in d[1].
+  // A consumer: rows [row0, row0 + 64) of the tile, all BlockN columns in d.
   const unsigned row0 = (group - 1) * 64, lane = lane_id();
-  float d[2][32] = {};
+  float d[BlockN / 2] = {};
   for (unsigned kt = 0; kt < steps; ++kt) {
-    const unsigned s = kt % kWgmmaStages, phase = (kt / kWgmmaStages) % 2;
+    const unsigned s = kt % T::stages, phase = (kt / T::stages) % 2;
     mbarrier_wait_parity(&sh.full[s], phase);
     wgmma_fence();
     const auto* a = reinterpret_cast<const unsigned char*>(sh.stage[s].a) + row0 * 128;
     const auto* b = reinterpret_cast<const unsigned char*>(sh.stage[s].b);
     TANDEM_UNROLL  // d stays in registers only where every index is a constant
-        for (unsigned k16 = 0; k16 < kWgmmaBlockK / 16; ++k16) {
+        for (unsigned k16 = 0; k16 < T::block_k / 16; ++k16) {
       // 128-byte rows, 8-row groups 1024 bytes apart; a k16 step is 32 bytes into the row.
       const std::uint64_t da = wgmma_descriptor(a + k16 * 32, Swizzle::bytes128, 16, 1024);
-      TANDEM_UNROLL
-      for (unsigned h = 0; h < 2; ++h) {
-        const std::uint64_t db = wgmma_descriptor(b + h * 64 * 128 + k16 * 32, Swizzle::bytes128, 16, 1024);
-        wgmma_m64n64k16_bf16(d[h], da, db, kt > 0 || k16 > 0);
-      }
+      const std::uint64_t db = wgmma_descriptor(b + k16 * 32, Swizzle::bytes128, 16, 1024);
+      wgmma_bf16<BlockN>(d, da, db, kt > 0 || k16 > 0);
     }
     wgmma_commit_group();
     wgmma_wait_group<1>();  // the previous step's group has read its stage
     if (kt > 0) {
       sync_warp();
-      if (lane == 0) mbarrier_arrive(&sh.empty[(kt - 1) % kWgmmaStages]);
+      if (lane == 0) mbarrier_arrive(&sh.empty[(kt - 1) % T::stages]);
     }
   }
   wgmma_wait_group<0>();
   // Warp w of the warpgroup holds rows 16w + lane / 4 (+ 8), columns 8j + 2 (lane % 4) (+ 1).
   const unsigned warp = (t / 32) % 4;
   TANDEM_UNROLL
-  for (unsigned h = 0; h < 2; ++h) {
+  for (unsigned j = 0; j < BlockN / 8; ++j) {
     TANDEM_UNROLL
-    for (unsigned j = 0; j < 8; ++j) {
-      TANDEM_UNROLL
-      for (unsigned v = 0; v < 4; ++v) {
-        const std::int64_t i = m0 + row0 + 16 * warp + lane / 4 + 8 * (v / 2);
-        const std::int64_t c = n0 + 64 * h + 8 * j + 2 * (lane % 4) + v % 2;
-        if (i < g.m && c < g.n) store_c(g, i, c, d[h][4 * j + v]);
-      }
+    for (unsigned v = 0; v < 4; ++v) {
+      const std::int64_t i = m0 + row0 + 16 * warp + lane / 4 + 8 * (v / 2);
+      const std::int64_t c = n0 + 8 * j + 2 * (lane % 4) + v % 2;
+      if (i < g.m && c < g.n) store_c(g, i, c, d[4 * j + v]);
     }
   }
 }
