@@ -1,8 +1,9 @@
 // The simulator's Hopper model against an sm_90 GPU: the boxes of hopper_cases.hpp (edges, every
 // swizzle) copied by the GPU's TMA unit must lie in shared memory exactly as the simulator lays
 // them out, and wgmma must compute the product from each shared-memory layout into the fragment
-// layout the simulator gives it (test_sim_hopper.cpp checks the same cases there). Built for
-// sm_90a (wgmma exists nowhere else); SKIPPED without a CUDA device of compute capability 9.0.
+// layout the simulator gives it (test_sim_hopper.cpp checks the same cases there); and the
+// tensor_core tier's wgmma kernels (both tiles) must give cuBLAS's products. Built for sm_90a (wgmma
+// exists nowhere else); SKIPPED without a CUDA device of compute capability 9.0.
 #include <doctest/doctest.h>
 
 #include <cstdio>
@@ -11,6 +12,7 @@
 
 #include "../backends/cuda/tensor_map.hpp"
 #include "hopper_cases.hpp"
+#include "tandem/tandem.hpp"
 
 namespace {
 
@@ -98,6 +100,39 @@ TEST_CASE("wgmma on the GPU computes the 64 x 64 x 64 product from each shared-m
   cudaFree(a);
   cudaFree(bt);
   cudaFree(c);
+}
+
+TEST_CASE("the tensor_core tier's wgmma kernels on the GPU give cuBLAS's products, at edges and in bulk") {
+  if (const std::string why = no_tma_here(); !why.empty()) {
+    std::printf("SKIPPED: %s\n", why.c_str());
+    return;
+  }
+  tandem::Backend& be = tandem::get_backend("cuda");
+  struct Restore {
+    ~Restore() { ::unsetenv("TANDEM_GPU_TENSOR_KERNEL"); }
+  } restore;
+  struct Shape {
+    std::int64_t m, n, k;
+  };
+  for (const Shape& s : {Shape{200, 136, 328}, Shape{129, 1, 24}, Shape{1000, 1000, 1000}, Shape{4096, 4096, 4096}}) {
+    // Small integers: every sum is exact in f32, so the kernels must agree to the bit.
+    std::vector<tandem::bfloat16> a(s.m * s.k), bt(s.n * s.k);
+    for (std::size_t i = 0; i < a.size(); ++i) a[i] = tandem::bfloat16(float(int(i * 7 % 9) - 4));
+    for (std::size_t i = 0; i < bt.size(); ++i) bt[i] = tandem::bfloat16(float(int(i * 5 % 7) - 3));
+    const tandem::Buffer ab = tandem::Buffer::from(be, a), bb = tandem::Buffer::from(be, bt);
+    tandem::Buffer want(be, tandem::DType::f32, s.m * s.n), got(be, tandem::DType::f32, s.m * s.n);
+    tandem::MatmulOptions o;
+    o.trans_b = tandem::Transpose::yes;
+    o.tier = tandem::MatmulTier::vendor;
+    tandem::matmul(tandem::matrix(ab, s.m, s.k), tandem::matrix(bb, s.n, s.k), tandem::matrix(want, s.m, s.n), o);
+    o.tier = tandem::MatmulTier::tensor_core;
+    for (const char* kernel : {"wgmma", "wgmma_128"}) {
+      ::setenv("TANDEM_GPU_TENSOR_KERNEL", kernel, 1);
+      tandem::matmul(tandem::matrix(ab, s.m, s.k), tandem::matrix(bb, s.n, s.k), tandem::matrix(got, s.m, s.n), o);
+      be.synchronize({});
+      CHECK_MESSAGE(got.to_vector<float>() == want.to_vector<float>(), kernel, " at ", s.m, " x ", s.n, " x ", s.k);
+    }
+  }
 }
 
 }  // namespace
