@@ -10,7 +10,7 @@
 #               the kernel sources' hashes and what the check said, for bench/results/), the whole
 #               CTest matrix with label cuda (a Skipped test there is a failure: this machine has
 #               the GPU they wait for); a case running past 60 s is named as hung
-#   sanitizers  compute-sanitizer memcheck (matrix, ML), racecheck and synccheck (shared memory)
+#   sanitizers  compute-sanitizer memcheck (matrix, ML, the Hopper cases), racecheck and synccheck (shared memory)
 #   bench       tandem_bench_gpu (the GPU targets against CUB, cuBLAS and the device copy), tandem
 #               bench, tandem compare --crossover, bench bandwidth, bench memory
 #   ml          tandem_bench_ml on cuda and openmp (with and without graphs) beside PyTorch's MLP
@@ -283,6 +283,9 @@ if wants sanitizers; then
       "$build/tests/tandem_matrix_tests" --tandem-backend=cuda --test-case=reduce,scan,matmul,matrix
     step synccheck "$sanitizer" --tool synccheck --error-exitcode 99 \
       "$build/tests/tandem_matrix_tests" --tandem-backend=cuda --test-case=reduce,scan,matmul,matrix
+    # The Hopper kernels' TMA copies and wgmma operands (the small cases; not the 4096^3 product).
+    step memcheck-hopper "$sanitizer" --tool memcheck --error-exitcode 99 \
+      "$build/tests/tandem_hopper_cuda_tests" "--test-case=TMA boxes*,wgmma on the GPU*"
   else
     note "FAILED  compute-sanitizer not found next to nvcc"
     failed=1
