@@ -142,6 +142,7 @@ TANDEM_KERNEL void wgmma_product(TANDEM_GRID_CONSTANT const gpu::kernels::Tensor
   // rows and a box (1024 bytes) apart along K.
   const gpu::Swizzle declared = how == WgmmaBug::wrong_swizzle ? gpu::Swizzle::none : s;
   float d[32] = {};
+  k::wgmma_fence_operands(d);
   k::wgmma_fence();
   for (std::uint32_t k0 = 0; k0 < kTile; k0 += 16) {
     const std::uint32_t at = (k0 / kw) * box_bytes + (k0 % kw) * 2;
@@ -159,9 +160,12 @@ TANDEM_KERNEL void wgmma_product(TANDEM_GRID_CONSTANT const gpu::kernels::Tensor
     gpu::sync_threads();
   }
   if (how != WgmmaBug::read_before_wait) k::wgmma_wait_group<0>();
+  k::wgmma_fence_operands(d);
   // Warp w holds rows 16w + lane / 4 (+ 8), columns 8j + 2 (lane % 4) (+ 1).
   const unsigned warp = (t / 32) % 4, lane = t % 32;
+  TANDEM_UNROLL
   for (unsigned j = 0; j < kTile / 8; ++j) {
+    TANDEM_UNROLL
     for (unsigned v = 0; v < 4; ++v) {
       const unsigned row = 16 * warp + lane / 4 + 8 * (v / 2), col = 8 * j + 2 * (lane % 4) + v % 2;
       c[row * kTile + col] = d[4 * j + v];

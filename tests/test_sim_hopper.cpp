@@ -216,6 +216,9 @@ TEST_CASE("the pipeline with a bug planted fails: no wait for the copy, a stage 
       unsigned caught = 0;
       for (std::uint64_t seed = 1; seed <= 24; ++seed) {
         const PipelineRun run = run_pipeline(bug, adversarial, seed);
+        // Caught: a wrong sum, or the model naming the misuse (an arrival beyond its count).
+        const bool named = run.error.find("mbarrier") != std::string::npos;
+        CHECK_MESSAGE((run.error.empty() || named), run.error);
         caught += run.exact ? 0 : 1;
       }
       MESSAGE("bug ", static_cast<int>(bug), adversarial ? " adv" : " pool", " caught ", caught);
@@ -274,14 +277,16 @@ TEST_CASE(
   }
 }
 
-TEST_CASE("wgmma with a bug planted is wrong: accumulators read before the wait, the wrong swizzle, a tile reused") {
+TEST_CASE("wgmma with a bug planted fails: accumulators read before the wait, the wrong swizzle, a tile reused") {
   const hb::Product p = hb::product();
-  for (hb::WgmmaBug bug :
-       {hb::WgmmaBug::read_before_wait, hb::WgmmaBug::wrong_swizzle, hb::WgmmaBug::tile_reused_before_wait}) {
+  for (hb::WgmmaBug bug : {hb::WgmmaBug::read_before_wait, hb::WgmmaBug::wrong_swizzle}) {
     const ProductRun run = run_product(g::Swizzle::bytes128, bug);
     CHECK_MESSAGE(run.error.empty(), run.error);
     CHECK_MESSAGE(run.c != p.c, "bug ", static_cast<int>(bug), " not caught");
   }
+  // Shared memory written under a wgmma in flight: named, not merely wrong.
+  const ProductRun reused = run_product(g::Swizzle::bytes128, hb::WgmmaBug::tile_reused_before_wait);
+  CHECK_MESSAGE(reused.error.find("changed while it was in flight") != std::string::npos, reused.error);
 }
 
 // ---- the wgmma matmul kernel ----
@@ -290,7 +295,7 @@ TEST_CASE("wgmma with a bug planted is wrong: accumulators read before the wait,
 // matmul_wgmma_kernel; exact small integers, so C must equal the host's product to the bit.
 template <unsigned BlockN>
 std::string wgmma_matmul_error(std::int64_t m, std::int64_t n, std::int64_t k, float alpha, float beta,
-                               bool adversarial, std::uint64_t seed) {
+                               bool adversarial, std::uint64_t seed, bool one_block = false) {
   using T = k::WgmmaTile<BlockN>;
   Backend& be = sim_backend();
   const std::int64_t lda = (k + 7) / 8 * 8 + 8, ldb = lda, ldc = n + 3;  // rows of 16-byte multiples for the copies
@@ -324,12 +329,12 @@ std::string wgmma_matmul_error(std::int64_t m, std::int64_t n, std::int64_t k, f
                                 lda,   false, static_cast<const bfloat16*>(bb.data()),
                                 ldb,   true,  static_cast<float*>(cb.data()),
                                 ldc,   true,  true};
-  const g::LaunchConfig config{
-      "matmul_wgmma",
-      {unsigned((n + T::block_n - 1) / T::block_n), unsigned((m + T::block_m - 1) / T::block_m), 1},
-      {T::threads, 1, 1},
-      T::shared_bytes,
-      true};
+  // The grid: one block per tile, or one block for all of them (as when tiles outnumber the
+  // blocks the backend launches).
+  const g::Dim3 grid =
+      one_block ? g::Dim3{1, 1, 1}
+                : g::Dim3{unsigned((n + T::block_n - 1) / T::block_n), unsigned((m + T::block_m - 1) / T::block_m), 1};
+  const g::LaunchConfig config{"matmul_wgmma", grid, {T::threads, 1, 1}, T::shared_bytes, true};
   try {
     if (adversarial) {
       sim::AdversaryOptions o;
@@ -409,6 +414,15 @@ TEST_CASE(
   ::unsetenv("TANDEM_GPU_TENSOR_KERNEL");
   CHECK_NOTHROW(matmul(matrix(ab, m, kk), matrix(b, kk, n), matrix(got, m, n), plain));
   be.synchronize({});
+}
+
+TEST_CASE(
+    "the wgmma matmul kernel walks every tile when the grid has fewer blocks, its stages' phases carried across") {
+  for (bool adversarial : {false, true}) {
+    const std::string how = adversarial ? " (adversary)" : "";
+    CHECK_MESSAGE(wgmma_matmul_error<256>(300, 600, 200, 1, 0, adversarial, 5, true) == "", "128 x 256", how);
+    CHECK_MESSAGE(wgmma_matmul_error<128>(300, 300, 72, 1, 1, adversarial, 5, true) == "", "128 x 128", how);
+  }
 }
 
 // ---- misuse ----

@@ -340,7 +340,8 @@ class GpuBackend : public Backend {
   // The Hopper kernel, where this backend, device and product allow it; Unsupported saying why not.
   template <class TA>
   void matmul_wgmma(Queue q, const GemmArgs& a, const kernels::Gemm<TA, float>& g, unsigned width) {
-    const std::string refused = "matmul: the wgmma kernel (TANDEM_GPU_TENSOR_KERNEL=wgmma) ";
+    const std::string refused =
+        std::string("matmul: the wgmma kernel (TANDEM_GPU_TENSOR_KERNEL=") + (width == 256 ? "wgmma" : "wgmma_128") + ") ";
 #if defined(TANDEM_HIP)
     (void)q, (void)a, (void)g, (void)width;
     throw Unsupported(refused + "is NVIDIA Hopper's; hip has no wgmma (unset the variable)");

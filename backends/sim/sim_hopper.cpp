@@ -18,7 +18,8 @@ using namespace internal;
 namespace {
 
 constexpr std::int64_t kTxLimit = (std::int64_t(1) << 20) - 1;  // PTX: the transaction count's range
-constexpr unsigned kIdleRounds = 16;  // rounds with waits and nothing else before a block is hung
+constexpr unsigned kIdleRounds = 16;                   // rounds with waits and nothing else before a block is hung
+constexpr const char* kWaiting = "mbarrier try_wait";  // Fiber::access of a thread switched out there
 
 // Byte offset of p in b's shared memory, or fail: `what` must be in shared memory.
 std::size_t shared_offset(const Block& b, const void* p, std::size_t bytes, const char* what) {
@@ -166,7 +167,7 @@ bool mbarrier_try_wait_parity(void* bar, std::uint32_t parity, const std::source
     f.mbarrier = bar;
     f.parity = parity;
     f.where = where;
-    f.access = "mbarrier try_wait";
+    f.access = kWaiting;
     f.state = State::ready;
     suspend(r);
     f.access = nullptr;
@@ -268,19 +269,44 @@ float element(const Block& b, const Fiber& f, const Operand& o, std::uint32_t ro
   return bf16 ? bfloat16::to_float(bits) : half::to_float(bits);
 }
 
-// Runs op for this thread: its accumulators as PTX lays D (64 x N) out over the warpgroup, warp w
-// holding rows 16w..16w + 15, lane l the rows 16w + l / 4 (+ 8) and columns 8j + 2 (l % 4) (+ 1).
-void run_wgmma(const Block& b, const Fiber& f, const Wgmma& op) {
-  if (!op.before.empty()) std::copy(op.before.begin(), op.before.end(), op.d);
+// The operands this thread's accumulators take, as shared memory holds them now: PTX lays D
+// (64 x N) out over the warpgroup with warp w holding rows 16w..16w + 15, lane l the rows
+// 16w + l / 4 (+ 8) and columns 8j + 2 (l % 4) (+ 1). A's two rows (16 values each), then B's
+// columns (N / 4 of them, 16 each).
+std::vector<float> operands_of(const Block& b, const Fiber& f, const Wgmma& op) {
   const Operand a = decode(b, f, op.desc_a, "A", op.where), bm = decode(b, f, op.desc_b, "B", op.where);
   const unsigned t = f.rank % 128, warp = t / 32, lane = t % 32;
+  std::vector<float> v;
+  v.reserve(32 + op.n * 4);
+  for (unsigned h = 0; h < 2; ++h) {
+    for (unsigned k = 0; k < 16; ++k) v.push_back(element(b, f, a, 16 * warp + lane / 4 + 8 * h, k, op.bf16, op, "A"));
+  }
+  for (unsigned j = 0; j < op.n / 8; ++j) {
+    for (unsigned e = 0; e < 2; ++e) {
+      for (unsigned k = 0; k < 16; ++k) v.push_back(element(b, f, bm, 8 * j + 2 * (lane % 4) + e, k, op.bf16, op, "B"));
+    }
+  }
+  return v;
+}
+
+// Retires op for this thread: its operands must be what they were at its issue (shared memory
+// written under an operation in flight is a race on a GPU: a stage refilled too early, or the
+// operation issued before its stage had landed), then d[4j + 2h + e] (+)= row h times column (j, e).
+void run_wgmma(const Block& b, const Fiber& f, const Wgmma& op) {
+  const std::vector<float> now = operands_of(b, f, op);
+  if (now.size() != op.operands.size() || !std::equal(now.begin(), now.end(), op.operands.begin(),
+                                                      [](float x, float y) { return x == y || (x != x && y != y); })) {
+    fail(b, "thread " + text(f.tid) + ": the shared memory the wgmma issued at " + text(op.where) +
+                " reads changed while it was in flight (a stage written before wgmma_wait_group retired it, or the "
+                "wgmma issued before its operands had landed)");
+  }
+  if (!op.before.empty()) std::copy(op.before.begin(), op.before.end(), op.d);
   for (unsigned j = 0; j < op.n / 8; ++j) {
     for (unsigned v = 0; v < 4; ++v) {
-      const unsigned row = 16 * warp + lane / 4 + 8 * (v / 2), col = 8 * j + 2 * (lane % 4) + v % 2;
+      const float* row = now.data() + 16 * (v / 2);
+      const float* col = now.data() + 32 + 16 * (2 * j + v % 2);
       float sum = 0;
-      for (unsigned k = 0; k < 16; ++k) {
-        sum += element(b, f, a, row, k, op.bf16, op, "A") * element(b, f, bm, col, k, op.bf16, op, "B");
-      }
+      for (unsigned k = 0; k < 16; ++k) sum += row[k] * col[k];
       float& d = op.d[4 * j + v];
       d = (op.accumulate ? d : 0.0f) + sum;
     }
@@ -318,6 +344,8 @@ void wgmma(float* d, unsigned n, std::uint64_t desc_a, std::uint64_t desc_b, boo
     op.before.assign(d, d + n / 2);
     std::fill(d, d + n / 2, std::numeric_limits<float>::quiet_NaN());  // read before the wait: NaN
   }
+  op.operands = operands_of(b, f, op);
+  ++f.wgmma_issued;
   f.wgmma_open.push_back(std::move(op));
 }
 
@@ -353,11 +381,15 @@ void hopper_round(Block& b) {
   b.copies = std::move(staying);
   // The hang watch: the last round had threads wait on mbarriers and nothing else happened.
   const std::uint64_t now = b.events + b.exchanges + b.mbarrier_events;
-  if (b.mbarrier_waits > 0 && now == b.seen && b.copies.empty()) {
+  // Only threads on mbarriers may be running: one switched out at a flag access (the adversary)
+  // may wait for another block, which this block's rounds do not see.
+  const bool only_mbarriers = std::all_of(
+      b.fibers.begin(), b.fibers.end(), [](const Fiber& f) { return f.state != State::ready || f.access == kWaiting; });
+  if (b.mbarrier_waits > 0 && now == b.seen && b.copies.empty() && only_mbarriers) {
     if (++b.idle_rounds >= kIdleRounds) {
       std::string waits;
       for (const Fiber& f : b.fibers) {
-        if (f.state == State::ready && f.mbarrier != nullptr && f.access != nullptr) {
+        if (f.state == State::ready && f.access == kWaiting) {
           waits += "\n    thread " + text(f.tid) + " at " + text(f.where) + " waits for the phase of parity " +
                    std::to_string(f.parity) + " of " + describe(b, f.mbarrier);
         }
@@ -373,6 +405,18 @@ void hopper_round(Block& b) {
 }
 
 void hopper_block_ended(const Block& b) {
+  // wgmma is warpgroup-wide (.sync.aligned): every thread of a warpgroup issues each one.
+  for (std::size_t g = 0; g * 128 < b.fibers.size(); ++g) {
+    const std::size_t end = std::min(b.fibers.size(), g * 128 + 128);
+    for (std::size_t i = g * 128; i < end; ++i) {
+      if (b.fibers[i].wgmma_issued != b.fibers[g * 128].wgmma_issued) {
+        fail(b, "thread " + text(b.fibers[i].tid) + " issued " + std::to_string(b.fibers[i].wgmma_issued) +
+                    " wgmma operations and thread " + text(b.fibers[g * 128].tid) + " of its warpgroup " +
+                    std::to_string(b.fibers[g * 128].wgmma_issued) +
+                    ": every thread of a warpgroup must issue each one (wgmma is .sync.aligned)");
+      }
+    }
+  }
   for (const Fiber& f : b.fibers) {
     const Wgmma* first = f.wgmma_open.empty() ? nullptr : &f.wgmma_open.front();
     for (auto g = f.wgmma_groups.rbegin(); g != f.wgmma_groups.rend(); ++g) first = g->empty() ? first : &g->front();

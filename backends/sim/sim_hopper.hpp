@@ -24,14 +24,17 @@
 //    as their descriptors say (start address, leading and stride byte offsets, swizzle), into
 //    accumulators laid out over the threads as PTX's fragment layout says. An operation is
 //    asynchronous: from its issue until a wgmma_wait_group leaves its group behind, its
-//    accumulators hold NaN (a read before the wait shows) and its operands are read from shared
-//    memory only at that wait (a stage refilled before it shows). A thread that ends with
-//    operations in flight, a descriptor with a base offset, a warp not 32 lanes wide, or
-//    operands outside shared memory fail.
+//    accumulators hold NaN (a read before the wait shows), and the shared memory it reads must
+//    not change (it is read at the issue and again at that wait: a stage refilled before the
+//    wait, or an operation issued before its operands landed, fails, naming the wgmma). A thread
+//    that ends with operations in flight, a warpgroup whose threads issued different numbers of
+//    operations, a descriptor with a base offset, a warp not 32 lanes wide, or operands outside
+//    shared memory fail.
 //  - threads waiting on mbarriers are switched out; when a round passes in which threads waited
-//    on mbarriers and nothing else happened (no arrival, no landed copy, no barrier, no warp
-//    exchange, no thread ended) sixteen times in a row, the block is hung: the error names each
-//    waiting thread's mbarrier, phase, pending arrivals and bytes.
+//    on mbarriers, no other thread could run (the rest wait at barriers or warp exchanges, or have
+//    ended) and nothing else happened (no arrival, no landed copy, no barrier, no warp exchange, no
+//    thread ended) sixteen times in a row, the block is hung: the error names each waiting
+//    thread's mbarrier, phase, pending arrivals and bytes.
 #pragma once
 
 #include <cstddef>

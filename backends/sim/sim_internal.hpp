@@ -36,6 +36,7 @@ struct Wgmma {
   unsigned n = 0;
   std::vector<float> before;  // empty when an earlier operation in flight had these accumulators
   std::uint64_t desc_a = 0, desc_b = 0;
+  std::vector<float> operands;  // what it read at its issue: shared memory may not change under it
   bool accumulate = true, bf16 = true;
   std::source_location where;
 };
@@ -68,6 +69,7 @@ struct Fiber {
   // its wgmma operations in flight (sim_hopper.cpp): committed groups, then those not yet committed
   std::vector<std::vector<Wgmma>> wgmma_groups;
   std::vector<Wgmma> wgmma_open;
+  std::uint64_t wgmma_issued = 0;  // every thread of a warpgroup issues each one
 };
 
 // An mbarrier's state (sim_hopper.cpp), kept beside shared memory by its address.

@@ -211,6 +211,19 @@ TANDEM_DEVICE void wgmma_fence() {
 #endif
 }
 
+// Keeps the compiler from moving this thread's own reads and writes of d across the wgmma calls
+// around it: the multiplies name d, the fences and waits do not. Call it before wgmma_fence and
+// after each wait.
+template <unsigned N>
+TANDEM_DEVICE void wgmma_fence_operands(float (&d)[N]) {
+#if defined(TANDEM_GPU_COMPILER)
+  TANDEM_UNROLL
+  for (unsigned i = 0; i < N; ++i) asm volatile("" : "+f"(d[i])::"memory");
+#else
+  (void)d;
+#endif
+}
+
 TANDEM_DEVICE void wgmma_commit_group(TANDEM_SIM_WHERE_ONLY) {
 #if defined(TANDEM_GPU_COMPILER)
   TANDEM_SM90A(asm volatile("wgmma.commit_group.sync.aligned;" ::: "memory"));

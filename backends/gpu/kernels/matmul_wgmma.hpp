@@ -52,7 +52,7 @@ TANDEM_KERNEL TANDEM_LAUNCH_BOUNDS(384) void matmul_wgmma_kernel(TANDEM_GRID_CON
   const std::uint32_t window = shared_window(raw);
   auto& sh = *reinterpret_cast<typename T::Shared*>(raw + (1024 - window % 1024) % 1024);
   const unsigned t = thread_rank(), group = t / 128;
-  const std::int64_t m0 = std::int64_t(block_idx().y) * T::block_m, n0 = std::int64_t(block_idx().x) * T::block_n;
+  const std::int64_t tiles_m = (g.m + T::block_m - 1) / T::block_m, tiles_n = (g.n + T::block_n - 1) / T::block_n;
   const unsigned steps = static_cast<unsigned>((g.k + T::block_k - 1) / T::block_k);
   constexpr unsigned consumer_warps = 8;  // two warpgroups
   if (t == 0) {
@@ -63,52 +63,68 @@ TANDEM_KERNEL TANDEM_LAUNCH_BOUNDS(384) void matmul_wgmma_kernel(TANDEM_GRID_CON
     fence_mbarrier_init();
   }
   sync_threads();
+  // The block's tiles, as the grid may hold fewer blocks than there are tiles: the producer and
+  // the consumers walk the same ones, and `it` counts the steps (stage fills) both have passed.
+  std::uint32_t it = 0;
   if (group == 0) {
     if (t != 0) return;
     constexpr std::uint32_t bytes = (T::block_m + T::block_n) * T::block_k * 2;
-    for (unsigned kt = 0; kt < steps; ++kt) {
-      const unsigned s = kt % T::stages, phase = (kt / T::stages) % 2;
-      mbarrier_wait_parity(&sh.empty[s], phase ^ 1u);
-      mbarrier_arrive_expect_tx(&sh.full[s], bytes);
-      const auto k0 = static_cast<std::int32_t>(kt * T::block_k);
-      tma_load_2d(sh.stage[s].a, &a_map, k0, static_cast<std::int32_t>(m0), &sh.full[s]);
-      tma_load_2d(sh.stage[s].b, &b_map, k0, static_cast<std::int32_t>(n0), &sh.full[s]);
+    for (std::int64_t bi = block_idx().y; bi < tiles_m; bi += grid_dim().y) {
+      for (std::int64_t bj = block_idx().x; bj < tiles_n; bj += grid_dim().x) {
+        for (unsigned kt = 0; kt < steps; ++kt, ++it) {
+          const unsigned s = it % T::stages, phase = (it / T::stages) % 2;
+          mbarrier_wait_parity(&sh.empty[s], phase ^ 1u);
+          mbarrier_arrive_expect_tx(&sh.full[s], bytes);
+          const auto k0 = static_cast<std::int32_t>(kt * T::block_k);
+          tma_load_2d(sh.stage[s].a, &a_map, k0, static_cast<std::int32_t>(bi * T::block_m), &sh.full[s]);
+          tma_load_2d(sh.stage[s].b, &b_map, k0, static_cast<std::int32_t>(bj * T::block_n), &sh.full[s]);
+        }
+      }
     }
     return;
   }
-  // A consumer: rows [row0, row0 + 64) of the tile, all BlockN columns in d.
-  const unsigned row0 = (group - 1) * 64, lane = lane_id();
-  float d[BlockN / 2] = {};
-  for (unsigned kt = 0; kt < steps; ++kt) {
-    const unsigned s = kt % T::stages, phase = (kt / T::stages) % 2;
-    mbarrier_wait_parity(&sh.full[s], phase);
-    wgmma_fence();
-    const auto* a = reinterpret_cast<const unsigned char*>(sh.stage[s].a) + row0 * 128;
-    const auto* b = reinterpret_cast<const unsigned char*>(sh.stage[s].b);
-    TANDEM_UNROLL  // d stays in registers only where every index is a constant
-        for (unsigned k16 = 0; k16 < T::block_k / 16; ++k16) {
-      // 128-byte rows, 8-row groups 1024 bytes apart; a k16 step is 32 bytes into the row.
-      const std::uint64_t da = wgmma_descriptor(a + k16 * 32, Swizzle::bytes128, 16, 1024);
-      const std::uint64_t db = wgmma_descriptor(b + k16 * 32, Swizzle::bytes128, 16, 1024);
-      wgmma_bf16<BlockN>(d, da, db, kt > 0 || k16 > 0);
-    }
-    wgmma_commit_group();
-    wgmma_wait_group<1>();  // the previous step's group has read its stage
-    if (kt > 0) {
-      sync_warp();
-      if (lane == 0) mbarrier_arrive(&sh.empty[(kt - 1) % T::stages]);
-    }
-  }
-  wgmma_wait_group<0>();
-  // Warp w of the warpgroup holds rows 16w + lane / 4 (+ 8), columns 8j + 2 (lane % 4) (+ 1).
-  const unsigned warp = (t / 32) % 4;
-  TANDEM_UNROLL
-  for (unsigned j = 0; j < BlockN / 8; ++j) {
-    TANDEM_UNROLL
-    for (unsigned v = 0; v < 4; ++v) {
-      const std::int64_t i = m0 + row0 + 16 * warp + lane / 4 + 8 * (v / 2);
-      const std::int64_t c = n0 + 8 * j + 2 * (lane % 4) + v % 2;
-      if (i < g.m && c < g.n) store_c(g, i, c, d[4 * j + v]);
+  // A consumer: rows [row0, row0 + 64) of each tile, all BlockN columns in d.
+  const unsigned row0 = (group - 1) * 64, lane = lane_id(), warp = (t / 32) % 4;
+  const auto release = [&](std::uint32_t step) {  // frees the stage of that step
+    sync_warp();
+    if (lane == 0) mbarrier_arrive(&sh.empty[step % T::stages]);
+  };
+  for (std::int64_t bi = block_idx().y; bi < tiles_m; bi += grid_dim().y) {
+    for (std::int64_t bj = block_idx().x; bj < tiles_n; bj += grid_dim().x) {
+      float d[BlockN / 2] = {};
+      for (unsigned kt = 0; kt < steps; ++kt, ++it) {
+        const unsigned s = it % T::stages, phase = (it / T::stages) % 2;
+        mbarrier_wait_parity(&sh.full[s], phase);
+        wgmma_fence_operands(d);
+        wgmma_fence();
+        const auto* a = reinterpret_cast<const unsigned char*>(sh.stage[s].a) + row0 * 128;
+        const auto* b = reinterpret_cast<const unsigned char*>(sh.stage[s].b);
+        TANDEM_UNROLL  // d stays in registers only where every index is a constant
+            for (unsigned k16 = 0; k16 < T::block_k / 16; ++k16) {
+          // 128-byte rows, 8-row groups 1024 bytes apart; a k16 step is 32 bytes into the row.
+          const std::uint64_t da = wgmma_descriptor(a + k16 * 32, Swizzle::bytes128, 16, 1024);
+          const std::uint64_t db = wgmma_descriptor(b + k16 * 32, Swizzle::bytes128, 16, 1024);
+          wgmma_bf16<BlockN>(d, da, db, kt > 0 || k16 > 0);  // the tile's first step starts from 0
+        }
+        wgmma_commit_group();
+        wgmma_wait_group<1>();  // the previous step's group has read its stage
+        wgmma_fence_operands(d);
+        if (kt > 0) release(it - 1);
+      }
+      wgmma_wait_group<0>();
+      wgmma_fence_operands(d);
+      if (steps > 0) release(it - 1);
+      // Warp w of the warpgroup holds rows 16w + lane / 4 (+ 8), columns 8j + 2 (lane % 4) (+ 1).
+      const std::int64_t m0 = bi * T::block_m, n0 = bj * T::block_n;
+      TANDEM_UNROLL
+      for (unsigned j = 0; j < BlockN / 8; ++j) {
+        TANDEM_UNROLL
+        for (unsigned v = 0; v < 4; ++v) {
+          const std::int64_t i = m0 + row0 + 16 * warp + lane / 4 + 8 * (v / 2);
+          const std::int64_t c = n0 + 8 * j + 2 * (lane % 4) + v % 2;
+          if (i < g.m && c < g.n) store_c(g, i, c, d[4 * j + v]);
+        }
+      }
     }
   }
 }

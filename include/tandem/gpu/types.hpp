@@ -39,7 +39,8 @@ struct LaunchConfig {
   Dim3 block;
   std::size_t dynamic_shared_bytes = 0;
   // Opts the kernel in to more dynamic shared memory than a block gets by default (48 KiB on
-  // CUDA), up to the device's opt-in limit (cudaFuncAttributeMaxDynamicSharedMemorySize).
+  // CUDA), up to the device's opt-in limit (cudaFuncAttributeMaxDynamicSharedMemorySize; the
+  // simulator's 227 KiB). The library's hip runtime ignores it (AMD GPUs have no opt-in: 64 KiB).
   bool large_shared = false;
 };
 
