@@ -2,17 +2,18 @@
 // accumulation and C, fed by TMA copies through a pipeline of shared-memory stages and multiplied
 // by wgmma (backends/gpu/kernels/hopper.hpp; the simulator runs it through its model of both).
 //
-// A block of 384 threads computes a 128 x 128 or 128 x 256 tile of C (WgmmaTile): warpgroup 0 is
-// the producer (its first thread issues the copies),
-// warpgroups 1 and 2 the consumers, each 64 rows of the tile with one m64nNk16 wgmma per k16 (N
-// the tile's width: 64 or 128 accumulators a thread). K runs in steps of 64 through 4 stages, each
-// A's 128 x 64 piece and B^T's (B's columns as K-major rows) in the 128-byte swizzle a TMA box 64
-// elements wide writes. The wide tile halves the bytes each multiply-add asks of L2. Per stage: the producer waits for
-// `empty` (both consumers done with its last use), expects the stage's bytes on `full` and issues both copies; a
-// consumer waits for `full`, issues its four k16 steps as one wgmma group, and once the next group is issued and the
-// previous one retired (wgmma_wait_group<1>), frees the previous stage: one arrival per warp on
-// its `empty`. The copies fill zeros past the matrices' edges (K's tail adds nothing); the
-// epilogue writes alpha * acc + beta * C from the registers, masked at the edges.
+// A block of 384 threads computes 128 x 128 or 128 x 256 tiles of C (WgmmaTile), as many as the
+// grid leaves it: warpgroup 0 is the producer (its first thread issues the copies), warpgroups 1
+// and 2 the consumers, each 64 rows of the tile with one m64nNk16 wgmma per k16 (N the tile's
+// width: 64 or 128 accumulators a thread). K runs in steps of 64 through 4 stages, each A's
+// 128 x 64 piece and B^T's (B's columns as K-major rows) in the 128-byte swizzle a TMA box 64
+// elements wide writes. The wide tile asks a quarter fewer bytes of L2 per multiply-add (48 KiB
+// per 2M against 32 KiB per 1M). Per stage: the producer waits for `empty` (both consumers done
+// with its last use), expects the stage's bytes on `full` and issues both copies; a consumer
+// waits for `full`, issues its four k16 steps as one wgmma group, and once the next group is
+// issued and the previous one retired (wgmma_wait_group<1>), frees the previous stage: one
+// arrival per warp on its `empty`. The copies fill zeros past the matrices' edges (K's tail adds
+// nothing); the epilogue writes alpha * acc + beta * C from the registers, masked at the edges.
 //
 // Takes op(A) = A (K contiguous) and op(B) = B^T given as B's transpose, N x K (K contiguous),
 // rows 16-byte aligned: the layouts K-major wgmma operands come in; the backend checks.
