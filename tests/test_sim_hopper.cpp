@@ -410,8 +410,17 @@ TEST_CASE(
   Buffer b(be, DType::bf16, kk * n);
   CHECK_THROWS_WITH_AS(matmul(matrix(ab, m, kk), matrix(b, kk, n), matrix(got, m, n), plain),
                        doctest::Contains("takes A as it is and B transposed"), Unsupported);
+  // tandem info says which kernel is in force.
+  const auto kernel_line = [&] {
+    for (const auto& [what, how] : be.properties().tuning) {
+      if (what == "tensor_core kernel") return how;
+    }
+    return std::string("(none)");
+  };
+  CHECK(kernel_line().rfind("wgmma, 128 x 256 tiles", 0) == 0);
   // By default the tier is the mma.sync kernel, which takes that product.
   ::unsetenv("TANDEM_GPU_TENSOR_KERNEL");
+  CHECK(kernel_line().rfind("mma.sync", 0) == 0);
   CHECK_NOTHROW(matmul(matrix(ab, m, kk), matrix(b, kk, n), matrix(got, m, n), plain));
   be.synchronize({});
 }

@@ -80,7 +80,18 @@ class GpuBackend : public Backend {
   Runtime& runtime() { return rt_; }
 
   std::string name() const override { return name_; }
-  DeviceProperties properties() const override { return rt_.properties(); }
+  // The runtime's, and which kernel the tensor_core tier runs (tandem info shows it).
+  DeviceProperties properties() const override {
+    DeviceProperties p = rt_.properties();
+    if (has_tensor_core(DType::bf16)) {
+      const unsigned width = wgmma_requested();
+      p.tuning.push_back({"tensor_core kernel", width == 0 ? "mma.sync (TANDEM_GPU_TENSOR_KERNEL=wgmma or wgmma_128: "
+                                                             "Hopper's TMA and wgmma kernel, opt-in)"
+                                                           : std::string("wgmma, 128 x ") + std::to_string(width) +
+                                                                 " tiles (TANDEM_GPU_TENSOR_KERNEL)"});
+    }
+    return p;
+  }
   MemoryPlace memory_place() const override { return rt_.memory_place(); }
 
   // ---- resource contract ----
@@ -340,8 +351,8 @@ class GpuBackend : public Backend {
   // The Hopper kernel, where this backend, device and product allow it; Unsupported saying why not.
   template <class TA>
   void matmul_wgmma(Queue q, const GemmArgs& a, const kernels::Gemm<TA, float>& g, unsigned width) {
-    const std::string refused =
-        std::string("matmul: the wgmma kernel (TANDEM_GPU_TENSOR_KERNEL=") + (width == 256 ? "wgmma" : "wgmma_128") + ") ";
+    const std::string refused = std::string("matmul: the wgmma kernel (TANDEM_GPU_TENSOR_KERNEL=") +
+                                (width == 256 ? "wgmma" : "wgmma_128") + ") ";
 #if defined(TANDEM_HIP)
     (void)q, (void)a, (void)g, (void)width;
     throw Unsupported(refused + "is NVIDIA Hopper's; hip has no wgmma (unset the variable)");
@@ -380,8 +391,8 @@ class GpuBackend : public Backend {
             maps::make_tensor_map_2d(a.a, 2, a.k, a.m, a.lda * 2, T::block_k, T::block_m, Swizzle::bytes128);
         const auto b_map =
             maps::make_tensor_map_2d(a.b, 2, a.k, a.n, a.ldb * 2, T::block_k, T::block_n, Swizzle::bytes128);
-        const LaunchConfig config{"matmul_wgmma", grid_2d(a.m, a.n, T::block_m, T::block_n),
-                                  Dim3{T::threads, 1, 1}, T::shared_bytes, true};
+        const LaunchConfig config{"matmul_wgmma", grid_2d(a.m, a.n, T::block_m, T::block_n), Dim3{T::threads, 1, 1},
+                                  T::shared_bytes, true};
         rt_.launch(stream(q), config, kernels::matmul_wgmma_kernel<TA, BlockN>, a_map, b_map, g);
       };
       if (width == 256) {
@@ -465,14 +476,14 @@ class GpuBackend : public Backend {
               ReduceVariant variant) override;
   void dot(Queue q, DType t, std::size_t n, const void* x, const void* y, void* result) override {
     detail::dispatch_float(t, [&]<class T>() {
-      run_reduce<kernels::SumOp<T>>(q, ReduceVariant::automatic, kernels::Products<T>{as<T>(x), as<T>(y)}, n, as<T>(result),
-                                    kernels::Finish::value);
+      run_reduce<kernels::SumOp<T>>(q, ReduceVariant::automatic, kernels::Products<T>{as<T>(x), as<T>(y)}, n,
+                                    as<T>(result), kernels::Finish::value);
     });
   }
   void mse(Queue q, DType t, std::size_t n, const void* a, const void* b, void* result) override {
     detail::dispatch_float(t, [&]<class T>() {
-      run_reduce<kernels::SumOp<T>>(q, ReduceVariant::automatic, kernels::SquaredDifferences<T>{as<T>(a), as<T>(b)}, n, as<T>(result),
-                                    kernels::Finish::mean);
+      run_reduce<kernels::SumOp<T>>(q, ReduceVariant::automatic, kernels::SquaredDifferences<T>{as<T>(a), as<T>(b)}, n,
+                                    as<T>(result), kernels::Finish::mean);
     });
   }
   void reduce_rows(Queue q, ReduceOp op, DType t, std::int64_t rows, std::int64_t cols, const void* x, std::int64_t ldx,
@@ -481,8 +492,7 @@ class GpuBackend : public Backend {
                    void* out) override;
 
   // ---- scans ----
-  void scan(Queue q, ScanKind kind, DType t, std::size_t n, const void* x, void* out,
-            ScanVariant variant) override;
+  void scan(Queue q, ScanKind kind, DType t, std::size_t n, const void* x, void* out, ScanVariant variant) override;
 
   // ---- ML ----
   void softmax_cross_entropy(Queue q, DType t, std::int64_t rows, std::int64_t cols, const void* logits,
