@@ -18,6 +18,16 @@ struct alignas(1024) BoxTile {
   unsigned char bytes[8192];
 };
 
+// Thread 0 starts bar expecting one arrival (its own, with the copies' bytes) and fences the init
+// for the TMA unit; then the block meets, so that every thread may wait on it.
+TANDEM_DEVICE void start_barrier(gpu::kernels::MBarrier& bar) {
+  if (gpu::thread_rank() == 0) {
+    gpu::kernels::mbarrier_init(&bar, 1);
+    gpu::kernels::fence_mbarrier_init();
+  }
+  gpu::sync_threads();
+}
+
 // Thread 0 copies the box at (x, y) into shared memory; every thread waits for it, then the block
 // writes the shared bytes out as they lie.
 TANDEM_KERNEL void copy_box(TANDEM_GRID_CONSTANT const gpu::kernels::TensorMap map, std::int32_t x, std::int32_t y,
@@ -26,11 +36,7 @@ TANDEM_KERNEL void copy_box(TANDEM_GRID_CONSTANT const gpu::kernels::TensorMap m
   TANDEM_SHARED(BoxTile, tile);
   TANDEM_SHARED(k::MBarrier, bar);
   const unsigned t = gpu::thread_rank();
-  if (t == 0) {
-    k::mbarrier_init(&bar, 1);
-    k::fence_mbarrier_init();
-  }
-  gpu::sync_threads();
+  start_barrier(bar);
   if (t == 0) {
     k::mbarrier_arrive_expect_tx(&bar, bytes);
     k::tma_load_2d(tile.bytes, &map, x, y, &bar);
@@ -124,11 +130,7 @@ TANDEM_KERNEL void wgmma_product(TANDEM_GRID_CONSTANT const gpu::kernels::Tensor
                                                           : 16;
   const std::uint32_t kw = span / 2, box_bytes = kTile * span;  // elements along K per box; bytes per box
   const unsigned t = gpu::thread_rank();
-  if (t == 0) {
-    k::mbarrier_init(&bar, 1);
-    k::fence_mbarrier_init();
-  }
-  gpu::sync_threads();
+  start_barrier(bar);
   if (t == 0) {
     k::mbarrier_arrive_expect_tx(&bar, 2 * kTile * kTile * 2);
     for (std::uint32_t q = 0; q < kTile / kw; ++q) {
@@ -162,7 +164,7 @@ TANDEM_KERNEL void wgmma_product(TANDEM_GRID_CONSTANT const gpu::kernels::Tensor
   if (how != WgmmaBug::read_before_wait) k::wgmma_wait_group<0>();
   k::wgmma_fence_operands(d);
   // Warp w holds rows 16w + lane / 4 (+ 8), columns 8j + 2 (lane % 4) (+ 1).
-  const unsigned warp = (t / 32) % 4, lane = t % 32;
+  const unsigned warp = gpu::warp_id() % k::kWarpgroupWarps, lane = gpu::lane_id();
   TANDEM_UNROLL
   for (unsigned j = 0; j < kTile / 8; ++j) {
     TANDEM_UNROLL

@@ -20,7 +20,7 @@ namespace {
 namespace hb = tandem::test::hopper;
 
 // Why TMA cannot run here, or "".
-std::string no_tma_here() {
+std::string why_no_tma() {
   int devices = 0;
   if (cudaGetDeviceCount(&devices) != cudaSuccess || devices == 0) {
     cudaGetLastError();
@@ -40,13 +40,17 @@ std::string no_tma_here() {
   return "";
 }
 
+// True, after printing SKIPPED with the reason, where TMA and wgmma cannot run.
+bool skipped_here() {
+  const std::string why = why_no_tma();
+  if (!why.empty()) std::printf("SKIPPED: %s\n", why.c_str());
+  return !why.empty();
+}
+
 void check(cudaError_t e, const char* what) { REQUIRE_MESSAGE(e == cudaSuccess, what, ": ", cudaGetErrorString(e)); }
 
 TEST_CASE("TMA boxes on the GPU lie as the simulator lays them out: edges and every swizzle") {
-  if (const std::string why = no_tma_here(); !why.empty()) {
-    std::printf("SKIPPED: %s\n", why.c_str());
-    return;
-  }
+  if (skipped_here()) return;
   const auto m = hb::numbered();
   void* src = nullptr;
   unsigned char* out = nullptr;
@@ -72,10 +76,7 @@ TEST_CASE("TMA boxes on the GPU lie as the simulator lays them out: edges and ev
 }
 
 TEST_CASE("wgmma on the GPU computes the 64 x 64 x 64 product from each shared-memory layout as the simulator does") {
-  if (const std::string why = no_tma_here(); !why.empty()) {
-    std::printf("SKIPPED: %s\n", why.c_str());
-    return;
-  }
+  if (skipped_here()) return;
   const hb::Product p = hb::product();
   void *a = nullptr, *bt = nullptr;
   float* c = nullptr;
@@ -106,10 +107,7 @@ TEST_CASE("wgmma on the GPU computes the 64 x 64 x 64 product from each shared-m
 }
 
 TEST_CASE("the tensor_core tier's wgmma kernels on the GPU give cuBLAS's products, at edges and in bulk") {
-  if (const std::string why = no_tma_here(); !why.empty()) {
-    std::printf("SKIPPED: %s\n", why.c_str());
-    return;
-  }
+  if (skipped_here()) return;
   tandem::Backend& be = tandem::get_backend("cuda");
   struct Restore {
     ~Restore() { ::unsetenv("TANDEM_GPU_TENSOR_KERNEL"); }

@@ -53,6 +53,16 @@
 
 namespace tandem::gpu {
 
+#if !defined(TANDEM_HIP)
+// Tensor maps for TMA copies, on this compilation's runtime: the CUDA driver's encoder, or the
+// simulator's model of it (the same arguments).
+#if defined(TANDEM_GPU_COMPILER)
+using ::tandem::cuda::make_tensor_map_2d;
+#else
+using ::tandem::sim::make_tensor_map_2d;
+#endif
+#endif
+
 using detail::as;
 
 inline const std::vector<ReduceVariant>& reduce_variants() {
@@ -354,11 +364,15 @@ class GpuBackend : public Backend {
     const std::string refused = std::string("matmul: the wgmma kernel (TANDEM_GPU_TENSOR_KERNEL=") +
                                 (width == 256 ? "wgmma" : "wgmma_128") + ") ";
 #if defined(TANDEM_HIP)
-    (void)q, (void)a, (void)g, (void)width;
+    (void)q, (void)a, (void)g;
     throw Unsupported(refused + "is NVIDIA Hopper's; hip has no wgmma (unset the variable)");
+#elif defined(TANDEM_GPU_COMPILER) && !defined(TANDEM_CUDA_SM90A)
+    (void)q, (void)a, (void)g;
+    throw Unsupported(refused +
+                      "needs sm_90a code, which this build lacks (configure with CMAKE_CUDA_ARCHITECTURES=90a)");
 #else
     if constexpr (!std::is_same_v<TA, bfloat16>) {
-      (void)q, (void)g, (void)width;
+      (void)q, (void)g;
       throw Unsupported(refused + "takes bf16 inputs, not " + std::string(name_of(a.ab_type)));
     } else {
       if (a.trans_a != Transpose::no || a.trans_b != Transpose::yes || a.lda % 8 != 0 || a.ldb % 8 != 0 ||
@@ -369,28 +383,14 @@ class GpuBackend : public Backend {
                           "need); unset the variable for the mma.sync kernel, which takes any");
       }
 #if defined(TANDEM_GPU_COMPILER)
-#if !defined(TANDEM_CUDA_SM90A)
-      (void)q, (void)g, (void)width;
-      throw Unsupported(refused +
-                        "needs sm_90a code, which this build lacks (configure with "
-                        "CMAKE_CUDA_ARCHITECTURES=90a)");
-#else
-      if (properties().compute_capability != "9.0") {
-        throw Unsupported(refused + "runs on compute capability 9.0 (H100, H200); this device is " +
-                          properties().compute_capability);
+      if (const std::string cc = rt_.properties().compute_capability; cc != "9.0") {
+        throw Unsupported(refused + "runs on compute capability 9.0 (H100, H200); this device is " + cc);
       }
-      namespace maps = ::tandem::cuda;
 #endif
-#else
-      namespace maps = ::tandem::sim;
-#endif
-#if !defined(TANDEM_GPU_COMPILER) || defined(TANDEM_CUDA_SM90A)
       const auto run = [&]<unsigned BlockN>() {
         using T = kernels::WgmmaTile<BlockN>;
-        const auto a_map =
-            maps::make_tensor_map_2d(a.a, 2, a.k, a.m, a.lda * 2, T::block_k, T::block_m, Swizzle::bytes128);
-        const auto b_map =
-            maps::make_tensor_map_2d(a.b, 2, a.k, a.n, a.ldb * 2, T::block_k, T::block_n, Swizzle::bytes128);
+        const auto a_map = make_tensor_map_2d(a.a, 2, a.k, a.m, a.lda * 2, T::block_k, T::block_m, Swizzle::bytes128);
+        const auto b_map = make_tensor_map_2d(a.b, 2, a.k, a.n, a.ldb * 2, T::block_k, T::block_n, Swizzle::bytes128);
         const LaunchConfig config{"matmul_wgmma", grid_2d(a.m, a.n, T::block_m, T::block_n), Dim3{T::threads, 1, 1},
                                   T::shared_bytes, true};
         rt_.launch(stream(q), config, kernels::matmul_wgmma_kernel<TA, BlockN>, a_map, b_map, g);
@@ -400,7 +400,6 @@ class GpuBackend : public Backend {
       } else {
         run.template operator()<128>();
       }
-#endif
     }
 #endif
   }

@@ -108,16 +108,14 @@ TensorMap2D make_tensor_map_2d(const void* base, std::size_t elem_bytes, std::ui
     throw InvalidArgument(at + "a box row of " + std::to_string(box_row) + " bytes under a " + std::to_string(span) +
                           "-byte swizzle: a swizzled box row is at most the swizzle's span");
   }
-  TensorMap2D m;
-  m.base = static_cast<const unsigned char*>(base);
-  m.elem_bytes = static_cast<std::uint32_t>(elem_bytes);
-  m.width = width;
-  m.height = height;
-  m.row_bytes = row_bytes;
-  m.box_width = box_width;
-  m.box_height = box_height;
-  m.swizzle = swizzle;
-  return m;
+  return TensorMap2D{static_cast<const unsigned char*>(base),
+                     static_cast<std::uint32_t>(elem_bytes),
+                     width,
+                     height,
+                     row_bytes,
+                     box_width,
+                     box_height,
+                     swizzle};
 }
 
 void mbarrier_init(void* bar, std::uint32_t arrivals, const std::source_location& where) {
@@ -329,14 +327,15 @@ void wgmma(float* d, unsigned n, std::uint64_t desc_a, std::uint64_t desc_b, boo
     fail(b, where_text(f, where) + ": wgmma m64n" + std::to_string(n) + "k16 does not exist");
   decode(b, f, desc_a, "A", where);
   decode(b, f, desc_b, "B", where);
-  Wgmma op;
-  op.d = d;
-  op.n = n;
-  op.desc_a = desc_a;
-  op.desc_b = desc_b;
-  op.accumulate = accumulate;
-  op.bf16 = bf16;
-  op.where = where;
+  Wgmma op{.d = d,
+           .n = n,
+           .before = {},
+           .desc_a = desc_a,
+           .desc_b = desc_b,
+           .operands = {},
+           .accumulate = accumulate,
+           .bf16 = bf16,
+           .where = where};
   const auto in_flight = [&](const Wgmma& o) { return o.d == d; };
   bool chained = std::any_of(f.wgmma_open.begin(), f.wgmma_open.end(), in_flight);
   for (const auto& group : f.wgmma_groups) chained = chained || std::any_of(group.begin(), group.end(), in_flight);

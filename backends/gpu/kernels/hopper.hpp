@@ -47,6 +47,10 @@ using TensorMap = sim::TensorMap2D;
 #define TANDEM_SIM_WHERE_ONLY const std::source_location& w = std::source_location::current()
 #endif
 
+// A warpgroup, which wgmma spreads its tile over: four warps of NVIDIA's 32 lanes (the backends
+// offer wgmma only where warps are that wide; the simulator refuses it on sim64).
+inline constexpr unsigned kWarpgroupThreads = 128, kWarpgroupWarps = 4;
+
 // An mbarrier: 8 bytes of shared memory, 8-byte aligned.
 struct alignas(8) MBarrier {
   std::uint64_t state;

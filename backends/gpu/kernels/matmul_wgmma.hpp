@@ -29,7 +29,8 @@ inline namespace TANDEM_GPU_ABI {
 template <unsigned BlockN>
 struct WgmmaTile {
   static_assert(BlockN == 128 || BlockN == 256, "the wgmma kernel's tiles are 128 x 128 or 128 x 256");
-  static constexpr unsigned block_m = 128, block_n = BlockN, block_k = 64, stages = 4, threads = 384;
+  static constexpr unsigned block_m = 128, block_n = BlockN, block_k = 64, stages = 4;
+  static constexpr unsigned threads = 3 * kWarpgroupThreads;  // a producer, two consumers
   // One stage: A's 128 rows and B^T's BlockN rows of 64 bf16 (128 bytes, swizzled).
   struct alignas(1024) Stage {
     std::uint16_t a[block_m * block_k];
@@ -44,18 +45,17 @@ struct WgmmaTile {
 };
 
 template <class TA, unsigned BlockN>
-TANDEM_KERNEL TANDEM_LAUNCH_BOUNDS(384) void matmul_wgmma_kernel(TANDEM_GRID_CONSTANT const TensorMap a_map,
-                                                                 TANDEM_GRID_CONSTANT const TensorMap b_map,
-                                                                 Gemm<TA, float> g) {
+TANDEM_KERNEL TANDEM_LAUNCH_BOUNDS(3 * kWarpgroupThreads) void matmul_wgmma_kernel(
+    TANDEM_GRID_CONSTANT const TensorMap a_map, TANDEM_GRID_CONSTANT const TensorMap b_map, Gemm<TA, float> g) {
   static_assert(std::is_same_v<TA, bfloat16>, "the wgmma kernel takes bf16");
   using T = WgmmaTile<BlockN>;
   TANDEM_DYNAMIC_SHARED(unsigned char, raw);
   const std::uint32_t window = shared_window(raw);
   auto& sh = *reinterpret_cast<typename T::Shared*>(raw + (1024 - window % 1024) % 1024);
-  const unsigned t = thread_rank(), group = t / 128;
+  const unsigned t = thread_rank(), group = t / kWarpgroupThreads;
   const std::int64_t tiles_m = (g.m + T::block_m - 1) / T::block_m, tiles_n = (g.n + T::block_n - 1) / T::block_n;
   const unsigned steps = static_cast<unsigned>((g.k + T::block_k - 1) / T::block_k);
-  constexpr unsigned consumer_warps = 8;  // two warpgroups
+  constexpr unsigned consumer_warps = 2 * kWarpgroupWarps;
   if (t == 0) {
     for (unsigned s = 0; s < T::stages; ++s) {
       mbarrier_init(&sh.full[s], 1);
@@ -85,7 +85,7 @@ TANDEM_KERNEL TANDEM_LAUNCH_BOUNDS(384) void matmul_wgmma_kernel(TANDEM_GRID_CON
     return;
   }
   // A consumer: rows [row0, row0 + 64) of each tile, all BlockN columns in d.
-  const unsigned row0 = (group - 1) * 64, lane = lane_id(), warp = (t / 32) % 4;
+  const unsigned row0 = (group - 1) * 64, lane = lane_id(), warp = warp_id() % kWarpgroupWarps;
   const auto release = [&](std::uint32_t step) {  // frees the stage of that step
     sync_warp();
     if (lane == 0) mbarrier_arrive(&sh.empty[step % T::stages]);
