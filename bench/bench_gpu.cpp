@@ -312,7 +312,7 @@ void measure_gemm(const Run& run, const Gemm& g, bool tiles, std::vector<Row>& r
   b32 = Buffer();
   Buffer c(run.be, DType::f32, nn), pc(run.be, DType::f32, nn);
   Matrix am = matrix(a, N, N), bm = matrix(b, N, N), cm = matrix(c, N, N), pcm = matrix(pc, N, N);
-  bool transposed_b = false;  // B as B^T, on both sides (the layout the wgmma kernel takes)
+  bool transposed_b = false;  // B as B^T, on both sides
   auto on_tier = [&](MatmulTier tier, Matrix& out) {
     return Work([&, tier] {
       MatmulOptions o;
@@ -346,17 +346,22 @@ void measure_gemm(const Run& run, const Gemm& g, bool tiles, std::vector<Row>& r
     if (tier == MatmulTier::tensor_core && g.type == DType::bf16 &&
         std::getenv("TANDEM_GPU_TENSOR_KERNEL") == nullptr &&
         (run.backend.rfind("cuda", 0) == 0 || run.backend.rfind("sim", 0) == 0)) {
-      // The Hopper kernel (opt-in) at both tiles, B transposed on both sides, where this build and
-      // device have it.
-      transposed_b = true;
-      for (const char* kernel : {"wgmma", "wgmma_128"}) {
-        setenv("TANDEM_GPU_TENSOR_KERNEL", kernel, 1);
-        const std::string shape = std::string(kernel) == "wgmma" ? "128 x 256" : "128 x 128";
-        try {
-          versus_peer(tier, r, std::string("tensor_core ") + kernel,
-                      "tensor_core, wgmma " + shape + " (B transposed, as the peer)", 0);
-        } catch (const Unsupported& e) {
-          std::printf("(the wgmma kernel is not measured: %s)\n", e.what());
+      // The Hopper kernel (opt-in) at both tiles, B as it is (N-major to wgmma) and transposed
+      // (K-major), the peer given the same layout, where this build and device have it.
+      bool refused = false;  // said once
+      for (const bool transposed : {false, true}) {
+        transposed_b = transposed;
+        for (const char* kernel : {"wgmma", "wgmma_128"}) {
+          if (refused) break;
+          setenv("TANDEM_GPU_TENSOR_KERNEL", kernel, 1);
+          const std::string shape = std::string(kernel) == "wgmma" ? "128 x 256" : "128 x 128";
+          try {
+            versus_peer(tier, r, std::string("tensor_core ") + kernel + (transposed ? " B^T" : ""),
+                        "tensor_core, wgmma " + shape + (transposed ? ", B transposed on both sides" : ""), 0);
+          } catch (const Unsupported& e) {
+            std::printf("(the wgmma kernel is not measured: %s)\n", e.what());
+            refused = true;
+          }
         }
       }
       transposed_b = false;

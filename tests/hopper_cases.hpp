@@ -1,7 +1,8 @@
 // What the simulator's Hopper model (test_sim_hopper.cpp) and an sm_90 GPU (test_hopper_cuda.cu)
 // must both do as the hardware documents: TMA boxes (the kernel that copies a box into shared
 // memory and writes it out as it lies, the cases, what each byte must be) and wgmma products (a
-// 64 x 64 x 64 product from TMA-loaded tiles in each shared-memory layout, against the host's).
+// 64 x 64 x 64 product from TMA-loaded tiles in each shared-memory layout, each operand K-major
+// or M/N-major, against the host's).
 #pragma once
 
 #include <cstdint>
@@ -107,18 +108,50 @@ inline std::string check_box(const BoxCase& b, const std::vector<std::uint16_t>&
 inline constexpr unsigned kTile = 64;  // M, N and K of the product
 
 struct alignas(1024) ProductTiles {
-  std::uint16_t a[kTile * kTile];  // A's rows (64 x 64, K-major) as the TMA copies lay them out
-  std::uint16_t b[kTile * kTile];  // B^T's rows (N x K, K-major) likewise
+  std::uint16_t a[kTile * kTile];  // A's piece as the TMA copies lay it out
+  std::uint16_t b[kTile * kTile];  // B's likewise
 };
 
 enum class WgmmaBug : int { none, read_before_wait, wrong_swizzle, tile_reused_before_wait };
 
-// One warpgroup (128 threads) computes C (64 x 64, row-major) = A (64 x 64) * B, from A and B^T
-// (both K-major) copied by TMA in boxes kw elements wide (the swizzle's span, or 8 unswizzled)
-// placed one after another along K, then four m64n64k16 wgmmas over K.
+// How the product's operands lie: A K-major (A's rows) or M-major (A^T's rows), B K-major (B^T's
+// rows) or N-major (B's rows); bit 0 and bit 1 of wgmma_product's `majors`.
+inline constexpr int kMajorA = 1, kMajorB = 2;
+
+// One m64n64k16 step of wgmma_product with its operands' majorness as template arguments.
+template <bool TransA, bool TransB>
+TANDEM_DEVICE void product_step(float (&d)[32], std::uint64_t da, std::uint64_t db, bool accumulate) {
+  gpu::kernels::wgmma_bf16<kTile, TransA, TransB>(d, da, db, accumulate);
+}
+
+// One operand's descriptor at K step k0 (a multiple of 16) of a piece TMA-copied in boxes `span`
+// bytes wide (the swizzle's span, 16 unswizzled), placed one after another: along K when K-major
+// (a K step of 16 lies 32 bytes into its box's rows), along M/N when M/N-major (k0 rows on).
+TANDEM_DEVICE std::uint64_t product_descriptor(const std::uint16_t* piece, gpu::Swizzle declared, gpu::Swizzle s,
+                                               std::uint32_t span, bool mn_major, std::uint32_t k0) {
+  const std::uint32_t kw = span / 2, box_bytes = kTile * span;
+  const auto* base = reinterpret_cast<const unsigned char*>(piece);
+  if (mn_major) {
+    // Swizzled: k rows `span` bytes wide, 8-row groups 8 * span apart, the next run of M/N a box
+    // on. Unswizzled: core matrices of 8 k rows by 16 bytes, 128 bytes apart along K, a box apart
+    // along M/N.
+    const bool none = s == gpu::Swizzle::none;
+    return gpu::kernels::wgmma_descriptor(base + k0 * span, declared, none ? 128 : box_bytes,
+                                          none ? box_bytes : 8 * span);
+  }
+  // Swizzled: 8-row groups 8 * span bytes apart; unswizzled: 8 x 16-byte core matrices, 128 bytes
+  // apart along the rows and a box (1024 bytes) apart along K.
+  const std::uint32_t leading = s == gpu::Swizzle::none ? box_bytes : 16;
+  return gpu::kernels::wgmma_descriptor(base + (k0 / kw) * box_bytes + (k0 % kw) * 2, declared, leading, 8 * span);
+}
+
+// One warpgroup (128 threads) computes C (64 x 64, row-major) = A (64 x 64) * B from the tensors
+// the maps cover (A or A^T, B^T or B as `majors` says), copied by TMA in boxes as wide as the
+// swizzle's span (8 elements unswizzled) placed one after another along the contiguous dimension,
+// then four m64n64k16 wgmmas over K.
 TANDEM_KERNEL void wgmma_product(TANDEM_GRID_CONSTANT const gpu::kernels::TensorMap a_map,
-                                 TANDEM_GRID_CONSTANT const gpu::kernels::TensorMap b_map, int swizzle, int bug,
-                                 float* c) {
+                                 TANDEM_GRID_CONSTANT const gpu::kernels::TensorMap b_map, int swizzle, int majors,
+                                 int bug, float* c) {
   namespace k = gpu::kernels;
   TANDEM_SHARED(ProductTiles, tiles);
   TANDEM_SHARED(k::MBarrier, bar);
@@ -128,7 +161,7 @@ TANDEM_KERNEL void wgmma_product(TANDEM_GRID_CONSTANT const gpu::kernels::Tensor
                              : s == gpu::Swizzle::bytes64 ? 64
                              : s == gpu::Swizzle::bytes32 ? 32
                                                           : 16;
-  const std::uint32_t kw = span / 2, box_bytes = kTile * span;  // elements along K per box; bytes per box
+  const std::uint32_t kw = span / 2, box_bytes = kTile * span;  // elements per box row; bytes per box
   const unsigned t = gpu::thread_rank();
   start_barrier(bar);
   if (t == 0) {
@@ -139,19 +172,19 @@ TANDEM_KERNEL void wgmma_product(TANDEM_GRID_CONSTANT const gpu::kernels::Tensor
     }
   }
   k::mbarrier_wait_parity(&bar, 0);
-  // The descriptors' view: swizzled, the 16-wide K step lies 32 bytes on within its box, 8-row
-  // groups 8 * span bytes apart; unswizzled, 8 x 16-byte core matrices, 128 bytes apart along the
-  // rows and a box (1024 bytes) apart along K.
   const gpu::Swizzle declared = how == WgmmaBug::wrong_swizzle ? gpu::Swizzle::none : s;
+  const bool mn_a = (majors & kMajorA) != 0, mn_b = (majors & kMajorB) != 0;
   float d[32] = {};
   k::wgmma_fence_operands(d);
   k::wgmma_fence();
   for (std::uint32_t k0 = 0; k0 < kTile; k0 += 16) {
-    const std::uint32_t at = (k0 / kw) * box_bytes + (k0 % kw) * 2;
-    const std::uint32_t leading = s == gpu::Swizzle::none ? box_bytes : 16, stride = 8 * span;
-    const auto da = k::wgmma_descriptor(reinterpret_cast<unsigned char*>(tiles.a) + at, declared, leading, stride);
-    const auto db = k::wgmma_descriptor(reinterpret_cast<unsigned char*>(tiles.b) + at, declared, leading, stride);
-    k::wgmma_bf16<64>(d, da, db, k0 > 0);
+    const auto da = product_descriptor(tiles.a, declared, s, span, mn_a, k0);
+    const auto db = product_descriptor(tiles.b, declared, s, span, mn_b, k0);
+    if (mn_a) {
+      mn_b ? product_step<true, true>(d, da, db, k0 > 0) : product_step<true, false>(d, da, db, k0 > 0);
+    } else {
+      mn_b ? product_step<false, true>(d, da, db, k0 > 0) : product_step<false, false>(d, da, db, k0 > 0);
+    }
   }
   k::wgmma_commit_group();
   if (how == WgmmaBug::tile_reused_before_wait) {
@@ -176,11 +209,14 @@ TANDEM_KERNEL void wgmma_product(TANDEM_GRID_CONSTANT const gpu::kernels::Tensor
   if (how == WgmmaBug::read_before_wait) k::wgmma_wait_group<0>();
 }
 
-// A (64 x 64) and B^T (64 x 64) in bf16 bits, small integers so every sum is exact, and
-// C = A * B on the host.
+// A (64 x 64) and B (64 x 64) in bf16 bits, each as it is and transposed, small integers so every
+// sum is exact, and C = A * B on the host.
 struct Product {
-  std::vector<std::uint16_t> a, bt;
+  std::vector<std::uint16_t> a, at, b, bt;
   std::vector<float> c;
+  // What a map of the product's A (or B) covers: its rows when K-major, its transpose's else.
+  const std::vector<std::uint16_t>& a_rows(int majors) const { return (majors & kMajorA) != 0 ? at : a; }
+  const std::vector<std::uint16_t>& b_rows(int majors) const { return (majors & kMajorB) != 0 ? b : bt; }
 };
 inline std::uint16_t bf16_bits(float v) {
   std::uint32_t u;
@@ -188,20 +224,27 @@ inline std::uint16_t bf16_bits(float v) {
   return static_cast<std::uint16_t>(u >> 16);  // small integers: exact
 }
 inline Product product() {
+  constexpr unsigned n = kTile;
   Product p;
-  p.a.resize(kTile * kTile);
-  p.bt.resize(kTile * kTile);
-  p.c.assign(kTile * kTile, 0.0f);
-  std::vector<float> a(kTile * kTile), bt(kTile * kTile);
-  for (unsigned i = 0; i < kTile * kTile; ++i) {
+  p.a.resize(n * n);
+  p.at.resize(n * n);
+  p.b.resize(n * n);
+  p.bt.resize(n * n);
+  p.c.assign(n * n, 0.0f);
+  std::vector<float> a(n * n), bt(n * n);
+  for (unsigned i = 0; i < n * n; ++i) {
     a[i] = float(int((i * 37 + 11) % 9) - 4);
     bt[i] = float(int((i * 53 + 5) % 7) - 3);
-    p.a[i] = bf16_bits(a[i]);
-    p.bt[i] = bf16_bits(bt[i]);
   }
-  for (unsigned m = 0; m < kTile; ++m) {
-    for (unsigned n = 0; n < kTile; ++n) {
-      for (unsigned q = 0; q < kTile; ++q) p.c[m * kTile + n] += a[m * kTile + q] * bt[n * kTile + q];
+  for (unsigned r = 0; r < n; ++r) {
+    for (unsigned q = 0; q < n; ++q) {
+      p.a[r * n + q] = p.at[q * n + r] = bf16_bits(a[r * n + q]);
+      p.bt[r * n + q] = p.b[q * n + r] = bf16_bits(bt[r * n + q]);
+    }
+  }
+  for (unsigned m = 0; m < n; ++m) {
+    for (unsigned j = 0; j < n; ++j) {
+      for (unsigned q = 0; q < n; ++q) p.c[m * n + j] += a[m * n + q] * bt[j * n + q];
     }
   }
   return p;
@@ -209,7 +252,7 @@ inline Product product() {
 
 inline const gpu::Swizzle kLayouts[] = {gpu::Swizzle::bytes128, gpu::Swizzle::bytes64, gpu::Swizzle::bytes32,
                                         gpu::Swizzle::none};
-// The box width (elements along K) a layout's TMA copies use.
+// The box width (elements along the contiguous dimension) a layout's TMA copies use.
 inline std::uint32_t box_width(gpu::Swizzle s) {
   return s == gpu::Swizzle::bytes128 ? 64 : s == gpu::Swizzle::bytes64 ? 32 : s == gpu::Swizzle::bytes32 ? 16 : 8;
 }

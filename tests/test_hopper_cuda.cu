@@ -1,9 +1,10 @@
 // The simulator's Hopper model against an sm_90 GPU: the boxes of hopper_cases.hpp (edges, every
 // swizzle) copied by the GPU's TMA unit must lie in shared memory exactly as the simulator lays
-// them out, and wgmma must compute the product from each shared-memory layout into the fragment
-// layout the simulator gives it (test_sim_hopper.cpp checks the same cases there); and the
-// tensor_core tier's wgmma kernels (both tiles) must give cuBLAS's products. Built for sm_90a (wgmma
-// exists nowhere else); SKIPPED without a CUDA device of compute capability 9.0.
+// them out, and wgmma must compute the product from each shared-memory layout, each operand
+// K-major or M/N-major, into the fragment layout the simulator gives it (test_sim_hopper.cpp
+// checks the same cases there); and the tensor_core tier's wgmma kernels (both tiles, every
+// operand layout) must give cuBLAS's products. Built for sm_90a (wgmma exists nowhere else);
+// SKIPPED without a CUDA device of compute capability 9.0.
 #include <doctest/doctest.h>
 
 #include <cmath>
@@ -75,38 +76,44 @@ TEST_CASE("TMA boxes on the GPU lie as the simulator lays them out: edges and ev
   cudaFree(out);
 }
 
-TEST_CASE("wgmma on the GPU computes the 64 x 64 x 64 product from each shared-memory layout as the simulator does") {
+TEST_CASE(
+    "wgmma on the GPU computes the 64 x 64 x 64 product from each shared-memory layout, each operand K-major or "
+    "M/N-major, as the simulator does") {
   if (skipped_here()) return;
   const hb::Product p = hb::product();
-  void *a = nullptr, *bt = nullptr;
+  void *a = nullptr, *b = nullptr;
   float* c = nullptr;
   check(cudaMalloc(&a, p.a.size() * 2), "cudaMalloc");
-  check(cudaMalloc(&bt, p.bt.size() * 2), "cudaMalloc");
+  check(cudaMalloc(&b, p.b.size() * 2), "cudaMalloc");
   check(cudaMalloc(reinterpret_cast<void**>(&c), p.c.size() * sizeof(float)), "cudaMalloc");
-  check(cudaMemcpy(a, p.a.data(), p.a.size() * 2, cudaMemcpyHostToDevice), "cudaMemcpy");
-  check(cudaMemcpy(bt, p.bt.data(), p.bt.size() * 2, cudaMemcpyHostToDevice), "cudaMemcpy");
-  for (tandem::gpu::Swizzle layout : hb::kLayouts) {
-    const std::uint32_t kw = hb::box_width(layout);
-    const CUtensorMap a_map =
-        tandem::cuda::make_tensor_map_2d(a, 2, hb::kTile, hb::kTile, hb::kTile * 2, kw, hb::kTile, layout);
-    const CUtensorMap b_map =
-        tandem::cuda::make_tensor_map_2d(bt, 2, hb::kTile, hb::kTile, hb::kTile * 2, kw, hb::kTile, layout);
-    check(cudaMemset(c, 0xFF, p.c.size() * sizeof(float)), "cudaMemset");  // NaN: an output not written shows
-    int swizzle = static_cast<int>(layout), bug = 0;
-    void* args[] = {const_cast<CUtensorMap*>(&a_map), const_cast<CUtensorMap*>(&b_map), &swizzle, &bug, &c};
-    check(cudaLaunchKernel(reinterpret_cast<const void*>(hb::wgmma_product), dim3(1), dim3(128), args, 0, nullptr),
-          "launching wgmma_product");
-    check(cudaDeviceSynchronize(), "wgmma_product");
-    std::vector<float> got(p.c.size());
-    check(cudaMemcpy(got.data(), c, got.size() * sizeof(float), cudaMemcpyDeviceToHost), "cudaMemcpy");
-    CHECK_MESSAGE(got == p.c, "layout ", swizzle);
+  for (int majors = 0; majors < 4; ++majors) {
+    check(cudaMemcpy(a, p.a_rows(majors).data(), p.a.size() * 2, cudaMemcpyHostToDevice), "cudaMemcpy");
+    check(cudaMemcpy(b, p.b_rows(majors).data(), p.b.size() * 2, cudaMemcpyHostToDevice), "cudaMemcpy");
+    for (tandem::gpu::Swizzle layout : hb::kLayouts) {
+      const std::uint32_t kw = hb::box_width(layout);
+      const CUtensorMap a_map =
+          tandem::cuda::make_tensor_map_2d(a, 2, hb::kTile, hb::kTile, hb::kTile * 2, kw, hb::kTile, layout);
+      const CUtensorMap b_map =
+          tandem::cuda::make_tensor_map_2d(b, 2, hb::kTile, hb::kTile, hb::kTile * 2, kw, hb::kTile, layout);
+      check(cudaMemset(c, 0xFF, p.c.size() * sizeof(float)), "cudaMemset");  // NaN: an output not written shows
+      int swizzle = static_cast<int>(layout), how = majors, bug = 0;
+      void* args[] = {const_cast<CUtensorMap*>(&a_map), const_cast<CUtensorMap*>(&b_map), &swizzle, &how, &bug, &c};
+      check(cudaLaunchKernel(reinterpret_cast<const void*>(hb::wgmma_product), dim3(1), dim3(128), args, 0, nullptr),
+            "launching wgmma_product");
+      check(cudaDeviceSynchronize(), "wgmma_product");
+      std::vector<float> got(p.c.size());
+      check(cudaMemcpy(got.data(), c, got.size() * sizeof(float), cudaMemcpyDeviceToHost), "cudaMemcpy");
+      CHECK_MESSAGE(got == p.c, "layout ", swizzle, ", majors ", majors);
+    }
   }
   cudaFree(a);
-  cudaFree(bt);
+  cudaFree(b);
   cudaFree(c);
 }
 
-TEST_CASE("the tensor_core tier's wgmma kernels on the GPU give cuBLAS's products, at edges and in bulk") {
+TEST_CASE(
+    "the tensor_core tier's wgmma kernels on the GPU give cuBLAS's products in every operand layout, at edges and in "
+    "bulk") {
   if (skipped_here()) return;
   tandem::Backend& be = tandem::get_backend("cuda");
   struct Restore {
@@ -115,29 +122,40 @@ TEST_CASE("the tensor_core tier's wgmma kernels on the GPU give cuBLAS's product
   struct Shape {
     std::int64_t m, n, k;
   };
+  using tandem::Transpose;
   for (const Shape& s : {Shape{200, 136, 328}, Shape{129, 1, 24}, Shape{1000, 1000, 1000}, Shape{4096, 4096, 4096}}) {
-    // Small integers: every sum is exact in f32, so the kernels must agree to the bit.
-    std::vector<tandem::bfloat16> a(s.m * s.k), bt(s.n * s.k);
+    // Small integers: every sum is exact in f32, so the kernels must agree to the bit. The same
+    // stored elements read as A or A^T, B or B^T: four products of one shape.
+    std::vector<tandem::bfloat16> a(s.m * s.k), b(s.n * s.k);
     for (std::size_t i = 0; i < a.size(); ++i) a[i] = tandem::bfloat16(float(int(i * 7 % 9) - 4));
-    for (std::size_t i = 0; i < bt.size(); ++i) bt[i] = tandem::bfloat16(float(int(i * 5 % 7) - 3));
-    const tandem::Buffer ab = tandem::Buffer::from(be, a), bb = tandem::Buffer::from(be, bt);
+    for (std::size_t i = 0; i < b.size(); ++i) b[i] = tandem::bfloat16(float(int(i * 5 % 7) - 3));
+    const tandem::Buffer ab = tandem::Buffer::from(be, a), bb = tandem::Buffer::from(be, b);
     tandem::Buffer want(be, tandem::DType::f32, s.m * s.n), got(be, tandem::DType::f32, s.m * s.n);
-    tandem::MatmulOptions o;
-    o.trans_b = tandem::Transpose::yes;
-    o.tier = tandem::MatmulTier::vendor;
-    tandem::matmul(tandem::matrix(ab, s.m, s.k), tandem::matrix(bb, s.n, s.k), tandem::matrix(want, s.m, s.n), o);
-    o.tier = tandem::MatmulTier::tensor_core;
-    for (const char* kernel : {"wgmma", "wgmma_128"}) {
-      ::setenv("TANDEM_GPU_TENSOR_KERNEL", kernel, 1);
-      tandem::fill(got, std::nan(""));  // a tile left unwritten shows
-      try {
-        tandem::matmul(tandem::matrix(ab, s.m, s.k), tandem::matrix(bb, s.n, s.k), tandem::matrix(got, s.m, s.n), o);
-      } catch (const tandem::Unsupported& e) {  // a build without sm_90a code (CMAKE_CUDA_ARCHITECTURES=90)
-        std::printf("SKIPPED: %s\n", e.what());
-        return;
+    for (const Transpose ta : {Transpose::no, Transpose::yes}) {
+      for (const Transpose tb : {Transpose::yes, Transpose::no}) {
+        const auto am = ta == Transpose::yes ? tandem::matrix(ab, s.k, s.m) : tandem::matrix(ab, s.m, s.k);
+        const auto bm = tb == Transpose::yes ? tandem::matrix(bb, s.n, s.k) : tandem::matrix(bb, s.k, s.n);
+        tandem::MatmulOptions o;
+        o.trans_a = ta;
+        o.trans_b = tb;
+        o.tier = tandem::MatmulTier::vendor;
+        ::unsetenv("TANDEM_GPU_TENSOR_KERNEL");
+        tandem::matmul(am, bm, tandem::matrix(want, s.m, s.n), o);
+        o.tier = tandem::MatmulTier::tensor_core;
+        for (const char* kernel : {"wgmma", "wgmma_128"}) {
+          ::setenv("TANDEM_GPU_TENSOR_KERNEL", kernel, 1);
+          tandem::fill(got, std::nan(""));  // a tile left unwritten shows
+          try {
+            tandem::matmul(am, bm, tandem::matrix(got, s.m, s.n), o);
+          } catch (const tandem::Unsupported& e) {  // a build without sm_90a code (CMAKE_CUDA_ARCHITECTURES=90)
+            std::printf("SKIPPED: %s\n", e.what());
+            return;
+          }
+          be.synchronize({});
+          CHECK_MESSAGE(got.to_vector<float>() == want.to_vector<float>(), kernel, " at ", s.m, " x ", s.n, " x ",
+                        s.k, ta == Transpose::yes ? ", A^T" : ", A", tb == Transpose::yes ? ", B^T" : ", B");
+        }
       }
-      be.synchronize({});
-      CHECK_MESSAGE(got.to_vector<float>() == want.to_vector<float>(), kernel, " at ", s.m, " x ", s.n, " x ", s.k);
     }
   }
 }

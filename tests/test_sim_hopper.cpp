@@ -235,25 +235,29 @@ struct ProductRun {
   std::string error;
 };
 
-ProductRun run_product(g::Swizzle layout, hb::WgmmaBug bug, bool adversarial = false, std::uint64_t seed = 1) {
+ProductRun run_product(g::Swizzle layout, int majors, hb::WgmmaBug bug, bool adversarial = false,
+                       std::uint64_t seed = 1) {
   Backend& be = sim_backend();
   const hb::Product p = hb::product();
-  Buffer a(be, DType::bf16, p.a.size()), bt(be, DType::bf16, p.bt.size()), c(be, DType::f32, p.c.size());
-  a.upload_bytes(p.a.data(), p.a.size() * 2);
-  bt.upload_bytes(p.bt.data(), p.bt.size() * 2);
+  const auto& a_rows = p.a_rows(majors);
+  const auto& b_rows = p.b_rows(majors);
+  Buffer a(be, DType::bf16, a_rows.size()), b(be, DType::bf16, b_rows.size()), c(be, DType::f32, p.c.size());
+  a.upload_bytes(a_rows.data(), a_rows.size() * 2);
+  b.upload_bytes(b_rows.data(), b_rows.size() * 2);
   const std::uint32_t kw = hb::box_width(layout);
   const auto a_map = sim::make_tensor_map_2d(a.data(), 2, hb::kTile, hb::kTile, hb::kTile * 2, kw, hb::kTile, layout);
-  const auto b_map = sim::make_tensor_map_2d(bt.data(), 2, hb::kTile, hb::kTile, hb::kTile * 2, kw, hb::kTile, layout);
+  const auto b_map = sim::make_tensor_map_2d(b.data(), 2, hb::kTile, hb::kTile, hb::kTile * 2, kw, hb::kTile, layout);
   const g::LaunchConfig config{"wgmma_product", {1, 1, 1}, {128, 1, 1}};
+  const int swizzle = static_cast<int>(layout), planted = static_cast<int>(bug);
   ProductRun run;
   try {
     if (adversarial) {
       sim::AdversaryOptions o;
       o.seed = seed;
-      sim::launch_adversarial(be, o, config, hb::wgmma_product, a_map, b_map, static_cast<int>(layout),
-                              static_cast<int>(bug), static_cast<float*>(c.data()));
+      sim::launch_adversarial(be, o, config, hb::wgmma_product, a_map, b_map, swizzle, majors, planted,
+                              static_cast<float*>(c.data()));
     } else {
-      sim::launch(be, config, hb::wgmma_product, a_map, b_map, static_cast<int>(layout), static_cast<int>(bug),
+      sim::launch(be, config, hb::wgmma_product, a_map, b_map, swizzle, majors, planted,
                   static_cast<float*>(c.data()));
     }
   } catch (const DeviceError& e) {
@@ -265,69 +269,81 @@ ProductRun run_product(g::Swizzle layout, hb::WgmmaBug bug, bool adversarial = f
 }
 
 TEST_CASE(
-    "wgmma: a 64 x 64 x 64 product from TMA tiles is exact in each shared-memory layout (the cases an sm_90a GPU "
-    "checks)") {
+    "wgmma: a 64 x 64 x 64 product from TMA tiles is exact in each shared-memory layout, each operand K-major or "
+    "M/N-major (the cases an sm_90a GPU checks)") {
   const hb::Product p = hb::product();
   for (g::Swizzle layout : hb::kLayouts) {
-    for (bool adversarial : {false, true}) {
-      const ProductRun run = run_product(layout, hb::WgmmaBug::none, adversarial, 7);
-      CHECK_MESSAGE(run.error.empty(), run.error);
-      CHECK_MESSAGE(run.c == p.c, "layout ", static_cast<int>(layout), std::string(adversarial ? " (adversary)" : ""));
+    for (int majors = 0; majors < 4; ++majors) {
+      for (bool adversarial : {false, true}) {
+        const ProductRun run = run_product(layout, majors, hb::WgmmaBug::none, adversarial, 7);
+        CHECK_MESSAGE(run.error.empty(), run.error);
+        CHECK_MESSAGE(run.c == p.c, "layout ", static_cast<int>(layout), ", majors ", majors,
+                      std::string(adversarial ? " (adversary)" : ""));
+      }
     }
   }
 }
 
 TEST_CASE("wgmma with a bug planted fails: accumulators read before the wait, the wrong swizzle, a tile reused") {
   const hb::Product p = hb::product();
-  for (hb::WgmmaBug bug : {hb::WgmmaBug::read_before_wait, hb::WgmmaBug::wrong_swizzle}) {
-    const ProductRun run = run_product(g::Swizzle::bytes128, bug);
-    CHECK_MESSAGE(run.error.empty(), run.error);
-    CHECK_MESSAGE(run.c != p.c, "bug ", static_cast<int>(bug), " not caught");
+  for (int majors : {0, hb::kMajorA | hb::kMajorB}) {
+    for (hb::WgmmaBug bug : {hb::WgmmaBug::read_before_wait, hb::WgmmaBug::wrong_swizzle}) {
+      const ProductRun run = run_product(g::Swizzle::bytes128, majors, bug);
+      CHECK_MESSAGE(run.error.empty(), run.error);
+      CHECK_MESSAGE(run.c != p.c, "bug ", static_cast<int>(bug), ", majors ", majors, " not caught");
+    }
   }
   // Shared memory written under a wgmma in flight: named, not merely wrong.
-  const ProductRun reused = run_product(g::Swizzle::bytes128, hb::WgmmaBug::tile_reused_before_wait);
+  const ProductRun reused = run_product(g::Swizzle::bytes128, 0, hb::WgmmaBug::tile_reused_before_wait);
   CHECK_MESSAGE(reused.error.find("changed while it was in flight") != std::string::npos, reused.error);
 }
 
 // ---- the wgmma matmul kernel ----
 
-// C (m x n, ldc = n + 3) = alpha * A (m x k) * B + beta * C with B given as B^T (n x k), through
-// matmul_wgmma_kernel; exact small integers, so C must equal the host's product to the bit.
-template <unsigned BlockN>
+// C (m x n, ldc = n + 3) = alpha * A (m x k) * B + beta * C through matmul_wgmma_kernel, A given
+// as it is (m x k) or, AMn, as A^T (k x m), B as B^T (n x k) or, BMn, as it is (k x n); exact
+// small integers, so C must equal the host's product to the bit.
+template <unsigned BlockN, bool AMn, bool BMn>
 std::string wgmma_matmul_error(std::int64_t m, std::int64_t n, std::int64_t k, float alpha, float beta,
-                               bool adversarial, std::uint64_t seed, bool one_block = false) {
+                               bool adversarial, std::uint64_t seed, bool one_block) {
   using T = k::WgmmaTile<BlockN>;
   Backend& be = sim_backend();
-  const std::int64_t lda = (k + 7) / 8 * 8 + 8, ldb = lda, ldc = n + 3;  // rows of 16-byte multiples for the copies
-  std::vector<std::uint16_t> a(m * lda), bt(n * ldb);
-  std::vector<float> af(m * lda), bf(n * ldb), c(m * ldc), want(m * ldc);
-  for (std::size_t i = 0; i < a.size(); ++i) {
-    af[i] = float(int((i * 29 + 3) % 7) - 3);
-    a[i] = hb::bf16_bits(af[i]);
+  // Rows of 16-byte multiples, as the copies need, and longer than the matrix's.
+  const auto padded = [](std::int64_t w) { return (w + 7) / 8 * 8 + 8; };
+  const std::int64_t lda = padded(AMn ? m : k), ldb = padded(BMn ? n : k), ldc = n + 3;
+  const auto av = [](std::int64_t i, std::int64_t q) { return float(int((i * 29 + q * 13 + 3) % 7) - 3); };
+  const auto bv = [](std::int64_t q, std::int64_t j) { return float(int((q * 41 + j * 7 + 1) % 5) - 2); };
+  std::vector<std::uint16_t> a((AMn ? k : m) * lda, 0), b((BMn ? k : n) * ldb, 0);
+  for (std::int64_t i = 0; i < m; ++i) {
+    for (std::int64_t q = 0; q < k; ++q) a[AMn ? q * lda + i : i * lda + q] = hb::bf16_bits(av(i, q));
   }
-  for (std::size_t i = 0; i < bt.size(); ++i) {
-    bf[i] = float(int((i * 41 + 1) % 5) - 2);
-    bt[i] = hb::bf16_bits(bf[i]);
+  for (std::int64_t q = 0; q < k; ++q) {
+    for (std::int64_t j = 0; j < n; ++j) b[BMn ? q * ldb + j : j * ldb + q] = hb::bf16_bits(bv(q, j));
   }
+  std::vector<float> c(m * ldc), want(m * ldc);
   for (std::size_t i = 0; i < c.size(); ++i) c[i] = float(int(i % 11) - 5);
   for (std::int64_t i = 0; i < m; ++i) {
     for (std::int64_t j = 0; j < ldc; ++j) {
       double sum = 0;
-      for (std::int64_t q = 0; q < k && j < n; ++q) sum += double(af[i * lda + q]) * bf[j * ldb + q];
+      for (std::int64_t q = 0; q < k && j < n; ++q) sum += double(av(i, q)) * bv(q, j);
       want[i * ldc + j] =
           j < n ? float(alpha * sum + (beta == 0 ? 0.0 : double(beta) * c[i * ldc + j])) : c[i * ldc + j];
     }
   }
-  Buffer ab(be, DType::bf16, a.size()), bb(be, DType::bf16, bt.size());
+  Buffer ab(be, DType::bf16, a.size()), bb(be, DType::bf16, b.size());
   ab.upload_bytes(a.data(), a.size() * 2);
-  bb.upload_bytes(bt.data(), bt.size() * 2);
+  bb.upload_bytes(b.data(), b.size() * 2);
   Buffer cb = Buffer::from(be, c);
-  const auto a_map = sim::make_tensor_map_2d(ab.data(), 2, k, m, lda * 2, T::block_k, T::block_m, g::Swizzle::bytes128);
-  const auto b_map = sim::make_tensor_map_2d(bb.data(), 2, k, n, ldb * 2, T::block_k, T::block_n, g::Swizzle::bytes128);
+  // As the backend makes them: K-major operands one box a stage, M/N-major ones boxes of 64 x 64.
+  constexpr auto sw = g::Swizzle::bytes128;
+  const auto a_map = AMn ? sim::make_tensor_map_2d(ab.data(), 2, m, k, lda * 2, 64, T::block_k, sw)
+                         : sim::make_tensor_map_2d(ab.data(), 2, k, m, lda * 2, T::block_k, T::block_m, sw);
+  const auto b_map = BMn ? sim::make_tensor_map_2d(bb.data(), 2, n, k, ldb * 2, 64, T::block_k, sw)
+                         : sim::make_tensor_map_2d(bb.data(), 2, k, n, ldb * 2, T::block_k, T::block_n, sw);
   k::Gemm<bfloat16, float> gemm{m,     n,     k,
                                 alpha, beta,  static_cast<const bfloat16*>(ab.data()),
-                                lda,   false, static_cast<const bfloat16*>(bb.data()),
-                                ldb,   true,  static_cast<float*>(cb.data()),
+                                lda,   AMn,   static_cast<const bfloat16*>(bb.data()),
+                                ldb,   !BMn,  static_cast<float*>(cb.data()),
                                 ldc,   true,  true};
   // The grid: one block per tile, or one block for all of them (as when tiles outnumber the
   // blocks the backend launches).
@@ -335,13 +351,14 @@ std::string wgmma_matmul_error(std::int64_t m, std::int64_t n, std::int64_t k, f
       one_block ? g::Dim3{1, 1, 1}
                 : g::Dim3{unsigned((n + T::block_n - 1) / T::block_n), unsigned((m + T::block_m - 1) / T::block_m), 1};
   const g::LaunchConfig config{"matmul_wgmma", grid, {T::threads, 1, 1}, T::shared_bytes, true};
+  const auto kernel = k::matmul_wgmma_kernel<bfloat16, BlockN, AMn, BMn>;
   try {
     if (adversarial) {
       sim::AdversaryOptions o;
       o.seed = seed;
-      sim::launch_adversarial(be, o, config, k::matmul_wgmma_kernel<bfloat16, BlockN>, a_map, b_map, gemm);
+      sim::launch_adversarial(be, o, config, kernel, a_map, b_map, gemm);
     } else {
-      sim::launch(be, config, k::matmul_wgmma_kernel<bfloat16, BlockN>, a_map, b_map, gemm);
+      sim::launch(be, config, kernel, a_map, b_map, gemm);
     }
   } catch (const DeviceError& e) {
     return e.what();
@@ -356,19 +373,43 @@ std::string wgmma_matmul_error(std::int64_t m, std::int64_t n, std::int64_t k, f
   return "";
 }
 
-TEST_CASE("the wgmma matmul kernel is exact at both tiles: one tile, edges, more K steps than stages, alpha and beta") {
+// The operands' layouts by number: bit 0 A transposed (M-major), bit 1 B as it is (N-major).
+const char* const kOperandLayouts[] = {"A, B^T", "A^T, B^T", "A, B", "A^T, B"};
+
+template <unsigned BlockN>
+std::string wgmma_matmul_error(int layout, std::int64_t m, std::int64_t n, std::int64_t k, float alpha, float beta,
+                               bool adversarial, std::uint64_t seed, bool one_block = false) {
+  switch (layout) {
+    case 0: return wgmma_matmul_error<BlockN, false, false>(m, n, k, alpha, beta, adversarial, seed, one_block);
+    case 1: return wgmma_matmul_error<BlockN, true, false>(m, n, k, alpha, beta, adversarial, seed, one_block);
+    case 2: return wgmma_matmul_error<BlockN, false, true>(m, n, k, alpha, beta, adversarial, seed, one_block);
+    default: return wgmma_matmul_error<BlockN, true, true>(m, n, k, alpha, beta, adversarial, seed, one_block);
+  }
+}
+
+// Each shape runs at both tiles, plainly and under the adversary: four runs, one per operand
+// layout (rotated from shape to shape), so every layout meets every shape and both tiles.
+TEST_CASE(
+    "the wgmma matmul kernel is exact at both tiles and every operand layout: one tile, edges, more K steps than "
+    "stages, alpha and beta") {
   struct Shape {
     std::int64_t m, n, k;
     float alpha, beta;
   };
+  int rotation = 0;
   for (const Shape& s : {Shape{128, 128, 64, 1, 0}, Shape{200, 136, 328, 1, 0}, Shape{64, 300, 1000, 0.5f, 2},
                          Shape{129, 1, 17, 1, 1}}) {
-    for (bool adversarial : {false, true}) {
-      const std::string at = std::to_string(s.m) + " x " + std::to_string(s.n) + " x " + std::to_string(s.k) +
+    for (int run = 0; run < 4; ++run) {
+      const bool adversarial = run % 2 == 1, wide = run < 2;
+      const int layout = (run + rotation) % 4;
+      const std::string at = std::to_string(s.m) + " x " + std::to_string(s.n) + " x " + std::to_string(s.k) + ", " +
+                             kOperandLayouts[layout] + (wide ? ", 128 x 256" : ", 128 x 128") +
                              (adversarial ? " (adversary)" : "");
-      CHECK_MESSAGE(wgmma_matmul_error<256>(s.m, s.n, s.k, s.alpha, s.beta, adversarial, 11) == "", at, ", 128 x 256");
-      CHECK_MESSAGE(wgmma_matmul_error<128>(s.m, s.n, s.k, s.alpha, s.beta, adversarial, 11) == "", at, ", 128 x 128");
+      const std::string error = wide ? wgmma_matmul_error<256>(layout, s.m, s.n, s.k, s.alpha, s.beta, adversarial, 11)
+                                     : wgmma_matmul_error<128>(layout, s.m, s.n, s.k, s.alpha, s.beta, adversarial, 11);
+      CHECK_MESSAGE(error == "", at);
     }
+    ++rotation;
   }
 }
 
@@ -404,12 +445,33 @@ TEST_CASE(
   matmul(matrix(ab, m, kk), matrix(bb, n, kk), matrix(got, m, n), o);
   be.synchronize({});
   CHECK(got.to_vector<float>() == want.to_vector<float>());  // small integers: exact either way
-  // What it does not take is refused by name (B as it is), never run on the other kernel.
+  // B as it is (the product's default, N-major to wgmma) and A transposed: the same product.
+  std::vector<bfloat16> at(kk * m), b(kk * n);
+  for (std::int64_t i = 0; i < m; ++i) {
+    for (std::int64_t q = 0; q < kk; ++q) at[q * m + i] = a[i * kk + q];
+  }
+  for (std::int64_t j = 0; j < n; ++j) {
+    for (std::int64_t q = 0; q < kk; ++q) b[q * n + j] = bt[j * kk + q];
+  }
+  const Buffer atb = Buffer::from(be, at), bbn = Buffer::from(be, b);
   MatmulOptions plain;
   plain.tier = MatmulTier::tensor_core;
-  Buffer b(be, DType::bf16, kk * n);
-  CHECK_THROWS_WITH_AS(matmul(matrix(ab, m, kk), matrix(b, kk, n), matrix(got, m, n), plain),
-                       doctest::Contains("takes A as it is and B transposed"), Unsupported);
+  tandem::fill(got, std::nanf(""));
+  matmul(matrix(ab, m, kk), matrix(bbn, kk, n), matrix(got, m, n), plain);
+  be.synchronize({});
+  CHECK(got.to_vector<float>() == want.to_vector<float>());
+  MatmulOptions both = plain;
+  both.trans_a = Transpose::yes;
+  tandem::fill(got, std::nanf(""));
+  matmul(matrix(atb, kk, m), matrix(bbn, kk, n), matrix(got, m, n), both);
+  be.synchronize({});
+  CHECK(got.to_vector<float>() == want.to_vector<float>());
+  // What it does not take is refused by name (rows not 16 bytes apart), never run on the other
+  // kernel.
+  const std::int64_t odd = kk + 1;  // 402 bytes a row
+  Buffer ragged(be, DType::bf16, m * odd);
+  CHECK_THROWS_WITH_AS(matmul(matrix(ragged, m, kk, odd), matrix(bbn, kk, n), matrix(got, m, n), plain),
+                       doctest::Contains("rows a multiple of 16 bytes apart"), Unsupported);
   // tandem info says which kernel is in force.
   const auto kernel_line = [&] {
     for (const auto& [what, how] : be.properties().tuning) {
@@ -421,7 +483,7 @@ TEST_CASE(
   // By default the tier is the mma.sync kernel, which takes that product.
   ::unsetenv("TANDEM_GPU_TENSOR_KERNEL");
   CHECK(kernel_line().rfind("mma.sync", 0) == 0);
-  CHECK_NOTHROW(matmul(matrix(ab, m, kk), matrix(b, kk, n), matrix(got, m, n), plain));
+  CHECK_NOTHROW(matmul(matrix(ragged, m, kk, odd), matrix(bbn, kk, n), matrix(got, m, n), plain));
   be.synchronize({});
 }
 
@@ -429,8 +491,11 @@ TEST_CASE(
     "the wgmma matmul kernel walks every tile when the grid has fewer blocks, its stages' phases carried across") {
   for (bool adversarial : {false, true}) {
     const std::string how = adversarial ? " (adversary)" : "";
-    CHECK_MESSAGE(wgmma_matmul_error<256>(300, 600, 200, 1, 0, adversarial, 5, true) == "", "128 x 256", how);
-    CHECK_MESSAGE(wgmma_matmul_error<128>(300, 300, 72, 1, 1, adversarial, 5, true) == "", "128 x 128", how);
+    const int layout = adversarial ? 2 : 0, other = adversarial ? 1 : 3;  // each layout once
+    CHECK_MESSAGE(wgmma_matmul_error<256>(layout, 300, 600, 200, 1, 0, adversarial, 5, true) == "", "128 x 256, ",
+                  kOperandLayouts[layout], how);
+    CHECK_MESSAGE(wgmma_matmul_error<128>(other, 300, 300, 72, 1, 1, adversarial, 5, true) == "", "128 x 128, ",
+                  kOperandLayouts[other], how);
   }
 }
 

@@ -375,30 +375,42 @@ class GpuBackend : public Backend {
       (void)q, (void)g;
       throw Unsupported(refused + "takes bf16 inputs, not " + std::string(name_of(a.ab_type)));
     } else {
-      if (a.trans_a != Transpose::no || a.trans_b != Transpose::yes || a.lda % 8 != 0 || a.ldb % 8 != 0 ||
-          !aligned(a.a, a.b)) {
+      if (a.lda % 8 != 0 || a.ldb % 8 != 0 || !aligned(a.a, a.b)) {
         throw Unsupported(refused +
-                          "takes A as it is and B transposed (trans_b), each from a 16-byte aligned start with rows "
-                          "a multiple of 16 bytes apart (the layouts its TMA copies and K-major wgmma operands "
-                          "need); unset the variable for the mma.sync kernel, which takes any");
+                          "takes A and B from 16-byte aligned starts with rows a multiple of 16 bytes apart (the "
+                          "layouts its TMA copies need); unset the variable for the mma.sync kernel, which takes any");
       }
 #if defined(TANDEM_GPU_COMPILER)
       if (const std::string cc = rt_.properties().compute_capability; cc != "9.0") {
         throw Unsupported(refused + "runs on compute capability 9.0 (H100, H200); this device is " + cc);
       }
 #endif
-      const auto run = [&]<unsigned BlockN>() {
+      // K-major operands (A as it is, B transposed) come in one box a stage, M/N-major ones (A
+      // transposed, B as it is) in boxes of 64 k rows by 64 elements (kernels/matmul_wgmma.hpp).
+      const bool a_mn = a.trans_a == Transpose::yes, b_mn = a.trans_b == Transpose::no;
+      const auto run = [&]<unsigned BlockN, bool AMn, bool BMn>() {
         using T = kernels::WgmmaTile<BlockN>;
-        const auto a_map = make_tensor_map_2d(a.a, 2, a.k, a.m, a.lda * 2, T::block_k, T::block_m, Swizzle::bytes128);
-        const auto b_map = make_tensor_map_2d(a.b, 2, a.k, a.n, a.ldb * 2, T::block_k, T::block_n, Swizzle::bytes128);
+        const auto a_map = AMn ? make_tensor_map_2d(a.a, 2, a.m, a.k, a.lda * 2, 64, T::block_k, Swizzle::bytes128)
+                               : make_tensor_map_2d(a.a, 2, a.k, a.m, a.lda * 2, T::block_k, T::block_m,
+                                                    Swizzle::bytes128);
+        const auto b_map = BMn ? make_tensor_map_2d(a.b, 2, a.n, a.k, a.ldb * 2, 64, T::block_k, Swizzle::bytes128)
+                               : make_tensor_map_2d(a.b, 2, a.k, a.n, a.ldb * 2, T::block_k, T::block_n,
+                                                    Swizzle::bytes128);
         const LaunchConfig config{"matmul_wgmma", grid_2d(a.m, a.n, T::block_m, T::block_n), Dim3{T::threads, 1, 1},
                                   T::shared_bytes, true};
-        rt_.launch(stream(q), config, kernels::matmul_wgmma_kernel<TA, BlockN>, a_map, b_map, g);
+        rt_.launch(stream(q), config, kernels::matmul_wgmma_kernel<TA, BlockN, AMn, BMn>, a_map, b_map, g);
+      };
+      const auto layouts = [&]<unsigned BlockN>() {
+        if (a_mn) {
+          b_mn ? run.template operator()<BlockN, true, true>() : run.template operator()<BlockN, true, false>();
+        } else {
+          b_mn ? run.template operator()<BlockN, false, true>() : run.template operator()<BlockN, false, false>();
+        }
       };
       if (width == 256) {
-        run.template operator()<256>();
+        layouts.template operator()<256>();
       } else {
-        run.template operator()<128>();
+        layouts.template operator()<128>();
       }
     }
 #endif

@@ -227,16 +227,18 @@ std::uint32_t shared_window_address(const void* p, const std::source_location&) 
 
 namespace {
 
-// What a wgmma descriptor says of an operand K-major in shared memory: element (row, k) of its
-// k16 slice (row < 64 for A, < N for B).
+// What a wgmma descriptor says of an operand in shared memory: element (row, k) of its k16 slice
+// (row < 64 for A, < N for B), K-major or (transposed) M/N-major.
 struct Operand {
   std::uint32_t start, leading, stride;  // bytes
   unsigned swizzle;                      // 0 none, 1 128B, 2 64B, 3 32B
+  bool mn_major;
 };
 
-Operand decode(const Block& b, const Fiber& f, std::uint64_t desc, const char* which, const std::source_location& w) {
+Operand decode(const Block& b, const Fiber& f, std::uint64_t desc, bool mn_major, const char* which,
+               const std::source_location& w) {
   Operand o{static_cast<std::uint32_t>(desc & 0x3FFF) << 4, static_cast<std::uint32_t>((desc >> 16) & 0x3FFF) << 4,
-            static_cast<std::uint32_t>((desc >> 32) & 0x3FFF) << 4, static_cast<unsigned>(desc >> 62)};
+            static_cast<std::uint32_t>((desc >> 32) & 0x3FFF) << 4, static_cast<unsigned>(desc >> 62), mn_major};
   if (((desc >> 49) & 7) != 0) {
     fail(b, where_text(f, w) + ": wgmma's " + which +
                 " descriptor has a matrix base offset (bits 49-51), which the simulator does not model: start "
@@ -245,12 +247,26 @@ Operand decode(const Block& b, const Fiber& f, std::uint64_t desc, const char* w
   return o;
 }
 
-// The byte address of element (row, k) of the operand, after its swizzle.
+// The byte address of element (row, k) of the operand, after its swizzle. PTX's canonical layouts:
+//  - K-major, unswizzled: 8 x 16-byte core matrices (8 rows of 8 k), `leading` bytes apart along K
+//    and `stride` along the rows; swizzled: rows as wide as the pattern (32, 64, 128 bytes) along
+//    K, each 8-row group `stride` bytes on.
+//  - M/N-major, unswizzled: core matrices of 8 k rows holding 8 elements of the M/N dimension
+//    each (16 bytes), `leading` bytes apart along K and `stride` along M/N; swizzled: k rows as
+//    wide as the pattern along M/N, each 8-row group of k `stride` bytes on, each pattern-wide
+//    run of M/N `leading` bytes on.
 std::uint32_t element_at(const Operand& o, std::uint32_t row, std::uint32_t k) {
-  if (o.swizzle == 0) return o.start + (row / 8) * o.stride + (k / 8) * o.leading + (row % 8) * 16 + (k % 8) * 2;
   static constexpr gpu::Swizzle kinds[] = {gpu::Swizzle::none, gpu::Swizzle::bytes128, gpu::Swizzle::bytes64,
                                            gpu::Swizzle::bytes32};
   static constexpr std::uint32_t widths[] = {16, 128, 64, 32};  // bytes of a row of the pattern
+  if (o.mn_major) {
+    if (o.swizzle == 0) return o.start + (row / 8) * o.stride + (k / 8) * o.leading + (k % 8) * 16 + (row % 8) * 2;
+    const std::uint32_t run = widths[o.swizzle] / 2;  // elements of M/N in a row of the pattern
+    return gpu::swizzled(
+        o.start + (row / run) * o.leading + (k / 8) * o.stride + (k % 8) * widths[o.swizzle] + (row % run) * 2,
+        kinds[o.swizzle]);
+  }
+  if (o.swizzle == 0) return o.start + (row / 8) * o.stride + (k / 8) * o.leading + (row % 8) * 16 + (k % 8) * 2;
   return gpu::swizzled(o.start + (row / 8) * o.stride + (row % 8) * widths[o.swizzle] + k * 2, kinds[o.swizzle]);
 }
 
@@ -272,7 +288,8 @@ float element(const Block& b, const Fiber& f, const Operand& o, std::uint32_t ro
 // 16w + l / 4 (+ 8) and columns 8j + 2 (l % 4) (+ 1). A's two rows (16 values each), then B's
 // columns (N / 4 of them, 16 each).
 std::vector<float> operands_of(const Block& b, const Fiber& f, const Wgmma& op) {
-  const Operand a = decode(b, f, op.desc_a, "A", op.where), bm = decode(b, f, op.desc_b, "B", op.where);
+  const Operand a = decode(b, f, op.desc_a, op.mn_major_a, "A", op.where);
+  const Operand bm = decode(b, f, op.desc_b, op.mn_major_b, "B", op.where);
   const unsigned t = f.rank % 128, warp = t / 32, lane = t % 32;
   std::vector<float> v;
   v.reserve(32 + op.n * 4);
@@ -314,7 +331,7 @@ void run_wgmma(const Block& b, const Fiber& f, const Wgmma& op) {
 }  // namespace
 
 void wgmma(float* d, unsigned n, std::uint64_t desc_a, std::uint64_t desc_b, bool accumulate, bool bf16,
-           const std::source_location& where) {
+           bool mn_major_a, bool mn_major_b, const std::source_location& where) {
   Running& r = running();
   Block& b = *r.block;
   Fiber& f = *r.fiber;
@@ -325,8 +342,8 @@ void wgmma(float* d, unsigned n, std::uint64_t desc_a, std::uint64_t desc_b, boo
   }
   if (n < 8 || n > 256 || n % 8 != 0)
     fail(b, where_text(f, where) + ": wgmma m64n" + std::to_string(n) + "k16 does not exist");
-  decode(b, f, desc_a, "A", where);
-  decode(b, f, desc_b, "B", where);
+  decode(b, f, desc_a, mn_major_a, "A", where);
+  decode(b, f, desc_b, mn_major_b, "B", where);
   Wgmma op{.d = d,
            .n = n,
            .before = {},
@@ -335,6 +352,8 @@ void wgmma(float* d, unsigned n, std::uint64_t desc_a, std::uint64_t desc_b, boo
            .operands = {},
            .accumulate = accumulate,
            .bf16 = bf16,
+           .mn_major_a = mn_major_a,
+           .mn_major_b = mn_major_b,
            .where = where};
   const auto in_flight = [&](const Wgmma& o) { return o.d == d; };
   bool chained = std::any_of(f.wgmma_open.begin(), f.wgmma_open.end(), in_flight);

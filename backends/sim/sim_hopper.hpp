@@ -20,16 +20,16 @@
 //  - a TMA copy may complete only on an mbarrier whose initializing thread has fenced the init
 //    for the async proxy since (fence_mbarrier_init, or fence_proxy_async_shared).
 //  - wgmma m64nNk16 (bf16 or f16 in, f32 accumulators): the 128 threads of a warpgroup (four
-//    consecutive 32-lane warps) multiply A (64 x 16) by B (16 x N), both K-major in shared memory
-//    as their descriptors say (start address, leading and stride byte offsets, swizzle), into
-//    accumulators laid out over the threads as PTX's fragment layout says. An operation is
-//    asynchronous: from its issue until a wgmma_wait_group leaves its group behind, its
-//    accumulators hold NaN (a read before the wait shows), and the shared memory it reads must
-//    not change (it is read at the issue and again at that wait: a stage refilled before the
-//    wait, or an operation issued before its operands landed, fails, naming the wgmma). A thread
-//    that ends with operations in flight, a warpgroup whose threads issued different numbers of
-//    operations, a descriptor with a base offset, a warp not 32 lanes wide, or operands outside
-//    shared memory fail.
+//    consecutive 32-lane warps) multiply A (64 x 16) by B (16 x N), each K-major or, transposed
+//    (imm-trans-a/b), M- or N-major in shared memory as their descriptors say (start address,
+//    leading and stride byte offsets, swizzle), into accumulators laid out over the threads as
+//    PTX's fragment layout says. An operation is asynchronous: from its issue until a
+//    wgmma_wait_group leaves its group behind, its accumulators hold NaN (a read before the wait
+//    shows), and the shared memory it reads must not change (it is read at the issue and again
+//    at that wait: a stage refilled before the wait, or an operation issued before its operands
+//    landed, fails, naming the wgmma). A thread that ends with operations in flight, a warpgroup
+//    whose threads issued different numbers of operations, a descriptor with a base offset, a
+//    warp not 32 lanes wide, or operands outside shared memory fail.
 //  - threads waiting on mbarriers are switched out; when a round passes in which threads waited
 //    on mbarriers, no other thread could run (the rest wait at barriers or warp exchanges, or have
 //    ended) and nothing else happened (no arrival, no landed copy, no barrier, no warp exchange, no
@@ -78,9 +78,10 @@ void tma_load_2d(void* dst, const TensorMap2D& map, std::int32_t x, std::int32_t
 // Where p lies in the block's shared memory window, as cvta.to.shared gives it (fails elsewhere).
 std::uint32_t shared_window_address(const void* p, const std::source_location& where);
 // One wgmma of this thread's warpgroup: d (n / 2 floats) = (accumulate ? d : 0) + A * B, with
-// 16-bit elements (bf16 when `bf16`, else f16); in flight until wgmma_wait_group.
+// 16-bit elements (bf16 when `bf16`, else f16), A M-major when mn_major_a (else K-major) and B
+// N-major when mn_major_b; in flight until wgmma_wait_group.
 void wgmma(float* d, unsigned n, std::uint64_t desc_a, std::uint64_t desc_b, bool accumulate, bool bf16,
-           const std::source_location& where);
+           bool mn_major_a, bool mn_major_b, const std::source_location& where);
 void wgmma_commit_group(const std::source_location& where);
 // Completes this thread's oldest groups until at most `pending` are in flight.
 void wgmma_wait_group(unsigned pending, const std::source_location& where);

@@ -38,6 +38,7 @@ struct Wgmma {
   std::uint64_t desc_a = 0, desc_b = 0;
   std::vector<float> operands;  // what it read at its issue: shared memory may not change under it
   bool accumulate = true, bf16 = true;
+  bool mn_major_a = false, mn_major_b = false;  // imm-trans-a, imm-trans-b
   std::source_location where;
 };
 

@@ -5,18 +5,21 @@
 // A block of 384 threads computes 128 x 128 or 128 x 256 tiles of C (WgmmaTile), as many as the
 // grid leaves it: warpgroup 0 is the producer (its first thread issues the copies), warpgroups 1
 // and 2 the consumers, each 64 rows of the tile with one m64nNk16 wgmma per k16 (N the tile's
-// width: 64 or 128 accumulators a thread). K runs in steps of 64 through 4 stages, each A's
-// 128 x 64 piece and B^T's (B's columns as K-major rows) in the 128-byte swizzle a TMA box 64
-// elements wide writes. The wide tile asks a quarter fewer bytes of L2 per multiply-add (48 KiB
-// per 2M against 32 KiB per 1M). Per stage: the producer waits for `empty` (both consumers done
-// with its last use), expects the stage's bytes on `full` and issues both copies; a consumer
-// waits for `full`, issues its four k16 steps as one wgmma group, and once the next group is
-// issued and the previous one retired (wgmma_wait_group<1>), frees the previous stage: one
-// arrival per warp on its `empty`. The copies fill zeros past the matrices' edges (K's tail adds
-// nothing); the epilogue writes alpha * acc + beta * C from the registers, masked at the edges.
+// width: 64 or 128 accumulators a thread). K runs in steps of 64 through 4 stages, each holding
+// A's 128 x 64 piece and B's 64 x BlockN in the 128-byte swizzle TMA boxes 64 elements wide
+// write. The wide tile asks a quarter fewer bytes of L2 per multiply-add (48 KiB per 2M against
+// 32 KiB per 1M). Per stage: the producer waits for `empty` (both consumers done with its last
+// use), expects the stage's bytes on `full` and issues the copies; a consumer waits for `full`,
+// issues its four k16 steps as one wgmma group, and once the next group is issued and the
+// previous one retired (wgmma_wait_group<1>), frees the previous stage: one arrival per warp on
+// its `empty`. The copies fill zeros past the matrices' edges (K's tail adds nothing); the
+// epilogue writes alpha * acc + beta * C from the registers, masked at the edges.
 //
-// Takes op(A) = A (K contiguous) and op(B) = B^T given as B's transpose, N x K (K contiguous),
-// rows 16-byte aligned: the layouts K-major wgmma operands come in; the backend checks.
+// Each operand comes as the product has it, rows 16-byte aligned: A as it is (K contiguous: one
+// box of 128 rows per stage, K-major to wgmma) or transposed (A^T's rows, M contiguous: two boxes
+// of 64 k rows, M-major, AMnMajor); B transposed (B^T's rows, K-major: one box of BlockN rows) or
+// as it is (B's rows, N contiguous: BlockN / 64 boxes of 64 k rows, N-major, BMnMajor), which
+// wgmma reads through its transpose bits. The backend checks the alignment.
 #pragma once
 
 #include "hopper.hpp"
@@ -31,11 +34,13 @@ struct WgmmaTile {
   static_assert(BlockN == 128 || BlockN == 256, "the wgmma kernel's tiles are 128 x 128 or 128 x 256");
   static constexpr unsigned block_m = 128, block_n = BlockN, block_k = 64, stages = 4;
   static constexpr unsigned threads = 3 * kWarpgroupThreads;  // a producer, two consumers
-  // One stage: A's 128 rows and B^T's BlockN rows of 64 bf16 (128 bytes, swizzled).
+  // One stage: A's piece and B's, 128-byte swizzled rows (K-major: a row of 64 k per row of the
+  // operand; M/N-major: 8 KiB boxes of 64 k rows, each 64 elements of M or N).
   struct alignas(1024) Stage {
     std::uint16_t a[block_m * block_k];
     std::uint16_t b[block_n * block_k];
   };
+  static constexpr std::uint32_t box_bytes = 64 * 128;  // an M/N-major box
   struct Shared {
     Stage stage[stages];
     MBarrier full[stages], empty[stages];
@@ -44,7 +49,7 @@ struct WgmmaTile {
   static constexpr std::size_t shared_bytes = sizeof(Shared) + 1024;
 };
 
-template <class TA, unsigned BlockN>
+template <class TA, unsigned BlockN, bool AMnMajor = false, bool BMnMajor = false>
 TANDEM_KERNEL TANDEM_LAUNCH_BOUNDS(3 * kWarpgroupThreads) void matmul_wgmma_kernel(
     TANDEM_GRID_CONSTANT const TensorMap a_map, TANDEM_GRID_CONSTANT const TensorMap b_map, Gemm<TA, float> g) {
   static_assert(std::is_same_v<TA, bfloat16>, "the wgmma kernel takes bf16");
@@ -77,8 +82,21 @@ TANDEM_KERNEL TANDEM_LAUNCH_BOUNDS(3 * kWarpgroupThreads) void matmul_wgmma_kern
           mbarrier_wait_parity(&sh.empty[s], phase ^ 1u);
           mbarrier_arrive_expect_tx(&sh.full[s], bytes);
           const auto k0 = static_cast<std::int32_t>(kt * T::block_k);
-          tma_load_2d(sh.stage[s].a, &a_map, k0, static_cast<std::int32_t>(bi * T::block_m), &sh.full[s]);
-          tma_load_2d(sh.stage[s].b, &b_map, k0, static_cast<std::int32_t>(bj * T::block_n), &sh.full[s]);
+          const auto m0 = static_cast<std::int32_t>(bi * T::block_m), n0 = static_cast<std::int32_t>(bj * T::block_n);
+          auto* a = reinterpret_cast<unsigned char*>(sh.stage[s].a);
+          auto* b = reinterpret_cast<unsigned char*>(sh.stage[s].b);
+          if constexpr (AMnMajor) {
+            for (unsigned c = 0; c < T::block_m / 64; ++c)
+              tma_load_2d(a + c * T::box_bytes, &a_map, m0 + std::int32_t(64 * c), k0, &sh.full[s]);
+          } else {
+            tma_load_2d(a, &a_map, k0, m0, &sh.full[s]);
+          }
+          if constexpr (BMnMajor) {
+            for (unsigned c = 0; c < T::block_n / 64; ++c)
+              tma_load_2d(b + c * T::box_bytes, &b_map, n0 + std::int32_t(64 * c), k0, &sh.full[s]);
+          } else {
+            tma_load_2d(b, &b_map, k0, n0, &sh.full[s]);
+          }
         }
       }
     }
@@ -98,14 +116,21 @@ TANDEM_KERNEL TANDEM_LAUNCH_BOUNDS(3 * kWarpgroupThreads) void matmul_wgmma_kern
         mbarrier_wait_parity(&sh.full[s], phase);
         wgmma_fence_operands(d);
         wgmma_fence();
-        const auto* a = reinterpret_cast<const unsigned char*>(sh.stage[s].a) + row0 * 128;
+        const auto* a = reinterpret_cast<const unsigned char*>(sh.stage[s].a);
         const auto* b = reinterpret_cast<const unsigned char*>(sh.stage[s].b);
         TANDEM_UNROLL  // d stays in registers only where every index is a constant
             for (unsigned k16 = 0; k16 < T::block_k / 16; ++k16) {
-          // 128-byte rows, 8-row groups 1024 bytes apart; a k16 step is 32 bytes into the row.
-          const std::uint64_t da = wgmma_descriptor(a + k16 * 32, Swizzle::bytes128, 16, 1024);
-          const std::uint64_t db = wgmma_descriptor(b + k16 * 32, Swizzle::bytes128, 16, 1024);
-          wgmma_bf16<BlockN>(d, da, db, kt > 0 || k16 > 0);  // the tile's first step starts from 0
+          // 128-byte rows, 8-row groups 1024 bytes apart. K-major: the consumer's rows start
+          // row0 rows in, a k16 step is 32 bytes into the row. M/N-major: its 64 rows of A are the
+          // box row0 / 64, B's boxes are `leading` apart; a k16 step is 16 rows on.
+          const std::uint64_t da =
+              AMnMajor ? wgmma_descriptor(a + (row0 / 64) * T::box_bytes + k16 * 2048, Swizzle::bytes128,
+                                          T::box_bytes, 1024)
+                       : wgmma_descriptor(a + row0 * 128 + k16 * 32, Swizzle::bytes128, 16, 1024);
+          const std::uint64_t db = BMnMajor ? wgmma_descriptor(b + k16 * 2048, Swizzle::bytes128, T::box_bytes, 1024)
+                                            : wgmma_descriptor(b + k16 * 32, Swizzle::bytes128, 16, 1024);
+          // the tile's first step starts from 0
+          wgmma_bf16<BlockN, AMnMajor, BMnMajor>(d, da, db, kt > 0 || k16 > 0);
         }
         wgmma_commit_group();
         wgmma_wait_group<1>();  // the previous step's group has read its stage
