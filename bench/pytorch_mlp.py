@@ -1,12 +1,17 @@
 #!/usr/bin/env python3
 """The PyTorch peer of tandem_bench_ml: the same 784-W-W-10 MLP (f32, Adam, softmax
 cross-entropy, data already on the device, batches gathered by a shuffled index) timed on the
-same widths and batches, eager mode. Run it on the GPU machine beside
-`tandem_bench_ml --backend cuda` and compare samples/s row by row.
+same widths and batches, eager and, on CUDA, with the whole step (gather, forward, backward,
+Adam) captured once in a CUDA graph and replayed (torch.cuda.graphs). Run it on the GPU machine
+after `tandem_bench_ml --backend cuda --json ml.json` and give it that file (--tandem): it prints
+tandem's step beside PyTorch's, row by row, with the ratios and the targets (tandem's step at
+least as fast as PyTorch eager at every width and batch; tandem's --graphs step at least as fast
+as PyTorch's CUDA graph at widths up to 256).
 
 PyTorch is not a build dependency of tandem: this script is only for machines that have it.
 
-usage: python3 bench/pytorch_mlp.py [--quick] [--device cuda|cpu] [--json FILE]
+usage: python3 bench/pytorch_mlp.py [--quick] [--device cuda|cpu] [--no-graphs] [--tandem ML_JSON]
+                                    [--backend NAME] [--json FILE]
 """
 import argparse
 import json
@@ -14,10 +19,27 @@ import sys
 import time
 
 
+def tandem_rows(path, backend):
+    """tandem_bench_ml's MLP rows of one backend, by (width, batch)."""
+    with open(path) as f:
+        doc = json.load(f)
+    rows = {}
+    for r in doc.get("mlp", []):
+        if r.get("backend") == backend:
+            rows[(r["layers"][1], r["batch"])] = r
+    return rows
+
+
 def main() -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(
+        description="The PyTorch peer of tandem_bench_ml: its 784-W-W-10 MLP step timed in PyTorch, eager and "
+                    "with CUDA graphs, beside tandem's rows with the ratios (--tandem).")
     parser.add_argument("--quick", action="store_true", help="widths 64, 256 and batches 256, 1024 only")
-    parser.add_argument("--device", default="cuda", help="cuda (default) or cpu")
+    parser.add_argument("--device", default="cuda", choices=["cuda", "cpu"], help="cuda (default) or cpu")
+    parser.add_argument("--no-graphs", action="store_true", help="eager only (graphs are timed on cuda only)")
+    parser.add_argument("--tandem", metavar="ML_JSON",
+                        help="tandem_bench_ml's JSON from the same machine: print its rows beside these, with ratios")
+    parser.add_argument("--backend", help="the backend of --tandem's rows to compare (default: cuda, or openmp with --device cpu)")
     parser.add_argument("--json", help="write the rows to this file")
     args = parser.parse_args()
     try:
@@ -28,7 +50,20 @@ def main() -> int:
     if args.device == "cuda" and not torch.cuda.is_available():
         print("pytorch_mlp.py: no CUDA device visible to PyTorch", file=sys.stderr)
         return 2
+    theirs = {}
+    backend = args.backend or ("cuda" if args.device == "cuda" else "openmp")
+    if args.tandem:
+        try:
+            theirs = tandem_rows(args.tandem, backend)
+        except (OSError, ValueError, KeyError, IndexError) as e:
+            print(f"pytorch_mlp.py: cannot read tandem_bench_ml's rows from {args.tandem}: {e}", file=sys.stderr)
+            return 2
+        if not theirs:
+            print(f"pytorch_mlp.py: {args.tandem} has no MLP rows of backend {backend!r} (--backend picks one)",
+                  file=sys.stderr)
+            return 2
     dev = torch.device(args.device)
+    graphs = dev.type == "cuda" and not args.no_graphs
     widths = [64, 256] if args.quick else [64, 128, 256, 1024]
     batches = [256, 1024] if args.quick else [256, 1024, 4096, 16384]
 
@@ -36,43 +71,119 @@ def main() -> int:
         if dev.type == "cuda":
             torch.cuda.synchronize()
 
+    def setup(w, b, capturable):
+        torch.manual_seed(1)
+        n = 2 * b
+        x = torch.randn(n, 784, device=dev)
+        y = torch.randint(0, 10, (n,), device=dev)
+        model = torch.nn.Sequential(torch.nn.Linear(784, w), torch.nn.ReLU(), torch.nn.Linear(w, w),
+                                    torch.nn.ReLU(), torch.nn.Linear(w, 10)).to(dev)
+        # capturable: Adam's step may be captured in a graph (its step count stays on the device);
+        # eager keeps PyTorch's default
+        opt = torch.optim.Adam(model.parameters(), lr=1e-3, capturable=capturable)
+        return n, x, y, model, opt, torch.nn.CrossEntropyLoss()
+
+    def eager_step(model, opt, loss_fn, x, y):
+        def step(idx):
+            opt.zero_grad(set_to_none=True)
+            loss = loss_fn(model(x[idx]), y[idx])
+            loss.backward()
+            opt.step()
+        return step
+
+    def graphed_step(model, opt, loss_fn, x, y, b):
+        # PyTorch's whole-network capture: warm up on a side stream, capture one step reading the
+        # batch through a static index, then replay it with the index copied in.
+        static_idx = torch.arange(b, device=dev)
+        s = torch.cuda.Stream()
+        s.wait_stream(torch.cuda.current_stream())
+        with torch.cuda.stream(s):
+            warm = eager_step(model, opt, loss_fn, x, y)
+            for _ in range(3):
+                warm(static_idx)
+        torch.cuda.current_stream().wait_stream(s)
+        graph = torch.cuda.CUDAGraph()
+        opt.zero_grad(set_to_none=True)
+        with torch.cuda.graph(graph):
+            loss = loss_fn(model(x[static_idx]), y[static_idx])
+            loss.backward()
+            opt.step()
+
+        def step(idx):
+            static_idx.copy_(idx)
+            graph.replay()
+        return step
+
+    def timed(step, n, b):
+        def epoch():
+            order = torch.randperm(n, device=dev)
+            for k in range(0, n, b):
+                step(order[k:k + b])
+        epoch()  # warm-up, as tandem_bench_ml does
+        sync()
+        t0 = time.perf_counter()
+        for _ in range(2):
+            epoch()
+        sync()
+        return (time.perf_counter() - t0) / 4  # 2 epochs of 2 steps
+
     rows = []
     name = torch.cuda.get_device_name(0) if dev.type == "cuda" else "cpu"
-    print(f"PyTorch {torch.__version__} eager, 784-W-W-10, f32, Adam, data on the device: {name}")
-    print(f"{'width':>6} {'batch':>7} {'ms/step':>10} {'samples/s':>12}")
+    modes = "eager and CUDA graphs" if graphs else "eager"
+    print(f"PyTorch {torch.__version__} ({modes}), 784-W-W-10, f32, Adam, data on the device: {name}")
+    if theirs:
+        print(f"beside tandem_bench_ml's {backend} rows from {args.tandem}; ratio = PyTorch's step / tandem's "
+              "(above 1: tandem faster)")
+    header = f"{'width':>6} {'batch':>7} {'eager ms':>10} {'samples/s':>12}"
+    if graphs:
+        header += f" {'graph ms':>10}"
+    if theirs:
+        header += f" {'tandem ms':>10} {'vs eager':>9}"
+        if graphs:
+            header += f" {'tandem graph':>13} {'vs graph':>9}"
+    print(header)
+    missed = 0
     for w in widths:
         for b in batches:
-            torch.manual_seed(1)
-            n = 2 * b
-            x = torch.randn(n, 784, device=dev)
-            y = torch.randint(0, 10, (n,), device=dev)
-            model = torch.nn.Sequential(torch.nn.Linear(784, w), torch.nn.ReLU(), torch.nn.Linear(w, w),
-                                        torch.nn.ReLU(), torch.nn.Linear(w, 10)).to(dev)
-            opt = torch.optim.Adam(model.parameters(), lr=1e-3)
-            loss_fn = torch.nn.CrossEntropyLoss()
-
-            def epoch():
-                order = torch.randperm(n, device=dev)
-                for k in range(0, n, b):
-                    idx = order[k:k + b]
-                    opt.zero_grad(set_to_none=True)
-                    loss = loss_fn(model(x[idx]), y[idx])
-                    loss.backward()
-                    opt.step()
-
-            epoch()  # warm-up, as tandem_bench_ml does
-            sync()
-            t0 = time.perf_counter()
-            for _ in range(2):
-                epoch()
-            sync()
-            step = (time.perf_counter() - t0) / 4
-            rows.append({"width": w, "batch": b, "step_seconds": step, "samples_per_second": b / step})
-            print(f"{w:>6} {b:>7} {1e3 * step:>10.3f} {b / step:>12.0f}")
+            n, x, y, model, opt, loss_fn = setup(w, b, False)
+            row = {"width": w, "batch": b}
+            row["step_seconds"] = timed(eager_step(model, opt, loss_fn, x, y), n, b)
+            row["samples_per_second"] = b / row["step_seconds"]
+            line = f"{w:>6} {b:>7} {1e3 * row['step_seconds']:>10.3f} {row['samples_per_second']:>12.0f}"
+            if graphs:
+                n, x, y, model, opt, loss_fn = setup(w, b, True)
+                row["graph_step_seconds"] = timed(graphed_step(model, opt, loss_fn, x, y, b), n, b)
+                line += f" {1e3 * row['graph_step_seconds']:>10.3f}"
+            mine = theirs.get((w, b))
+            if theirs and mine is None:
+                line += "  (no tandem row)"
+            elif mine is not None:
+                ratio = row["step_seconds"] / mine["step_seconds"]
+                row["tandem_step_seconds"] = mine["step_seconds"]
+                row["tandem_vs_eager"] = ratio
+                met = ratio >= 1.0
+                missed += 0 if met else 1
+                line += f" {1e3 * mine['step_seconds']:>10.3f} {ratio:>8.2f}x"
+                line += "" if met else " (missed: >= 1)"
+                if graphs and mine.get("graph_step_seconds"):
+                    gratio = row["graph_step_seconds"] / mine["graph_step_seconds"]
+                    row["tandem_graph_step_seconds"] = mine["graph_step_seconds"]
+                    row["tandem_graphs_vs_graph"] = gratio
+                    line += f" {1e3 * mine['graph_step_seconds']:>13.3f} {gratio:>8.2f}x"
+                    if w <= 256 and gratio < 1.0:
+                        missed += 1
+                        line += " (missed: >= 1 at widths <= 256)"
+            rows.append(row)
+            print(line, flush=True)
+    if theirs:
+        print(f"targets: tandem's step >= PyTorch eager at every row"
+              f"{', its --graphs step >= the CUDA graph at widths <= 256' if graphs else ''}: "
+              f"{'met' if missed == 0 else f'{missed} missed'}")
     if args.json:
         with open(args.json, "w") as f:
             json.dump({"benchmark": "pytorch_mlp.py", "device": name, "torch": torch.__version__,
-                       "date": time.strftime("%Y-%m-%d"), "mlp": rows}, f, indent=2)
+                       "date": time.strftime("%Y-%m-%d"), "modes": modes, "tandem": args.tandem, "mlp": rows},
+                      f, indent=2)
     return 0
 
 

@@ -14,7 +14,8 @@
 #   bench       tandem_bench_gpu (the GPU targets against CUB, cuBLAS and the device copy), tandem
 #               bench, tandem compare --crossover, bench bandwidth, bench memory
 #   ml          tandem_bench_ml on cuda and openmp (with and without graphs) beside PyTorch's MLP
-#               and ops (bench/pytorch_mlp.py, bench/pytorch_ops.py) where PyTorch is installed
+#               (eager and CUDA graphs, with the ratios) and ops (bench/pytorch_mlp.py,
+#               bench/pytorch_ops.py) where PyTorch is installed
 #   plots       bench/plot.py over the JSON above (needs matplotlib)
 # A stage after build needs the build: in the same call, or an earlier call's build/gpu kept on the
 # machine. Each step runs under a deadline (TANDEM_GPU_DEADLINE seconds from the start, default
@@ -305,7 +306,9 @@ fi
 if wants ml; then
   step bench-ml "$build/bench/tandem_bench_ml" --backend cuda --backend openmp --json "$out/ml.json"
   if python3 -c "import torch, numpy" 2>/dev/null; then
-    step pytorch-mlp python3 "$root/bench/pytorch_mlp.py" --json "$out/pytorch_mlp.json"
+    mine=()  # tandem's rows from the step above, printed beside PyTorch's with the ratios
+    [ -f "$out/ml.json" ] && mine=(--tandem "$out/ml.json")
+    step pytorch-mlp python3 "$root/bench/pytorch_mlp.py" "${mine[@]}" --json "$out/pytorch_mlp.json"
     step pytorch-ops python3 "$root/bench/pytorch_ops.py" --device cuda --full --json "$out/pytorch_ops.json"
   else
     note "skipped pytorch-mlp and pytorch-ops: no PyTorch (and NumPy) here"
