@@ -152,8 +152,8 @@ TEST_CASE(
             return;
           }
           be.synchronize({});
-          CHECK_MESSAGE(got.to_vector<float>() == want.to_vector<float>(), kernel, " at ", s.m, " x ", s.n, " x ",
-                        s.k, ta == Transpose::yes ? ", A^T" : ", A", tb == Transpose::yes ? ", B^T" : ", B");
+          CHECK_MESSAGE(got.to_vector<float>() == want.to_vector<float>(), kernel, " at ", s.m, " x ", s.n, " x ", s.k,
+                        ta == Transpose::yes ? ", A^T" : ", A", tb == Transpose::yes ? ", B^T" : ", B");
         }
       }
     }

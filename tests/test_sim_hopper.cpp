@@ -257,8 +257,7 @@ ProductRun run_product(g::Swizzle layout, int majors, hb::WgmmaBug bug, bool adv
       sim::launch_adversarial(be, o, config, hb::wgmma_product, a_map, b_map, swizzle, majors, planted,
                               static_cast<float*>(c.data()));
     } else {
-      sim::launch(be, config, hb::wgmma_product, a_map, b_map, swizzle, majors, planted,
-                  static_cast<float*>(c.data()));
+      sim::launch(be, config, hb::wgmma_product, a_map, b_map, swizzle, majors, planted, static_cast<float*>(c.data()));
     }
   } catch (const DeviceError& e) {
     run.error = e.what();
@@ -305,7 +304,7 @@ TEST_CASE("wgmma with a bug planted fails: accumulators read before the wait, th
 // small integers, so C must equal the host's product to the bit.
 template <unsigned BlockN, bool AMn, bool BMn>
 std::string wgmma_matmul_error(std::int64_t m, std::int64_t n, std::int64_t k, float alpha, float beta,
-                               bool adversarial, std::uint64_t seed, bool one_block) {
+                               bool adversarial, std::uint64_t seed, unsigned blocks) {
   using T = k::WgmmaTile<BlockN>;
   Backend& be = sim_backend();
   // Rows of 16-byte multiples, as the copies need, and longer than the matrix's.
@@ -340,16 +339,15 @@ std::string wgmma_matmul_error(std::int64_t m, std::int64_t n, std::int64_t k, f
                          : sim::make_tensor_map_2d(ab.data(), 2, k, m, lda * 2, T::block_k, T::block_m, sw);
   const auto b_map = BMn ? sim::make_tensor_map_2d(bb.data(), 2, n, k, ldb * 2, 64, T::block_k, sw)
                          : sim::make_tensor_map_2d(bb.data(), 2, k, n, ldb * 2, T::block_k, T::block_n, sw);
-  k::Gemm<bfloat16, float> gemm{m,     n,     k,
-                                alpha, beta,  static_cast<const bfloat16*>(ab.data()),
-                                lda,   AMn,   static_cast<const bfloat16*>(bb.data()),
-                                ldb,   !BMn,  static_cast<float*>(cb.data()),
-                                ldc,   true,  true};
-  // The grid: one block per tile, or one block for all of them (as when tiles outnumber the
-  // blocks the backend launches).
-  const g::Dim3 grid =
-      one_block ? g::Dim3{1, 1, 1}
-                : g::Dim3{unsigned((n + T::block_n - 1) / T::block_n), unsigned((m + T::block_m - 1) / T::block_m), 1};
+  k::Gemm<bfloat16, float> gemm{m,     n,    k,
+                                alpha, beta, static_cast<const bfloat16*>(ab.data()),
+                                lda,   AMn,  static_cast<const bfloat16*>(bb.data()),
+                                ldb,   !BMn, static_cast<float*>(cb.data()),
+                                ldc,   true, true};
+  // The grid: one block per tile (blocks 0), or fewer, each walking several (as when tiles
+  // outnumber the multiprocessors the backend launches a block on).
+  const auto tiles = unsigned(((n + T::block_n - 1) / T::block_n) * ((m + T::block_m - 1) / T::block_m));
+  const g::Dim3 grid{blocks == 0 ? tiles : blocks, 1, 1};
   const g::LaunchConfig config{"matmul_wgmma", grid, {T::threads, 1, 1}, T::shared_bytes, true};
   const auto kernel = k::matmul_wgmma_kernel<bfloat16, BlockN, AMn, BMn>;
   try {
@@ -378,12 +376,16 @@ const char* const kOperandLayouts[] = {"A, B^T", "A^T, B^T", "A, B", "A^T, B"};
 
 template <unsigned BlockN>
 std::string wgmma_matmul_error(int layout, std::int64_t m, std::int64_t n, std::int64_t k, float alpha, float beta,
-                               bool adversarial, std::uint64_t seed, bool one_block = false) {
+                               bool adversarial, std::uint64_t seed, unsigned blocks = 0) {
   switch (layout) {
-    case 0: return wgmma_matmul_error<BlockN, false, false>(m, n, k, alpha, beta, adversarial, seed, one_block);
-    case 1: return wgmma_matmul_error<BlockN, true, false>(m, n, k, alpha, beta, adversarial, seed, one_block);
-    case 2: return wgmma_matmul_error<BlockN, false, true>(m, n, k, alpha, beta, adversarial, seed, one_block);
-    default: return wgmma_matmul_error<BlockN, true, true>(m, n, k, alpha, beta, adversarial, seed, one_block);
+    case 0:
+      return wgmma_matmul_error<BlockN, false, false>(m, n, k, alpha, beta, adversarial, seed, blocks);
+    case 1:
+      return wgmma_matmul_error<BlockN, true, false>(m, n, k, alpha, beta, adversarial, seed, blocks);
+    case 2:
+      return wgmma_matmul_error<BlockN, false, true>(m, n, k, alpha, beta, adversarial, seed, blocks);
+    default:
+      return wgmma_matmul_error<BlockN, true, true>(m, n, k, alpha, beta, adversarial, seed, blocks);
   }
 }
 
@@ -492,10 +494,33 @@ TEST_CASE(
   for (bool adversarial : {false, true}) {
     const std::string how = adversarial ? " (adversary)" : "";
     const int layout = adversarial ? 2 : 0, other = adversarial ? 1 : 3;  // each layout once
-    CHECK_MESSAGE(wgmma_matmul_error<256>(layout, 300, 600, 200, 1, 0, adversarial, 5, true) == "", "128 x 256, ",
-                  kOperandLayouts[layout], how);
-    CHECK_MESSAGE(wgmma_matmul_error<128>(other, 300, 300, 72, 1, 1, adversarial, 5, true) == "", "128 x 128, ",
-                  kOperandLayouts[other], how);
+    CHECK_MESSAGE(wgmma_matmul_error<256>(layout, 300, 600, 200, 1, 0, adversarial, 5, 1) == "", "128 x 256, ",
+                  std::string(kOperandLayouts[layout]), how);
+    CHECK_MESSAGE(wgmma_matmul_error<128>(other, 300, 300, 72, 1, 1, adversarial, 5, 1) == "", "128 x 128, ",
+                  std::string(kOperandLayouts[other]), how);
+  }
+  // 18 tile rows: a whole group of 16 and a part one, three blocks taking turns across them.
+  CHECK_MESSAGE(wgmma_matmul_error<128>(2, 18 * 128 - 5, 140, 16, 1, 0, false, 5, 3) == "", "18 x 2 tiles");
+}
+
+TEST_CASE("the wgmma kernel's tile order visits every tile once, a group of 16 tile rows at a time") {
+  using T = k::WgmmaTile<256>;
+  for (const std::int64_t tiles_m : {1, 5, 16, 17, 33, 64}) {
+    for (const std::int64_t tiles_n : {1, 3, 32}) {
+      std::vector<int> seen(tiles_m * tiles_n, 0);
+      for (std::int64_t tile = 0; tile < tiles_m * tiles_n; ++tile) {
+        std::int64_t bi = -1, bj = -1;
+        k::wgmma_tile_at<T>(tile, tiles_m, tiles_n, bi, bj);
+        REQUIRE((bi >= 0 && bi < tiles_m && bj >= 0 && bj < tiles_n));
+        ++seen[bi * tiles_n + bj];
+        // The tiles of group g are rows [16g, 16g + 16), down each column before the next.
+        const std::int64_t group = tile / (T::group_rows * tiles_n);
+        CHECK(bi / T::group_rows == group);
+        const std::int64_t rows = std::min<std::int64_t>(T::group_rows, tiles_m - group * T::group_rows);
+        CHECK(bj == tile % (T::group_rows * tiles_n) / rows);
+      }
+      CHECK_MESSAGE(std::count(seen.begin(), seen.end(), 1) == tiles_m * tiles_n, tiles_m, " x ", tiles_n);
+    }
   }
 }
 

@@ -390,14 +390,18 @@ class GpuBackend : public Backend {
       const bool a_mn = a.trans_a == Transpose::yes, b_mn = a.trans_b == Transpose::no;
       const auto run = [&]<unsigned BlockN, bool AMn, bool BMn>() {
         using T = kernels::WgmmaTile<BlockN>;
-        const auto a_map = AMn ? make_tensor_map_2d(a.a, 2, a.m, a.k, a.lda * 2, 64, T::block_k, Swizzle::bytes128)
-                               : make_tensor_map_2d(a.a, 2, a.k, a.m, a.lda * 2, T::block_k, T::block_m,
-                                                    Swizzle::bytes128);
-        const auto b_map = BMn ? make_tensor_map_2d(a.b, 2, a.n, a.k, a.ldb * 2, 64, T::block_k, Swizzle::bytes128)
-                               : make_tensor_map_2d(a.b, 2, a.k, a.n, a.ldb * 2, T::block_k, T::block_n,
-                                                    Swizzle::bytes128);
-        const LaunchConfig config{"matmul_wgmma", grid_2d(a.m, a.n, T::block_m, T::block_n), Dim3{T::threads, 1, 1},
-                                  T::shared_bytes, true};
+        const auto a_map =
+            AMn ? make_tensor_map_2d(a.a, 2, a.m, a.k, a.lda * 2, 64, T::block_k, Swizzle::bytes128)
+                : make_tensor_map_2d(a.a, 2, a.k, a.m, a.lda * 2, T::block_k, T::block_m, Swizzle::bytes128);
+        const auto b_map =
+            BMn ? make_tensor_map_2d(a.b, 2, a.n, a.k, a.ldb * 2, 64, T::block_k, Swizzle::bytes128)
+                : make_tensor_map_2d(a.b, 2, a.k, a.n, a.ldb * 2, T::block_k, T::block_n, Swizzle::bytes128);
+        // Persistent: a block per multiprocessor (its shared memory admits one), each walking
+        // tiles in the kernel's grouped order.
+        const std::int64_t tiles = ((a.m + T::block_m - 1) / T::block_m) * ((a.n + T::block_n - 1) / T::block_n);
+        const auto blocks = static_cast<unsigned>(
+            std::clamp<std::int64_t>(tiles, 1, std::max(1, rt_.properties().compute_units)));
+        const LaunchConfig config{"matmul_wgmma", Dim3{blocks, 1, 1}, Dim3{T::threads, 1, 1}, T::shared_bytes, true};
         rt_.launch(stream(q), config, kernels::matmul_wgmma_kernel<TA, BlockN, AMn, BMn>, a_map, b_map, g);
       };
       const auto layouts = [&]<unsigned BlockN>() {

@@ -216,6 +216,26 @@ TANDEM_DEVICE std::uint64_t wgmma_descriptor(const void* tile, Swizzle swizzle, 
 #define TANDEM_SM90A(...) __VA_ARGS__
 #endif
 
+// setmaxnreg (sm_90a): every thread of this warpgroup moves to `Registers` registers a thread
+// (24 to 256, a multiple of 8), lowering (a producer that needs few) or raising (consumers holding
+// accumulators) its share of the multiprocessor's registers; a raise waits until others have
+// lowered theirs. Executed by all the warpgroup's threads. The simulator has no register file: a
+// no-op there.
+template <unsigned Registers>
+TANDEM_DEVICE void warpgroup_lower_registers() {
+  static_assert(Registers >= 24 && Registers <= 256 && Registers % 8 == 0, "setmaxnreg takes 24..256, by 8");
+#if defined(TANDEM_GPU_COMPILER)
+  TANDEM_SM90A(asm volatile("setmaxnreg.dec.sync.aligned.u32 %0;" ::"n"(Registers)));
+#endif
+}
+template <unsigned Registers>
+TANDEM_DEVICE void warpgroup_raise_registers() {
+  static_assert(Registers >= 24 && Registers <= 256 && Registers % 8 == 0, "setmaxnreg takes 24..256, by 8");
+#if defined(TANDEM_GPU_COMPILER)
+  TANDEM_SM90A(asm volatile("setmaxnreg.inc.sync.aligned.u32 %0;" ::"n"(Registers)));
+#endif
+}
+
 // Orders this thread's register accesses before the wgmmas that follow (wgmma.fence).
 TANDEM_DEVICE void wgmma_fence() {
 #if defined(TANDEM_GPU_COMPILER)
@@ -269,44 +289,44 @@ TANDEM_DEVICE void wgmma_bf16(float (&d)[N / 2], std::uint64_t desc_a, std::uint
   static_assert(N == 64 || N == 128 || N == 256, "wgmma_bf16: N of 64, 128 or 256");
 #if defined(TANDEM_GPU_COMPILER)
   if constexpr (N == 64) {
-    TANDEM_SM90A(
-        asm volatile("{\n .reg .pred p;\n setp.ne.b32 p, %34, 0;\n"
-                     " wgmma.mma_async.sync.aligned.m64n64k16.f32.bf16.bf16 {"
-                     "%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, "
-                     "%16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31"
-                     "}, %32, %33, p, 1, 1, %35, %36;\n}"
-                     : TANDEM_WGMMA_D8(0), TANDEM_WGMMA_D8(8), TANDEM_WGMMA_D8(16), TANDEM_WGMMA_D8(24)
-                     : "l"(desc_a), "l"(desc_b), "r"(static_cast<int>(accumulate)), "n"(int(TransA)), "n"(int(TransB))));
+    TANDEM_SM90A(asm volatile(
+        "{\n .reg .pred p;\n setp.ne.b32 p, %34, 0;\n"
+        " wgmma.mma_async.sync.aligned.m64n64k16.f32.bf16.bf16 {"
+        "%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, "
+        "%16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31"
+        "}, %32, %33, p, 1, 1, %35, %36;\n}"
+        : TANDEM_WGMMA_D8(0), TANDEM_WGMMA_D8(8), TANDEM_WGMMA_D8(16), TANDEM_WGMMA_D8(24)
+        : "l"(desc_a), "l"(desc_b), "r"(static_cast<int>(accumulate)), "n"(int(TransA)), "n"(int(TransB))));
   } else if constexpr (N == 128) {
-    TANDEM_SM90A(
-        asm volatile("{\n .reg .pred p;\n setp.ne.b32 p, %66, 0;\n"
-                     " wgmma.mma_async.sync.aligned.m64n128k16.f32.bf16.bf16 {"
-                     "%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, "
-                     "%16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, "
-                     "%32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47, "
-                     "%48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63"
-                     "}, %64, %65, p, 1, 1, %67, %68;\n}"
-                     : TANDEM_WGMMA_D8(0), TANDEM_WGMMA_D8(8), TANDEM_WGMMA_D8(16), TANDEM_WGMMA_D8(24),
-                       TANDEM_WGMMA_D8(32), TANDEM_WGMMA_D8(40), TANDEM_WGMMA_D8(48), TANDEM_WGMMA_D8(56)
-                     : "l"(desc_a), "l"(desc_b), "r"(static_cast<int>(accumulate)), "n"(int(TransA)), "n"(int(TransB))));
+    TANDEM_SM90A(asm volatile(
+        "{\n .reg .pred p;\n setp.ne.b32 p, %66, 0;\n"
+        " wgmma.mma_async.sync.aligned.m64n128k16.f32.bf16.bf16 {"
+        "%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, "
+        "%16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, "
+        "%32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47, "
+        "%48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63"
+        "}, %64, %65, p, 1, 1, %67, %68;\n}"
+        : TANDEM_WGMMA_D8(0), TANDEM_WGMMA_D8(8), TANDEM_WGMMA_D8(16), TANDEM_WGMMA_D8(24), TANDEM_WGMMA_D8(32),
+          TANDEM_WGMMA_D8(40), TANDEM_WGMMA_D8(48), TANDEM_WGMMA_D8(56)
+        : "l"(desc_a), "l"(desc_b), "r"(static_cast<int>(accumulate)), "n"(int(TransA)), "n"(int(TransB))));
   } else {
-    TANDEM_SM90A(
-        asm volatile("{\n .reg .pred p;\n setp.ne.b32 p, %130, 0;\n"
-                     " wgmma.mma_async.sync.aligned.m64n256k16.f32.bf16.bf16 {"
-                     "%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, "
-                     "%16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, "
-                     "%32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47, "
-                     "%48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63, "
-                     "%64, %65, %66, %67, %68, %69, %70, %71, %72, %73, %74, %75, %76, %77, %78, %79, "
-                     "%80, %81, %82, %83, %84, %85, %86, %87, %88, %89, %90, %91, %92, %93, %94, %95, "
-                     "%96, %97, %98, %99, %100, %101, %102, %103, %104, %105, %106, %107, %108, %109, %110, %111, "
-                     "%112, %113, %114, %115, %116, %117, %118, %119, %120, %121, %122, %123, %124, %125, %126, %127"
-                     "}, %128, %129, p, 1, 1, %131, %132;\n}"
-                     : TANDEM_WGMMA_D8(0), TANDEM_WGMMA_D8(8), TANDEM_WGMMA_D8(16), TANDEM_WGMMA_D8(24),
-                       TANDEM_WGMMA_D8(32), TANDEM_WGMMA_D8(40), TANDEM_WGMMA_D8(48), TANDEM_WGMMA_D8(56),
-                       TANDEM_WGMMA_D8(64), TANDEM_WGMMA_D8(72), TANDEM_WGMMA_D8(80), TANDEM_WGMMA_D8(88),
-                       TANDEM_WGMMA_D8(96), TANDEM_WGMMA_D8(104), TANDEM_WGMMA_D8(112), TANDEM_WGMMA_D8(120)
-                     : "l"(desc_a), "l"(desc_b), "r"(static_cast<int>(accumulate)), "n"(int(TransA)), "n"(int(TransB))));
+    TANDEM_SM90A(asm volatile(
+        "{\n .reg .pred p;\n setp.ne.b32 p, %130, 0;\n"
+        " wgmma.mma_async.sync.aligned.m64n256k16.f32.bf16.bf16 {"
+        "%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, "
+        "%16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, "
+        "%32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47, "
+        "%48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63, "
+        "%64, %65, %66, %67, %68, %69, %70, %71, %72, %73, %74, %75, %76, %77, %78, %79, "
+        "%80, %81, %82, %83, %84, %85, %86, %87, %88, %89, %90, %91, %92, %93, %94, %95, "
+        "%96, %97, %98, %99, %100, %101, %102, %103, %104, %105, %106, %107, %108, %109, %110, %111, "
+        "%112, %113, %114, %115, %116, %117, %118, %119, %120, %121, %122, %123, %124, %125, %126, %127"
+        "}, %128, %129, p, 1, 1, %131, %132;\n}"
+        : TANDEM_WGMMA_D8(0), TANDEM_WGMMA_D8(8), TANDEM_WGMMA_D8(16), TANDEM_WGMMA_D8(24), TANDEM_WGMMA_D8(32),
+          TANDEM_WGMMA_D8(40), TANDEM_WGMMA_D8(48), TANDEM_WGMMA_D8(56), TANDEM_WGMMA_D8(64), TANDEM_WGMMA_D8(72),
+          TANDEM_WGMMA_D8(80), TANDEM_WGMMA_D8(88), TANDEM_WGMMA_D8(96), TANDEM_WGMMA_D8(104), TANDEM_WGMMA_D8(112),
+          TANDEM_WGMMA_D8(120)
+        : "l"(desc_a), "l"(desc_b), "r"(static_cast<int>(accumulate)), "n"(int(TransA)), "n"(int(TransB))));
   }
 #else
   sim::wgmma(d, N, desc_a, desc_b, accumulate, true, TransA, TransB, w);
