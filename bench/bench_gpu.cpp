@@ -343,7 +343,7 @@ void measure_gemm(const Run& run, const Gemm& g, bool tiles, std::vector<Row>& r
     }
     const std::string name(name_of(tier));
     versus_peer(tier, r, name, name, i == 0 ? 0.70 : 0);
-    if (tier == MatmulTier::tensor_core && g.type == DType::bf16 &&
+    if (tier == MatmulTier::tensor_core && (g.type == DType::bf16 || g.type == DType::f16) &&
         std::getenv("TANDEM_GPU_TENSOR_KERNEL") == nullptr &&
         (run.backend.rfind("cuda", 0) == 0 || run.backend.rfind("sim", 0) == 0)) {
       // The Hopper kernel (opt-in) at both tiles, B as it is (N-major to wgmma) and transposed
@@ -379,7 +379,7 @@ void measure_gemm(const Run& run, const Gemm& g, bool tiles, std::vector<Row>& r
   }
 }
 
-// sgemm tiers against the vendor tier at 4096^3; bf16 tensor_core at 8192^3 where the backend has it.
+// sgemm tiers against the vendor tier at 4096^3; bf16 and f16 tensor_core at 8192^3 where the backend has it.
 void measure_gemms(const Run& run, std::vector<Row>& rows) {
   const std::int64_t sgemm_n = run.tiny ? 64 : 4096, bf16_n = run.tiny ? 64 : (run.quick ? 4096 : 8192);
   std::vector<Gemm> gemms = {
@@ -387,6 +387,8 @@ void measure_gemms(const Run& run, std::vector<Row>& rows) {
   if (has_tier(run.be, DType::bf16, MatmulTier::tensor_core)) {
     gemms.push_back({DType::bf16, bf16_n, {MatmulTier::tensor_core, MatmulTier::register_blocked}});
   }
+  if (has_tier(run.be, DType::f16, MatmulTier::tensor_core))
+    gemms.push_back({DType::f16, bf16_n, {MatmulTier::tensor_core}});
   // TANDEM_GPU_GEMM_TILE picks the register_blocked block tile of the cuda, hip and sim backends.
   const bool gpu_gemm_tiles =
       (run.backend.rfind("cuda", 0) == 0 || run.backend.rfind("hip", 0) == 0 || run.backend.rfind("sim", 0) == 0) &&

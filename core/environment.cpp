@@ -101,8 +101,8 @@ const std::vector<Checked>& table() {
       {"TANDEM_GPU_TENSOR_KERNEL", [] { return std::string("mma_sync, wgmma or wgmma_128"); },
        "the kernel of the cuda and sim tensor_core tier: mma_sync (default, any NVIDIA GPU since sm_80) or "
        "Hopper's TMA and wgmma kernel with 128 x 256 tiles (wgmma) or 128 x 128 (wgmma_128) (sm_90a builds on "
-       "compute capability 9.0; bf16, either operand transposed or not, rows 16-byte aligned; opt-in until a GPU run "
-       "has measured it)",
+       "compute capability 9.0; bf16 or f16, either operand transposed or not, rows 16-byte aligned; opt-in until a "
+       "GPU run has measured it)",
        [] {
          env::choice("TANDEM_GPU_TENSOR_KERNEL", {"mma_sync", "wgmma", "wgmma_128"}, "mma_sync");
        }},

@@ -121,7 +121,7 @@ inline constexpr int kMajorA = 1, kMajorB = 2;
 // One m64n64k16 step of wgmma_product with its operands' majorness as template arguments.
 template <bool TransA, bool TransB>
 TANDEM_DEVICE void product_step(float (&d)[32], std::uint64_t da, std::uint64_t db, bool accumulate) {
-  gpu::kernels::wgmma_bf16<kTile, TransA, TransB>(d, da, db, accumulate);
+  gpu::kernels::wgmma_async<bfloat16, kTile, TransA, TransB>(d, da, db, accumulate);
 }
 
 // One operand's descriptor at K step k0 (a multiple of 16) of a piece TMA-copied in boxes `span`

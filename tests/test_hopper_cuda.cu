@@ -111,9 +111,28 @@ TEST_CASE(
   cudaFree(c);
 }
 
+// The tier's wgmma kernels (both tiles) against cuBLAS on one product, A as am and B as bm: equal
+// to the bit, or the CHECK names `what`.
+void check_against_cublas(tandem::Backend& be, const tandem::Matrix& am, const tandem::Matrix& bm,
+                          tandem::MatmulOptions o, tandem::Buffer& want, tandem::Buffer& got, const std::string& what) {
+  const std::int64_t m = o.trans_a == tandem::Transpose::yes ? am.cols : am.rows;
+  const std::int64_t n = o.trans_b == tandem::Transpose::yes ? bm.rows : bm.cols;
+  o.tier = tandem::MatmulTier::vendor;
+  ::unsetenv("TANDEM_GPU_TENSOR_KERNEL");
+  tandem::matmul(am, bm, tandem::matrix(want, m, n), o);
+  o.tier = tandem::MatmulTier::tensor_core;
+  for (const char* kernel : {"wgmma", "wgmma_128"}) {
+    ::setenv("TANDEM_GPU_TENSOR_KERNEL", kernel, 1);
+    tandem::fill(got, std::nan(""));  // a tile left unwritten shows
+    tandem::matmul(am, bm, tandem::matrix(got, m, n), o);
+    be.synchronize({});
+    CHECK_MESSAGE(got.to_vector<float>() == want.to_vector<float>(), kernel, " at ", what);
+  }
+}
+
 TEST_CASE(
-    "the tensor_core tier's wgmma kernels on the GPU give cuBLAS's products in every operand layout, at edges and in "
-    "bulk") {
+    "the tensor_core tier's wgmma kernels on the GPU give cuBLAS's products in bf16 and f16, in every operand layout, "
+    "at edges and in bulk") {
   if (skipped_here()) return;
   tandem::Backend& be = tandem::get_backend("cuda");
   struct Restore {
@@ -125,35 +144,30 @@ TEST_CASE(
   using tandem::Transpose;
   for (const Shape& s : {Shape{200, 136, 328}, Shape{129, 1, 24}, Shape{1000, 1000, 1000}, Shape{4096, 4096, 4096}}) {
     // Small integers: every sum is exact in f32, so the kernels must agree to the bit. The same
-    // stored elements read as A or A^T, B or B^T: four products of one shape.
-    std::vector<tandem::bfloat16> a(s.m * s.k), b(s.n * s.k);
-    for (std::size_t i = 0; i < a.size(); ++i) a[i] = tandem::bfloat16(float(int(i * 7 % 9) - 4));
-    for (std::size_t i = 0; i < b.size(); ++i) b[i] = tandem::bfloat16(float(int(i * 5 % 7) - 3));
-    const tandem::Buffer ab = tandem::Buffer::from(be, a), bb = tandem::Buffer::from(be, b);
+    // stored elements read as A or A^T, B or B^T: four products of one shape, in bf16 and f16.
+    std::vector<float> a(s.m * s.k), b(s.n * s.k);
+    for (std::size_t i = 0; i < a.size(); ++i) a[i] = float(int(i * 7 % 9) - 4);
+    for (std::size_t i = 0; i < b.size(); ++i) b[i] = float(int(i * 5 % 7) - 3);
     tandem::Buffer want(be, tandem::DType::f32, s.m * s.n), got(be, tandem::DType::f32, s.m * s.n);
-    for (const Transpose ta : {Transpose::no, Transpose::yes}) {
-      for (const Transpose tb : {Transpose::yes, Transpose::no}) {
-        const auto am = ta == Transpose::yes ? tandem::matrix(ab, s.k, s.m) : tandem::matrix(ab, s.m, s.k);
-        const auto bm = tb == Transpose::yes ? tandem::matrix(bb, s.n, s.k) : tandem::matrix(bb, s.k, s.n);
-        tandem::MatmulOptions o;
-        o.trans_a = ta;
-        o.trans_b = tb;
-        o.tier = tandem::MatmulTier::vendor;
-        ::unsetenv("TANDEM_GPU_TENSOR_KERNEL");
-        tandem::matmul(am, bm, tandem::matrix(want, s.m, s.n), o);
-        o.tier = tandem::MatmulTier::tensor_core;
-        for (const char* kernel : {"wgmma", "wgmma_128"}) {
-          ::setenv("TANDEM_GPU_TENSOR_KERNEL", kernel, 1);
-          tandem::fill(got, std::nan(""));  // a tile left unwritten shows
+    for (const tandem::DType type : {tandem::DType::bf16, tandem::DType::f16}) {
+      const tandem::Buffer ab = tandem::convert(tandem::Buffer::from(be, a), type);
+      const tandem::Buffer bb = tandem::convert(tandem::Buffer::from(be, b), type);
+      for (const Transpose ta : {Transpose::no, Transpose::yes}) {
+        for (const Transpose tb : {Transpose::yes, Transpose::no}) {
+          tandem::MatmulOptions o;
+          o.trans_a = ta;
+          o.trans_b = tb;
+          const std::string what = std::to_string(s.m) + " x " + std::to_string(s.n) + " x " + std::to_string(s.k) +
+                                   (ta == Transpose::yes ? ", A^T" : ", A") + (tb == Transpose::yes ? ", B^T" : ", B") +
+                                   ", " + std::string(tandem::name_of(type));
           try {
-            tandem::matmul(am, bm, tandem::matrix(got, s.m, s.n), o);
+            check_against_cublas(be, ta == Transpose::yes ? tandem::matrix(ab, s.k, s.m) : tandem::matrix(ab, s.m, s.k),
+                                 tb == Transpose::yes ? tandem::matrix(bb, s.n, s.k) : tandem::matrix(bb, s.k, s.n), o,
+                                 want, got, what);
           } catch (const tandem::Unsupported& e) {  // a build without sm_90a code (CMAKE_CUDA_ARCHITECTURES=90)
             std::printf("SKIPPED: %s\n", e.what());
             return;
           }
-          be.synchronize({});
-          CHECK_MESSAGE(got.to_vector<float>() == want.to_vector<float>(), kernel, " at ", s.m, " x ", s.n, " x ", s.k,
-                        ta == Transpose::yes ? ", A^T" : ", A", tb == Transpose::yes ? ", B^T" : ", B");
         }
       }
     }

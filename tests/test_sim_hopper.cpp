@@ -299,10 +299,10 @@ TEST_CASE("wgmma with a bug planted fails: accumulators read before the wait, th
 
 // ---- the wgmma matmul kernel ----
 
-// C (m x n, ldc = n + 3) = alpha * A (m x k) * B + beta * C through matmul_wgmma_kernel, A given
-// as it is (m x k) or, AMn, as A^T (k x m), B as B^T (n x k) or, BMn, as it is (k x n); exact
-// small integers, so C must equal the host's product to the bit.
-template <unsigned BlockN, bool AMn, bool BMn>
+// C (m x n, ldc = n + 3) = alpha * A (m x k) * B + beta * C through matmul_wgmma_kernel, TA (bf16
+// or f16) A given as it is (m x k) or, AMn, as A^T (k x m), B as B^T (n x k) or, BMn, as it is
+// (k x n); exact small integers, so C must equal the host's product to the bit.
+template <class TA, unsigned BlockN, bool AMn, bool BMn>
 std::string wgmma_matmul_error(std::int64_t m, std::int64_t n, std::int64_t k, float alpha, float beta,
                                bool adversarial, std::uint64_t seed, unsigned blocks) {
   using T = k::WgmmaTile<BlockN>;
@@ -312,12 +312,12 @@ std::string wgmma_matmul_error(std::int64_t m, std::int64_t n, std::int64_t k, f
   const std::int64_t lda = padded(AMn ? m : k), ldb = padded(BMn ? n : k), ldc = n + 3;
   const auto av = [](std::int64_t i, std::int64_t q) { return float(int((i * 29 + q * 13 + 3) % 7) - 3); };
   const auto bv = [](std::int64_t q, std::int64_t j) { return float(int((q * 41 + j * 7 + 1) % 5) - 2); };
-  std::vector<std::uint16_t> a((AMn ? k : m) * lda, 0), b((BMn ? k : n) * ldb, 0);
+  std::vector<TA> a((AMn ? k : m) * lda, TA(0.0f)), b((BMn ? k : n) * ldb, TA(0.0f));
   for (std::int64_t i = 0; i < m; ++i) {
-    for (std::int64_t q = 0; q < k; ++q) a[AMn ? q * lda + i : i * lda + q] = hb::bf16_bits(av(i, q));
+    for (std::int64_t q = 0; q < k; ++q) a[AMn ? q * lda + i : i * lda + q] = TA(av(i, q));
   }
   for (std::int64_t q = 0; q < k; ++q) {
-    for (std::int64_t j = 0; j < n; ++j) b[BMn ? q * ldb + j : j * ldb + q] = hb::bf16_bits(bv(q, j));
+    for (std::int64_t j = 0; j < n; ++j) b[BMn ? q * ldb + j : j * ldb + q] = TA(bv(q, j));
   }
   std::vector<float> c(m * ldc), want(m * ldc);
   for (std::size_t i = 0; i < c.size(); ++i) c[i] = float(int(i % 11) - 5);
@@ -329,7 +329,8 @@ std::string wgmma_matmul_error(std::int64_t m, std::int64_t n, std::int64_t k, f
           j < n ? float(alpha * sum + (beta == 0 ? 0.0 : double(beta) * c[i * ldc + j])) : c[i * ldc + j];
     }
   }
-  Buffer ab(be, DType::bf16, a.size()), bb(be, DType::bf16, b.size());
+  constexpr DType type = std::is_same_v<TA, half> ? DType::f16 : DType::bf16;
+  Buffer ab(be, type, a.size()), bb(be, type, b.size());
   ab.upload_bytes(a.data(), a.size() * 2);
   bb.upload_bytes(b.data(), b.size() * 2);
   Buffer cb = Buffer::from(be, c);
@@ -339,17 +340,17 @@ std::string wgmma_matmul_error(std::int64_t m, std::int64_t n, std::int64_t k, f
                          : sim::make_tensor_map_2d(ab.data(), 2, k, m, lda * 2, T::block_k, T::block_m, sw);
   const auto b_map = BMn ? sim::make_tensor_map_2d(bb.data(), 2, n, k, ldb * 2, 64, T::block_k, sw)
                          : sim::make_tensor_map_2d(bb.data(), 2, k, n, ldb * 2, T::block_k, T::block_n, sw);
-  k::Gemm<bfloat16, float> gemm{m,     n,    k,
-                                alpha, beta, static_cast<const bfloat16*>(ab.data()),
-                                lda,   AMn,  static_cast<const bfloat16*>(bb.data()),
-                                ldb,   !BMn, static_cast<float*>(cb.data()),
-                                ldc,   true, true};
+  k::Gemm<TA, float> gemm{m,     n,    k,
+                          alpha, beta, static_cast<const TA*>(ab.data()),
+                          lda,   AMn,  static_cast<const TA*>(bb.data()),
+                          ldb,   !BMn, static_cast<float*>(cb.data()),
+                          ldc,   true, true};
   // The grid: one block per tile (blocks 0), or fewer, each walking several (as when tiles
   // outnumber the multiprocessors the backend launches a block on).
   const auto tiles = unsigned(((n + T::block_n - 1) / T::block_n) * ((m + T::block_m - 1) / T::block_m));
   const g::Dim3 grid{blocks == 0 ? tiles : blocks, 1, 1};
   const g::LaunchConfig config{"matmul_wgmma", grid, {T::threads, 1, 1}, T::shared_bytes, true};
-  const auto kernel = k::matmul_wgmma_kernel<bfloat16, BlockN, AMn, BMn>;
+  const auto kernel = k::matmul_wgmma_kernel<TA, BlockN, AMn, BMn>;
   try {
     if (adversarial) {
       sim::AdversaryOptions o;
@@ -374,26 +375,27 @@ std::string wgmma_matmul_error(std::int64_t m, std::int64_t n, std::int64_t k, f
 // The operands' layouts by number: bit 0 A transposed (M-major), bit 1 B as it is (N-major).
 const char* const kOperandLayouts[] = {"A, B^T", "A^T, B^T", "A, B", "A^T, B"};
 
-template <unsigned BlockN>
+template <unsigned BlockN, class TA = bfloat16>
 std::string wgmma_matmul_error(int layout, std::int64_t m, std::int64_t n, std::int64_t k, float alpha, float beta,
                                bool adversarial, std::uint64_t seed, unsigned blocks = 0) {
   switch (layout) {
     case 0:
-      return wgmma_matmul_error<BlockN, false, false>(m, n, k, alpha, beta, adversarial, seed, blocks);
+      return wgmma_matmul_error<TA, BlockN, false, false>(m, n, k, alpha, beta, adversarial, seed, blocks);
     case 1:
-      return wgmma_matmul_error<BlockN, true, false>(m, n, k, alpha, beta, adversarial, seed, blocks);
+      return wgmma_matmul_error<TA, BlockN, true, false>(m, n, k, alpha, beta, adversarial, seed, blocks);
     case 2:
-      return wgmma_matmul_error<BlockN, false, true>(m, n, k, alpha, beta, adversarial, seed, blocks);
+      return wgmma_matmul_error<TA, BlockN, false, true>(m, n, k, alpha, beta, adversarial, seed, blocks);
     default:
-      return wgmma_matmul_error<BlockN, true, true>(m, n, k, alpha, beta, adversarial, seed, blocks);
+      return wgmma_matmul_error<TA, BlockN, true, true>(m, n, k, alpha, beta, adversarial, seed, blocks);
   }
 }
 
 // Each shape runs at both tiles, plainly and under the adversary: four runs, one per operand
-// layout (rotated from shape to shape), so every layout meets every shape and both tiles.
+// layout (rotated from shape to shape), so every layout meets every shape and both tiles; the
+// second and fourth shapes in f16, the others in bf16.
 TEST_CASE(
-    "the wgmma matmul kernel is exact at both tiles and every operand layout: one tile, edges, more K steps than "
-    "stages, alpha and beta") {
+    "the wgmma matmul kernel is exact in bf16 and f16 at both tiles and every operand layout: one tile, edges, more "
+    "K steps than stages, alpha and beta") {
   struct Shape {
     std::int64_t m, n, k;
     float alpha, beta;
@@ -404,12 +406,17 @@ TEST_CASE(
     for (int run = 0; run < 4; ++run) {
       const bool adversarial = run % 2 == 1, wide = run < 2;
       const int layout = (run + rotation) % 4;
+      const bool f16 = rotation % 2 == 1;
       const std::string at = std::to_string(s.m) + " x " + std::to_string(s.n) + " x " + std::to_string(s.k) + ", " +
                              kOperandLayouts[layout] + (wide ? ", 128 x 256" : ", 128 x 128") +
-                             (adversarial ? " (adversary)" : "");
-      const std::string error = wide ? wgmma_matmul_error<256>(layout, s.m, s.n, s.k, s.alpha, s.beta, adversarial, 11)
-                                     : wgmma_matmul_error<128>(layout, s.m, s.n, s.k, s.alpha, s.beta, adversarial, 11);
-      CHECK_MESSAGE(error == "", at);
+                             (f16 ? ", f16" : ", bf16") + (adversarial ? " (adversary)" : "");
+      const auto error = [&]<unsigned BlockN, class TA>() {
+        return wgmma_matmul_error<BlockN, TA>(layout, s.m, s.n, s.k, s.alpha, s.beta, adversarial, 11);
+      };
+      const std::string e =
+          wide ? (f16 ? error.template operator()<256, half>() : error.template operator()<256, bfloat16>())
+               : (f16 ? error.template operator()<128, half>() : error.template operator()<128, bfloat16>());
+      CHECK_MESSAGE(e == "", at);
     }
     ++rotation;
   }
@@ -466,6 +473,14 @@ TEST_CASE(
   both.trans_a = Transpose::yes;
   tandem::fill(got, std::nanf(""));
   matmul(matrix(atb, kk, m), matrix(bbn, kk, n), matrix(got, m, n), both);
+  be.synchronize({});
+  CHECK(got.to_vector<float>() == want.to_vector<float>());
+  // f16 inputs: the same product.
+  Buffer a16(be, DType::f16, a.size()), b16(be, DType::f16, b.size());
+  convert(ab, a16);
+  convert(bbn, b16);
+  tandem::fill(got, std::nanf(""));
+  matmul(matrix(a16, m, kk), matrix(b16, kk, n), matrix(got, m, n), plain);
   be.synchronize({});
   CHECK(got.to_vector<float>() == want.to_vector<float>());
   // What it does not take is refused by name (rows not 16 bytes apart), never run on the other

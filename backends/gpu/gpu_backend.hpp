@@ -371,9 +371,9 @@ class GpuBackend : public Backend {
     throw Unsupported(refused +
                       "needs sm_90a code, which this build lacks (configure with CMAKE_CUDA_ARCHITECTURES=90a)");
 #else
-    if constexpr (!std::is_same_v<TA, bfloat16>) {
+    if constexpr (!std::is_same_v<TA, bfloat16> && !std::is_same_v<TA, half>) {
       (void)q, (void)g;
-      throw Unsupported(refused + "takes bf16 inputs, not " + std::string(name_of(a.ab_type)));
+      throw Unsupported(refused + "takes bf16 or f16 inputs, not " + std::string(name_of(a.ab_type)));
     } else {
       if (a.lda % 8 != 0 || a.ldb % 8 != 0 || !aligned(a.a, a.b)) {
         throw Unsupported(refused +

@@ -14,7 +14,9 @@
 #pragma once
 
 #include <cstdint>
+#include <type_traits>
 
+#include "tandem/dtype.hpp"
 #include "tandem/gpu/kernel_api.hpp"
 
 #if defined(TANDEM_HIP)
@@ -188,7 +190,7 @@ TANDEM_DEVICE void tma_load_2d(void* dst, const TensorMap* map, std::int32_t x, 
 //    group is `stride` bytes on from the last (8 rows of the swizzle's width: 256, 512, 1024);
 //    unswizzled, rows are 8 x 16-byte core matrices, `leading` bytes apart along K and `stride`
 //    apart along the rows. A K step of 16 within a swizzled row adds 32 bytes to `tile`.
-//  - M/N-major (wgmma_bf16's TransA/TransB: A transposed, B as it is): rows of K, M or N
+//  - M/N-major (wgmma_async's TransA/TransB: A transposed, B as it is): rows of K, M or N
 //    contiguous. Swizzled, each k row is the swizzle's width of M/N (a TMA box that wide, its
 //    rows along K), 8-row groups of k `stride` bytes apart (8 rows of the width) and each
 //    width-long run of M/N `leading` bytes on (the next box); unswizzled, core matrices of 8 k
@@ -280,58 +282,69 @@ TANDEM_DEVICE void wgmma_wait_group(TANDEM_SIM_WHERE_ONLY) {
   "+f"(d[i]), "+f"(d[i + 1]), "+f"(d[i + 2]), "+f"(d[i + 3]), "+f"(d[i + 4]), "+f"(d[i + 5]), "+f"(d[i + 6]), \
       "+f"(d[i + 7])
 
-// d (N / 2 floats per thread) = (accumulate ? d : 0) + A * B for the 64 x N tile: m64nNk16, bf16
-// in, f32 out, both operands from shared memory; N is 64, 128 or 256. TransA: A's descriptor is
-// M-major (imm-trans-a), else K-major; TransB: B's is N-major, else K-major.
-template <unsigned N, bool TransA = false, bool TransB = false>
-TANDEM_DEVICE void wgmma_bf16(float (&d)[N / 2], std::uint64_t desc_a, std::uint64_t desc_b,
-                              bool accumulate TANDEM_SIM_WHERE) {
-  static_assert(N == 64 || N == 128 || N == 256, "wgmma_bf16: N of 64, 128 or 256");
+// The m64nNk16 instruction for N of 64, 128, 256 with TYPE ("bf16" or "f16") operands: one
+// asm statement per N (the accumulators are N / 2 operands), inside wgmma_async.
+#define TANDEM_WGMMA_ASM(TYPE)                                                                                    \
+  if constexpr (N == 64) {                                                                                        \
+    TANDEM_SM90A(asm volatile(                                                                                    \
+        "{\n .reg .pred p;\n setp.ne.b32 p, %34, 0;\n"                                                            \
+        " wgmma.mma_async.sync.aligned.m64n64k16.f32." TYPE "." TYPE " {"                                         \
+        "%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, "                                  \
+        "%16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31"                          \
+        "}, %32, %33, p, 1, 1, %35, %36;\n}"                                                                      \
+        : TANDEM_WGMMA_D8(0), TANDEM_WGMMA_D8(8), TANDEM_WGMMA_D8(16), TANDEM_WGMMA_D8(24)                        \
+        : "l"(desc_a), "l"(desc_b), "r"(static_cast<int>(accumulate)), "n"(int(TransA)), "n"(int(TransB))));     \
+  } else if constexpr (N == 128) {                                                                                \
+    TANDEM_SM90A(asm volatile(                                                                                    \
+        "{\n .reg .pred p;\n setp.ne.b32 p, %66, 0;\n"                                                            \
+        " wgmma.mma_async.sync.aligned.m64n128k16.f32." TYPE "." TYPE " {"                                        \
+        "%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, "                                  \
+        "%16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, "                        \
+        "%32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47, "                        \
+        "%48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63"                          \
+        "}, %64, %65, p, 1, 1, %67, %68;\n}"                                                                      \
+        : TANDEM_WGMMA_D8(0), TANDEM_WGMMA_D8(8), TANDEM_WGMMA_D8(16), TANDEM_WGMMA_D8(24), TANDEM_WGMMA_D8(32),  \
+          TANDEM_WGMMA_D8(40), TANDEM_WGMMA_D8(48), TANDEM_WGMMA_D8(56)                                           \
+        : "l"(desc_a), "l"(desc_b), "r"(static_cast<int>(accumulate)), "n"(int(TransA)), "n"(int(TransB))));     \
+  } else {                                                                                                        \
+    TANDEM_SM90A(asm volatile(                                                                                    \
+        "{\n .reg .pred p;\n setp.ne.b32 p, %130, 0;\n"                                                           \
+        " wgmma.mma_async.sync.aligned.m64n256k16.f32." TYPE "." TYPE " {"                                        \
+        "%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, "                                  \
+        "%16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, "                        \
+        "%32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47, "                        \
+        "%48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63, "                        \
+        "%64, %65, %66, %67, %68, %69, %70, %71, %72, %73, %74, %75, %76, %77, %78, %79, "                        \
+        "%80, %81, %82, %83, %84, %85, %86, %87, %88, %89, %90, %91, %92, %93, %94, %95, "                        \
+        "%96, %97, %98, %99, %100, %101, %102, %103, %104, %105, %106, %107, %108, %109, %110, %111, "            \
+        "%112, %113, %114, %115, %116, %117, %118, %119, %120, %121, %122, %123, %124, %125, %126, %127"          \
+        "}, %128, %129, p, 1, 1, %131, %132;\n}"                                                                  \
+        : TANDEM_WGMMA_D8(0), TANDEM_WGMMA_D8(8), TANDEM_WGMMA_D8(16), TANDEM_WGMMA_D8(24), TANDEM_WGMMA_D8(32),  \
+          TANDEM_WGMMA_D8(40), TANDEM_WGMMA_D8(48), TANDEM_WGMMA_D8(56), TANDEM_WGMMA_D8(64), TANDEM_WGMMA_D8(72), \
+          TANDEM_WGMMA_D8(80), TANDEM_WGMMA_D8(88), TANDEM_WGMMA_D8(96), TANDEM_WGMMA_D8(104),                    \
+          TANDEM_WGMMA_D8(112), TANDEM_WGMMA_D8(120)                                                              \
+        : "l"(desc_a), "l"(desc_b), "r"(static_cast<int>(accumulate)), "n"(int(TransA)), "n"(int(TransB))));     \
+  }
+
+// d (N / 2 floats per thread) = (accumulate ? d : 0) + A * B for the 64 x N tile: m64nNk16, TA
+// (bfloat16 or half) in, f32 out, both operands from shared memory; N is 64, 128 or 256. TransA:
+// A's descriptor is M-major (imm-trans-a), else K-major; TransB: B's is N-major, else K-major.
+template <class TA, unsigned N, bool TransA = false, bool TransB = false>
+TANDEM_DEVICE void wgmma_async(float (&d)[N / 2], std::uint64_t desc_a, std::uint64_t desc_b,
+                               bool accumulate TANDEM_SIM_WHERE) {
+  static_assert(N == 64 || N == 128 || N == 256, "wgmma_async: N of 64, 128 or 256");
+  static_assert(std::is_same_v<TA, bfloat16> || std::is_same_v<TA, half>, "wgmma_async: bfloat16 or half");
 #if defined(TANDEM_GPU_COMPILER)
-  if constexpr (N == 64) {
-    TANDEM_SM90A(asm volatile(
-        "{\n .reg .pred p;\n setp.ne.b32 p, %34, 0;\n"
-        " wgmma.mma_async.sync.aligned.m64n64k16.f32.bf16.bf16 {"
-        "%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, "
-        "%16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31"
-        "}, %32, %33, p, 1, 1, %35, %36;\n}"
-        : TANDEM_WGMMA_D8(0), TANDEM_WGMMA_D8(8), TANDEM_WGMMA_D8(16), TANDEM_WGMMA_D8(24)
-        : "l"(desc_a), "l"(desc_b), "r"(static_cast<int>(accumulate)), "n"(int(TransA)), "n"(int(TransB))));
-  } else if constexpr (N == 128) {
-    TANDEM_SM90A(asm volatile(
-        "{\n .reg .pred p;\n setp.ne.b32 p, %66, 0;\n"
-        " wgmma.mma_async.sync.aligned.m64n128k16.f32.bf16.bf16 {"
-        "%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, "
-        "%16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, "
-        "%32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47, "
-        "%48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63"
-        "}, %64, %65, p, 1, 1, %67, %68;\n}"
-        : TANDEM_WGMMA_D8(0), TANDEM_WGMMA_D8(8), TANDEM_WGMMA_D8(16), TANDEM_WGMMA_D8(24), TANDEM_WGMMA_D8(32),
-          TANDEM_WGMMA_D8(40), TANDEM_WGMMA_D8(48), TANDEM_WGMMA_D8(56)
-        : "l"(desc_a), "l"(desc_b), "r"(static_cast<int>(accumulate)), "n"(int(TransA)), "n"(int(TransB))));
+  if constexpr (std::is_same_v<TA, bfloat16>) {
+    TANDEM_WGMMA_ASM("bf16")
   } else {
-    TANDEM_SM90A(asm volatile(
-        "{\n .reg .pred p;\n setp.ne.b32 p, %130, 0;\n"
-        " wgmma.mma_async.sync.aligned.m64n256k16.f32.bf16.bf16 {"
-        "%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, "
-        "%16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, "
-        "%32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47, "
-        "%48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63, "
-        "%64, %65, %66, %67, %68, %69, %70, %71, %72, %73, %74, %75, %76, %77, %78, %79, "
-        "%80, %81, %82, %83, %84, %85, %86, %87, %88, %89, %90, %91, %92, %93, %94, %95, "
-        "%96, %97, %98, %99, %100, %101, %102, %103, %104, %105, %106, %107, %108, %109, %110, %111, "
-        "%112, %113, %114, %115, %116, %117, %118, %119, %120, %121, %122, %123, %124, %125, %126, %127"
-        "}, %128, %129, p, 1, 1, %131, %132;\n}"
-        : TANDEM_WGMMA_D8(0), TANDEM_WGMMA_D8(8), TANDEM_WGMMA_D8(16), TANDEM_WGMMA_D8(24), TANDEM_WGMMA_D8(32),
-          TANDEM_WGMMA_D8(40), TANDEM_WGMMA_D8(48), TANDEM_WGMMA_D8(56), TANDEM_WGMMA_D8(64), TANDEM_WGMMA_D8(72),
-          TANDEM_WGMMA_D8(80), TANDEM_WGMMA_D8(88), TANDEM_WGMMA_D8(96), TANDEM_WGMMA_D8(104), TANDEM_WGMMA_D8(112),
-          TANDEM_WGMMA_D8(120)
-        : "l"(desc_a), "l"(desc_b), "r"(static_cast<int>(accumulate)), "n"(int(TransA)), "n"(int(TransB))));
+    TANDEM_WGMMA_ASM("f16")
   }
 #else
-  sim::wgmma(d, N, desc_a, desc_b, accumulate, true, TransA, TransB, w);
+  sim::wgmma(d, N, desc_a, desc_b, accumulate, std::is_same_v<TA, bfloat16>, TransA, TransB, w);
 #endif
 }
+#undef TANDEM_WGMMA_ASM
 #undef TANDEM_WGMMA_D8
 
 }  // namespace TANDEM_GPU_ABI

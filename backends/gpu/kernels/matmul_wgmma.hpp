@@ -1,5 +1,5 @@
-// The Hopper tensor_core kernel (sm_90a; opt-in until a GPU run measures it): bf16 A and B, f32
-// accumulation and C, fed by TMA copies through a pipeline of shared-memory stages and multiplied
+// The Hopper tensor_core kernel (sm_90a; opt-in until a GPU run measures it): bf16 or f16 A and B,
+// f32 accumulation and C, fed by TMA copies through a pipeline of shared-memory stages and multiplied
 // by wgmma (backends/gpu/kernels/hopper.hpp; the simulator runs it through its model of both).
 //
 // A block of 384 threads computes 128 x 128 or 128 x 256 tiles of C (WgmmaTile), persistent: the
@@ -74,7 +74,7 @@ TANDEM_DEVICE void wgmma_tile_at(std::int64_t tile, std::int64_t tiles_m, std::i
 template <class TA, unsigned BlockN, bool AMnMajor = false, bool BMnMajor = false>
 TANDEM_KERNEL TANDEM_LAUNCH_BOUNDS(3 * kWarpgroupThreads) void matmul_wgmma_kernel(
     TANDEM_GRID_CONSTANT const TensorMap a_map, TANDEM_GRID_CONSTANT const TensorMap b_map, Gemm<TA, float> g) {
-  static_assert(std::is_same_v<TA, bfloat16>, "the wgmma kernel takes bf16");
+  static_assert(std::is_same_v<TA, bfloat16> || std::is_same_v<TA, half>, "the wgmma kernel takes bf16 or f16");
   using T = WgmmaTile<BlockN>;
   TANDEM_DYNAMIC_SHARED(unsigned char, raw);
   const std::uint32_t window = shared_window(raw);
@@ -157,7 +157,7 @@ TANDEM_KERNEL TANDEM_LAUNCH_BOUNDS(3 * kWarpgroupThreads) void matmul_wgmma_kern
         const std::uint64_t db = BMnMajor ? wgmma_descriptor(b + k16 * 2048, Swizzle::bytes128, T::box_bytes, 1024)
                                           : wgmma_descriptor(b + k16 * 32, Swizzle::bytes128, 16, 1024);
         // the tile's first step starts from 0
-        wgmma_bf16<BlockN, AMnMajor, BMnMajor>(d, da, db, kt > 0 || k16 > 0);
+        wgmma_async<TA, BlockN, AMnMajor, BMnMajor>(d, da, db, kt > 0 || k16 > 0);
       }
       wgmma_commit_group();
       wgmma_wait_group<1>();  // the previous step's group has read its stage
