@@ -23,6 +23,8 @@
 #include <cstring>
 #include <ctime>
 #include <functional>
+#include <iterator>
+#include <sstream>
 #include <string>
 #include <vector>
 
@@ -125,13 +127,14 @@ bool has_tier(Backend& be, DType t, MatmulTier tier) {
 }
 
 const char* usage =
-    "usage: tandem_bench_gpu [--backend NAME] [--quick] [--json FILE]\n"
+    "usage: tandem_bench_gpu [--backend NAME] [--quick] [--only SECTIONS] [--json FILE]\n"
     "                        [--reduce-peer V] [--scan-peer V] [--matmul-peer TIER]\n"
     "  a GPU backend (default cuda) against peers measured in the same run, with the GPU targets checked:\n"
     "  add and matrix_add vs device copy bandwidth (256 MB and 1 GB), sum vs the vendor reduce at 2^28 and\n"
     "  2^30 (CUB on cuda, rocPRIM on hip), scan vs the vendor scan, sgemm tiers vs cuBLAS at 4096^3,\n"
-    "  tensor_core bf16 vs cuBLAS bf16 at 8192^3, host <-> device bandwidth and copy/compute overlap.\n"
-    "  --quick: fewer repeats, no 2^30 sum, bf16 at 4096^3. On a simulator the sizes are tiny.\n"
+    "  tensor_core bf16 and f16 vs cuBLAS at 8192^3, host <-> device bandwidth and copy/compute overlap.\n"
+    "  --quick: fewer repeats, no 2^30 sum, bf16 and f16 at 4096^3. On a simulator the sizes are tiny.\n"
+    "  --only SECTIONS: some of add, reduce (sum and scan), matmul, transfers, comma-separated (default all).\n"
     "  --reduce-peer, --scan-peer, --matmul-peer: compare with one of tandem's own variants or tiers instead of\n"
     "  the vendor's (a dry run of the comparisons on a backend without a vendor library, such as sim).\n"
     "  Exits 0 whether or not a target is met; 1 when a result differs from its peer's.\n";
@@ -140,7 +143,12 @@ const char* usage =
 struct Args {
   std::string backend = "cuda", json_path, reduce_override, scan_override, peer_tier_override;
   bool quick = false;
+  std::vector<std::string> only;  // the sections to measure; empty: all
+  bool wants(const std::string& section) const {
+    return only.empty() || std::find(only.begin(), only.end(), section) != only.end();
+  }
 };
+const char* const kSections[] = {"add", "reduce", "matmul", "transfers"};
 // Parses it; returns -1 to go on, else the exit code (0 after --help, 2 for a bad option), having
 // printed `usage` to stderr.
 int parse_args(int argc, char** argv, Args& args) {
@@ -158,6 +166,16 @@ int parse_args(int argc, char** argv, Args& args) {
       args.peer_tier_override = argv[++i];
     } else if (a == "--quick") {
       args.quick = true;
+    } else if (a == "--only" && i + 1 < argc) {
+      std::stringstream list(argv[++i]);
+      for (std::string section; std::getline(list, section, ',');) {
+        if (std::find(std::begin(kSections), std::end(kSections), section) == std::end(kSections)) {
+          std::fprintf(stderr, "tandem_bench_gpu: --only takes add, reduce, matmul or transfers, not '%s'\n",
+                       section.c_str());
+          return 2;
+        }
+        args.only.push_back(section);
+      }
     } else {
       std::fputs(usage, stderr);
       return a == "--help" ? 0 : 2;
@@ -469,12 +487,16 @@ void measure_transfers(const Run& run, std::vector<Row>& rows) {
 
 // Prints the rows and what could not be measured, and writes the JSON where asked; returns the
 // exit code.
-int report(const Run& run, const DeviceProperties& props, const std::string& json_path, const std::vector<Row>& rows) {
+int report(const Run& run, const DeviceProperties& props, const Args& args, const std::vector<Row>& rows) {
   const char* backend = run.backend.c_str();
+  const std::string& json_path = args.json_path;
+  std::string sections;  // "" for all
+  for (const std::string& section : args.only) sections += (sections.empty() ? "" : ",") + section;
   char date[32];
   const std::time_t now = std::time(nullptr);
   std::strftime(date, sizeof date, "%Y-%m-%dT%H:%M:%SZ", std::gmtime(&now));
-  std::printf("tandem GPU benchmark, backend %s (%s), %s%s\n", backend, props.name.c_str(), date,
+  std::printf("tandem GPU benchmark, backend %s (%s), %s%s%s\n", backend, props.name.c_str(), date,
+              sections.empty() ? "" : (", only " + sections).c_str(),
               run.tiny ? " (a simulator: tiny sizes, the timings mean nothing)" : "");
   bench::print_targets(rows, !run.tiny);
   if (run.reduce_peer.empty())
@@ -488,7 +510,8 @@ int report(const Run& run, const DeviceProperties& props, const std::string& jso
 
   if (!json_path.empty()) {
     const std::string header = "\"backend\": \"" + run.backend + "\", \"device\": \"" + props.name +
-                               "\", \"date\": \"" + date + "\", \"quick\": " + (run.quick ? "true" : "false");
+                               "\", \"date\": \"" + date + "\", \"quick\": " + (run.quick ? "true" : "false") +
+                               ", \"sections\": \"" + (sections.empty() ? "all" : sections) + "\"";
     if (!bench::write_targets_json(json_path, header, rows, !run.tiny)) {
       std::fprintf(stderr, "tandem_bench_gpu: cannot write %s\n", json_path.c_str());
       return 1;
@@ -514,11 +537,11 @@ int main(int argc, char** argv) {
     }
     const Run run = plan_run(be, props, args);
     std::vector<Row> rows;
-    measure_add(run, rows);
-    measure_sum_scan(run, rows);
-    measure_gemms(run, rows);
-    measure_transfers(run, rows);
-    return report(run, props, args.json_path, rows);
+    if (args.wants("add")) measure_add(run, rows);
+    if (args.wants("reduce")) measure_sum_scan(run, rows);
+    if (args.wants("matmul")) measure_gemms(run, rows);
+    if (args.wants("transfers")) measure_transfers(run, rows);
+    return report(run, props, args, rows);
   } catch (const WrongResult& e) {
     std::fprintf(stderr, "tandem_bench_gpu: WRONG RESULT: %s (the timings would describe a wrong answer)\n", e.what());
     return 1;

@@ -6,6 +6,10 @@
 #
 # Stages, in this order when none is named (name some to run a GPU session's few calls one by one):
 #   build       configure and build with CUDA (simulator, HIP, OpenBLAS, MPI, zlib, Kokkos off)
+#   hopper      only when named (a short first call, before the stages below): the Hopper kernels
+#               alone, tests/test_hopper_cuda.cu's cases (TMA boxes and wgmma products against the
+#               simulator's model, the wgmma tier against cuBLAS) and tandem_bench_gpu --only
+#               matmul (every matmul row, the wgmma kernel's among them)
 #   tests       tandem info, tandem check --backend cuda (and DIR/gpu-kernel-sources-<device>.json:
 #               the kernel sources' hashes and what the check said, for bench/results/), the whole
 #               CTest matrix with label cuda (a Skipped test there is a failure: this machine has
@@ -36,11 +40,11 @@
 # Environment: CMAKE_CUDA_ARCHITECTURES (default 90a: the lent H100 and H200, and the only code that
 # has the tensor_core tier's wgmma kernel), TANDEM_GPU_BUILD (default build/gpu).
 set -uo pipefail
-out=${1:?usage: ci/gpu.sh DIR [build|tests|sanitizers|bench|ml|plots]...}
+out=${1:?usage: ci/gpu.sh DIR [build|hopper|tests|sanitizers|bench|ml|plots]...}
 shift
-all_stages=(build tests sanitizers bench ml plots)
+all_stages=(build hopper tests sanitizers bench ml plots)
 stages=("$@")
-[ ${#stages[@]} -eq 0 ] && stages=("${all_stages[@]}")
+[ ${#stages[@]} -eq 0 ] && stages=(build tests sanitizers bench ml plots)
 for s in "${stages[@]}"; do
   case " ${all_stages[*]} " in
   *" $s "*) ;;
@@ -223,7 +227,7 @@ fi
 
 # The stages that run on the GPU need the build and a usable CUDA device (plots need neither).
 data=()
-if wants tests || wants sanitizers || wants bench || wants ml; then
+if wants hopper || wants tests || wants sanitizers || wants bench || wants ml; then
   if [ ! -x "$build/tandem" ]; then
     note "FAILED  no build in $build: run the build stage first (in this call or an earlier one on this machine)"
     failed=1
@@ -242,6 +246,15 @@ if wants tests || wants sanitizers || wants bench || wants ml; then
   mkdir -p "$build/plain-data"
   for f in "$root"/data/*.gz; do gunzip -c "$f" >"$build/plain-data/$(basename "${f%.gz}")"; done
   data=(env "TANDEM_TEST_DATA_DIR=$build/plain-data")
+fi
+
+if wants hopper; then
+  step hopper-tests "$build/tests/tandem_hopper_cuda_tests"
+  if grep -q "SKIPPED" "$out/hopper-tests.log" 2>/dev/null; then
+    note "FAILED  hopper-tests: skipped on a machine with a GPU: $(grep -m1 SKIPPED "$out/hopper-tests.log")"
+    failed=1
+  fi
+  step bench-matmul "$build/bench/tandem_bench_gpu" --backend cuda --only matmul --json "$out/bench-gpu-matmul.json"
 fi
 
 if wants tests; then
