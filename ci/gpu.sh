@@ -6,7 +6,7 @@
 #
 # Stages, in this order when none is named (name some to run a GPU session's few calls one by one):
 #   build       configure and build with CUDA (simulator, HIP, OpenBLAS, MPI, zlib, Kokkos off)
-#   hopper      only when named (a short first call, before the stages below): the Hopper kernels
+#   hopper      only when named (a first call, before the stages below): the Hopper kernels
 #               alone, tests/test_hopper_cuda.cu's cases (TMA boxes and wgmma products against the
 #               simulator's model, the wgmma tier against cuBLAS) and tandem_bench_gpu --only
 #               matmul (every matmul row, the wgmma kernel's among them)

@@ -5,8 +5,10 @@
 // must fail; misuse of mbarriers and copies fails with a message that names it.
 #include <doctest/doctest.h>
 
+#include <algorithm>
 #include <cstdint>
 #include <cstring>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -422,6 +424,25 @@ TEST_CASE(
   }
 }
 
+// Each block's thread 0 writes where its dynamic shared window starts (the shared-window address).
+TANDEM_KERNEL void dynamic_window_start(std::uint32_t* out) {
+  TANDEM_DYNAMIC_SHARED(unsigned char, raw);
+  if (g::thread_rank() == 0) out[g::block_idx().x] = k::shared_window(raw);
+}
+
+TEST_CASE("the dynamic shared window starts at a multiple of 16 drawn per block, as CUDA promises no more") {
+  Backend& be = sim_backend();
+  constexpr unsigned blocks = 64;
+  Buffer out(be, DType::i32, blocks);
+  const g::LaunchConfig config{"dynamic_window_start", {blocks, 1, 1}, {32, 1, 1}, 4096};
+  sim::launch(be, config, dynamic_window_start, static_cast<std::uint32_t*>(out.data()));
+  const auto starts = out.to_vector<std::int32_t>();
+  std::set<std::int32_t> seen(starts.begin(), starts.end());
+  for (std::int32_t s : starts) CHECK((s >= 0 && s < 1024 && s % 16 == 0));
+  CHECK(seen.size() > 1);
+  CHECK(std::any_of(starts.begin(), starts.end(), [](std::int32_t s) { return s % 128 != 0; }));
+}
+
 TEST_CASE("more than 48 KiB of dynamic shared memory needs the launch's opt-in, as on CUDA") {
   Backend& be = sim_backend();
   Buffer src(be, DType::f32, 32 * 8);
@@ -523,18 +544,25 @@ TEST_CASE("the wgmma kernel's tile order visits every tile once, a group of 16 t
   for (const std::int64_t tiles_m : {1, 5, 16, 17, 33, 64}) {
     for (const std::int64_t tiles_n : {1, 3, 32}) {
       std::vector<int> seen(tiles_m * tiles_n, 0);
+      std::int64_t prev_bi = -1, prev_bj = -1;
+      int out_of_order = 0;
       for (std::int64_t tile = 0; tile < tiles_m * tiles_n; ++tile) {
         std::int64_t bi = -1, bj = -1;
         k::wgmma_tile_at<T>(tile, tiles_m, tiles_n, bi, bj);
         REQUIRE((bi >= 0 && bi < tiles_m && bj >= 0 && bj < tiles_n));
         ++seen[bi * tiles_n + bj];
-        // The tiles of group g are rows [16g, 16g + 16), down each column before the next.
+        // Group g is tile rows [16g, 16g + 16), walked down each column, then the next column.
         const std::int64_t group = tile / (T::group_rows * tiles_n);
-        CHECK(bi / T::group_rows == group);
-        const std::int64_t rows = std::min<std::int64_t>(T::group_rows, tiles_m - group * T::group_rows);
-        CHECK(bj == tile % (T::group_rows * tiles_n) / rows);
+        const bool starts_group = tile % (T::group_rows * tiles_n) == 0;
+        const bool down = bj == prev_bj && bi == prev_bi + 1;
+        const bool next_column = bj == prev_bj + 1 && bi == group * T::group_rows;
+        const bool first = bj == 0 && bi == group * T::group_rows;
+        if (bi / T::group_rows != group || (starts_group ? !first : !(down || next_column))) ++out_of_order;
+        prev_bi = bi;
+        prev_bj = bj;
       }
       CHECK_MESSAGE(std::count(seen.begin(), seen.end(), 1) == tiles_m * tiles_n, tiles_m, " x ", tiles_n);
+      CHECK_MESSAGE(out_of_order == 0, tiles_m, " x ", tiles_n);
     }
   }
 }

@@ -77,7 +77,7 @@ void* dynamic_shared() {
   if (b.config->dynamic_shared_bytes == 0) {
     fail(b, "the kernel uses dynamic shared memory but was launched with 0 bytes of it");
   }
-  return b.shared.data();
+  return b.shared.data() + b.dynamic_offset;
 }
 
 }  // namespace tandem::sim

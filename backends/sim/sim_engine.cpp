@@ -354,11 +354,17 @@ void init_block(Block& b, std::uint64_t linear, const gpu::LaunchConfig& cfg, co
   b.error = nullptr;
   b.shared_limit = cfg.large_shared ? options.shared_memory_opt_in : options.shared_memory_per_block;
   if (b.shared.size() != b.shared_limit) b.shared.assign(b.shared_limit, kSharedPoison);
-  std::memset(b.shared.data(), kSharedPoison, cfg.dynamic_shared_bytes);
-  b.shared_top = cfg.dynamic_shared_bytes;
   b.slots.clear();
   std::uint64_t mix = options.seed ^ (launch_index * 0x9e3779b97f4a7c15ull);
   b.rng = splitmix(mix) ^ linear;
+  // The dynamic window starts where a GPU may start it: CUDA promises 16-byte alignment and no
+  // more (static variables and reserved bytes may come first), so it lies at a multiple of 16
+  // below 1024 drawn per block; a kernel that needs 128 or 1024 must realign.
+  std::uint64_t place = mix ^ (linear * 0xbf58476d1ce4e5b9ull);
+  const std::size_t room = (b.shared_limit - std::min(b.shared_limit, cfg.dynamic_shared_bytes)) / 16 * 16;
+  b.dynamic_offset = cfg.dynamic_shared_bytes == 0 ? 0 : std::min<std::size_t>(16 * (splitmix(place) % 64), room);
+  std::memset(b.shared.data() + b.dynamic_offset, kSharedPoison, cfg.dynamic_shared_bytes);
+  b.shared_top = b.dynamic_offset + cfg.dynamic_shared_bytes;
   b.order.resize(b.threads);
   for (unsigned i = 0; i < b.threads; ++i) b.order[i] = i;
   b.unwinding = false;

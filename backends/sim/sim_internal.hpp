@@ -108,6 +108,7 @@ struct Block {
   std::vector<unsigned char> shared;
   std::size_t shared_limit = 0;
   std::size_t shared_top = 0;
+  std::size_t dynamic_offset = 0;  // where the dynamic window starts in `shared`
   std::vector<std::pair<const void*, std::size_t>> slots;
   std::uint64_t rng = 0;
   const void* scheduler_bottom = nullptr;

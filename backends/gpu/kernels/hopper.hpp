@@ -176,12 +176,12 @@ TANDEM_DEVICE void tma_load_2d(void* dst, const TensorMap* map, std::int32_t x, 
 
 // ---- wgmma: the warpgroup's asynchronous matrix multiply (sm_90a) ----
 // The 128 threads of a warpgroup (four consecutive warps, the first a multiple of four) multiply
-// A (64 x 16) by B (16 x N), 16-bit elements K-major in shared memory, into a 64 x N f32
-// accumulator spread over their registers: warp w holds rows 16w..16w + 15, lane l the rows
-// 16w + l / 4 (+ 8 in d[4j + 2], d[4j + 3]) and columns 8j + 2 (l % 4) (+ 1 in d[4j + 1],
-// d[4j + 3]). Issue: wgmma_fence(), then the wgmmas of a step, wgmma_commit_group(); their
-// accumulators and operands are the hardware's until wgmma_wait_group<P>() leaves at most P
-// groups in flight.
+// A (64 x 16) by B (16 x N), 16-bit elements in shared memory (wgmma_descriptor's layouts), into
+// a 64 x N f32 accumulator spread over their registers: warp w holds rows 16w..16w + 15, lane l
+// the rows 16w + l / 4 (+ 8 in d[4j + 2], d[4j + 3]) and columns 8j + 2 (l % 4) (+ 1 in
+// d[4j + 1], d[4j + 3]). Issue: wgmma_fence(), then the wgmmas of a step, wgmma_commit_group();
+// their accumulators and operands are the hardware's until wgmma_wait_group<P>() leaves at most
+// P groups in flight.
 
 // A shared-memory operand for wgmma: the k16 slice of A (64 rows) or B (N columns) starting at
 // `tile`, in one of PTX's canonical layouts.
@@ -284,46 +284,49 @@ TANDEM_DEVICE void wgmma_wait_group(TANDEM_SIM_WHERE_ONLY) {
 
 // The m64nNk16 instruction for N of 64, 128, 256 with TYPE ("bf16" or "f16") operands: one
 // asm statement per N (the accumulators are N / 2 operands), inside wgmma_async.
-#define TANDEM_WGMMA_ASM(TYPE)                                                                                    \
-  if constexpr (N == 64) {                                                                                        \
-    TANDEM_SM90A(asm volatile(                                                                                    \
-        "{\n .reg .pred p;\n setp.ne.b32 p, %34, 0;\n"                                                            \
-        " wgmma.mma_async.sync.aligned.m64n64k16.f32." TYPE "." TYPE " {"                                         \
-        "%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, "                                  \
-        "%16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31"                          \
-        "}, %32, %33, p, 1, 1, %35, %36;\n}"                                                                      \
-        : TANDEM_WGMMA_D8(0), TANDEM_WGMMA_D8(8), TANDEM_WGMMA_D8(16), TANDEM_WGMMA_D8(24)                        \
-        : "l"(desc_a), "l"(desc_b), "r"(static_cast<int>(accumulate)), "n"(int(TransA)), "n"(int(TransB))));     \
-  } else if constexpr (N == 128) {                                                                                \
-    TANDEM_SM90A(asm volatile(                                                                                    \
-        "{\n .reg .pred p;\n setp.ne.b32 p, %66, 0;\n"                                                            \
-        " wgmma.mma_async.sync.aligned.m64n128k16.f32." TYPE "." TYPE " {"                                        \
-        "%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, "                                  \
-        "%16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, "                        \
-        "%32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47, "                        \
-        "%48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63"                          \
-        "}, %64, %65, p, 1, 1, %67, %68;\n}"                                                                      \
-        : TANDEM_WGMMA_D8(0), TANDEM_WGMMA_D8(8), TANDEM_WGMMA_D8(16), TANDEM_WGMMA_D8(24), TANDEM_WGMMA_D8(32),  \
-          TANDEM_WGMMA_D8(40), TANDEM_WGMMA_D8(48), TANDEM_WGMMA_D8(56)                                           \
-        : "l"(desc_a), "l"(desc_b), "r"(static_cast<int>(accumulate)), "n"(int(TransA)), "n"(int(TransB))));     \
-  } else {                                                                                                        \
-    TANDEM_SM90A(asm volatile(                                                                                    \
-        "{\n .reg .pred p;\n setp.ne.b32 p, %130, 0;\n"                                                           \
-        " wgmma.mma_async.sync.aligned.m64n256k16.f32." TYPE "." TYPE " {"                                        \
-        "%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, "                                  \
-        "%16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, "                        \
-        "%32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47, "                        \
-        "%48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63, "                        \
-        "%64, %65, %66, %67, %68, %69, %70, %71, %72, %73, %74, %75, %76, %77, %78, %79, "                        \
-        "%80, %81, %82, %83, %84, %85, %86, %87, %88, %89, %90, %91, %92, %93, %94, %95, "                        \
-        "%96, %97, %98, %99, %100, %101, %102, %103, %104, %105, %106, %107, %108, %109, %110, %111, "            \
-        "%112, %113, %114, %115, %116, %117, %118, %119, %120, %121, %122, %123, %124, %125, %126, %127"          \
-        "}, %128, %129, p, 1, 1, %131, %132;\n}"                                                                  \
-        : TANDEM_WGMMA_D8(0), TANDEM_WGMMA_D8(8), TANDEM_WGMMA_D8(16), TANDEM_WGMMA_D8(24), TANDEM_WGMMA_D8(32),  \
-          TANDEM_WGMMA_D8(40), TANDEM_WGMMA_D8(48), TANDEM_WGMMA_D8(56), TANDEM_WGMMA_D8(64), TANDEM_WGMMA_D8(72), \
-          TANDEM_WGMMA_D8(80), TANDEM_WGMMA_D8(88), TANDEM_WGMMA_D8(96), TANDEM_WGMMA_D8(104),                    \
-          TANDEM_WGMMA_D8(112), TANDEM_WGMMA_D8(120)                                                              \
-        : "l"(desc_a), "l"(desc_b), "r"(static_cast<int>(accumulate)), "n"(int(TransA)), "n"(int(TransB))));     \
+#define TANDEM_WGMMA_ASM(TYPE)                                                                                       \
+  if constexpr (N == 64) {                                                                                           \
+    TANDEM_SM90A(asm volatile(                                                                                       \
+        "{\n .reg .pred p;\n setp.ne.b32 p, %34, 0;\n"                                                               \
+        " wgmma.mma_async.sync.aligned.m64n64k16.f32." TYPE "." TYPE                                                 \
+        " {"                                                                                                         \
+        "%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, "                                     \
+        "%16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31"                             \
+        "}, %32, %33, p, 1, 1, %35, %36;\n}"                                                                         \
+        : TANDEM_WGMMA_D8(0), TANDEM_WGMMA_D8(8), TANDEM_WGMMA_D8(16), TANDEM_WGMMA_D8(24)                           \
+        : "l"(desc_a), "l"(desc_b), "r"(static_cast<int>(accumulate)), "n"(int(TransA)), "n"(int(TransB))));         \
+  } else if constexpr (N == 128) {                                                                                   \
+    TANDEM_SM90A(asm volatile(                                                                                       \
+        "{\n .reg .pred p;\n setp.ne.b32 p, %66, 0;\n"                                                               \
+        " wgmma.mma_async.sync.aligned.m64n128k16.f32." TYPE "." TYPE                                                \
+        " {"                                                                                                         \
+        "%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, "                                     \
+        "%16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, "                           \
+        "%32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47, "                           \
+        "%48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63"                             \
+        "}, %64, %65, p, 1, 1, %67, %68;\n}"                                                                         \
+        : TANDEM_WGMMA_D8(0), TANDEM_WGMMA_D8(8), TANDEM_WGMMA_D8(16), TANDEM_WGMMA_D8(24), TANDEM_WGMMA_D8(32),     \
+          TANDEM_WGMMA_D8(40), TANDEM_WGMMA_D8(48), TANDEM_WGMMA_D8(56)                                              \
+        : "l"(desc_a), "l"(desc_b), "r"(static_cast<int>(accumulate)), "n"(int(TransA)), "n"(int(TransB))));         \
+  } else {                                                                                                           \
+    TANDEM_SM90A(asm volatile(                                                                                       \
+        "{\n .reg .pred p;\n setp.ne.b32 p, %130, 0;\n"                                                              \
+        " wgmma.mma_async.sync.aligned.m64n256k16.f32." TYPE "." TYPE                                                \
+        " {"                                                                                                         \
+        "%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, "                                     \
+        "%16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, "                           \
+        "%32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47, "                           \
+        "%48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63, "                           \
+        "%64, %65, %66, %67, %68, %69, %70, %71, %72, %73, %74, %75, %76, %77, %78, %79, "                           \
+        "%80, %81, %82, %83, %84, %85, %86, %87, %88, %89, %90, %91, %92, %93, %94, %95, "                           \
+        "%96, %97, %98, %99, %100, %101, %102, %103, %104, %105, %106, %107, %108, %109, %110, %111, "               \
+        "%112, %113, %114, %115, %116, %117, %118, %119, %120, %121, %122, %123, %124, %125, %126, %127"             \
+        "}, %128, %129, p, 1, 1, %131, %132;\n}"                                                                     \
+        : TANDEM_WGMMA_D8(0), TANDEM_WGMMA_D8(8), TANDEM_WGMMA_D8(16), TANDEM_WGMMA_D8(24), TANDEM_WGMMA_D8(32),     \
+          TANDEM_WGMMA_D8(40), TANDEM_WGMMA_D8(48), TANDEM_WGMMA_D8(56), TANDEM_WGMMA_D8(64), TANDEM_WGMMA_D8(72),   \
+          TANDEM_WGMMA_D8(80), TANDEM_WGMMA_D8(88), TANDEM_WGMMA_D8(96), TANDEM_WGMMA_D8(104), TANDEM_WGMMA_D8(112), \
+          TANDEM_WGMMA_D8(120)                                                                                       \
+        : "l"(desc_a), "l"(desc_b), "r"(static_cast<int>(accumulate)), "n"(int(TransA)), "n"(int(TransB))));         \
   }
 
 // d (N / 2 floats per thread) = (accumulate ? d : 0) + A * B for the 64 x N tile: m64nNk16, TA

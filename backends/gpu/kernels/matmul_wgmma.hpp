@@ -53,10 +53,11 @@ struct WgmmaTile {
   // Dynamic shared memory to ask for: the stages start at the first multiple of 1024 in it.
   static constexpr std::size_t shared_bytes = sizeof(Shared) + 1024;
   // Tiles are walked in groups of this many tile rows, down each group's columns in turn, so that
-  // the tiles in flight at once (one per multiprocessor: 132 on an H100) cover about 16 rows by 8
-  // (128 x 256) or 16 columns rather than a few whole rows: a K step's pieces of A and B are
-  // then shared by more of them in L2 (16 A and 9 B pieces per 132 tiles, against 5 and 32
-  // walking rows: 0.53 MiB from memory against 1.06 at 128 x 256). Arithmetic, not measured.
+  // the tiles in flight at once (one per multiprocessor: 132 on an H100) cover about 16 tile rows
+  // by 8 tile columns rather than about 4 whole rows: a K step's pieces of A and B are then
+  // shared by more of them in L2. At 8192^3 in 128 x 256 tiles (32 tile columns): 16 A pieces
+  // (16 KiB each) and 9 B pieces (32 KiB) per 132 tiles, 0.53 MiB from memory, against 5 and 32
+  // walking rows, 1.08 MiB. Arithmetic, not measured.
   static constexpr std::int64_t group_rows = 16;
 };
 
@@ -72,8 +73,12 @@ TANDEM_DEVICE void wgmma_tile_at(std::int64_t tile, std::int64_t tiles_m, std::i
 }
 
 template <class TA, unsigned BlockN, bool AMnMajor = false, bool BMnMajor = false>
-TANDEM_KERNEL TANDEM_LAUNCH_BOUNDS(3 * kWarpgroupThreads) void matmul_wgmma_kernel(
-    TANDEM_GRID_CONSTANT const TensorMap a_map, TANDEM_GRID_CONSTANT const TensorMap b_map, Gemm<TA, float> g) {
+// One block a multiprocessor: the registers a thread gets at launch are then 65536 / 384 = 168 (a
+// multiple of 8), which is what the setmaxnreg trade below (40 + 2 x 232 = 3 x 168) needs.
+TANDEM_KERNEL TANDEM_LAUNCH_BOUNDS(3 * kWarpgroupThreads,
+                                   1) void matmul_wgmma_kernel(TANDEM_GRID_CONSTANT const TensorMap a_map,
+                                                               TANDEM_GRID_CONSTANT const TensorMap b_map,
+                                                               Gemm<TA, float> g) {
   static_assert(std::is_same_v<TA, bfloat16> || std::is_same_v<TA, half>, "the wgmma kernel takes bf16 or f16");
   using T = WgmmaTile<BlockN>;
   TANDEM_DYNAMIC_SHARED(unsigned char, raw);

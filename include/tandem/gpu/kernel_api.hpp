@@ -22,7 +22,8 @@
 
 #define TANDEM_KERNEL __global__
 // The most threads a block of this kernel has: lets the compiler give each thread more registers.
-#define TANDEM_LAUNCH_BOUNDS(threads) __launch_bounds__(threads)
+// An optional second argument: the blocks a multiprocessor must hold at once (CUDA's meaning).
+#define TANDEM_LAUNCH_BOUNDS(...) __launch_bounds__(__VA_ARGS__)
 #define TANDEM_DEVICE __device__ __forceinline__
 // Unroll the next loop fully (its trip count a constant): keeps register arrays it indexes in
 // registers instead of local memory.
@@ -160,7 +161,7 @@ TANDEM_DEVICE void store_release(T* p, T v) {
 #include "tandem/sim.hpp"
 
 #define TANDEM_KERNEL
-#define TANDEM_LAUNCH_BOUNDS(threads)
+#define TANDEM_LAUNCH_BOUNDS(...)
 #define TANDEM_DEVICE inline
 #define TANDEM_UNROLL
 // Every declaration site owns one slot of the block's shared memory, found by its address.
