@@ -37,7 +37,7 @@ struct WgmmaTile {
   static constexpr unsigned block_m = 128, block_n = BlockN, block_k = 64, stages = 4;
   static constexpr unsigned threads = 3 * kWarpgroupThreads;  // a producer, two consumers
   // Registers a thread once the warpgroups have traded them (setmaxnreg): the producer needs few,
-  // the consumers hold 64 or 128 accumulators; 40 + 2 x 232 of 512 a multiprocessor's 64K give.
+  // the consumers hold 64 or 128 accumulators; 40 + 2 x 232 = 504 = 3 x 168, the launch's share.
   static constexpr unsigned producer_registers = 40, consumer_registers = 232;
   // One stage: A's piece and B's, 128-byte swizzled rows (K-major: a row of 64 k per row of the
   // operand; M/N-major: 8 KiB boxes of 64 k rows, each 64 elements of M or N).
@@ -72,13 +72,14 @@ TANDEM_DEVICE void wgmma_tile_at(std::int64_t tile, std::int64_t tiles_m, std::i
   bj = in / rows;
 }
 
+// One block a multiprocessor (the launch bounds' second argument): the registers a thread gets at
+// launch are then 65536 / 384 = 168 (a multiple of 8), which is what the setmaxnreg trade below
+// (40 + 2 x 232 = 3 x 168) needs.
+// clang-format off
 template <class TA, unsigned BlockN, bool AMnMajor = false, bool BMnMajor = false>
-// One block a multiprocessor: the registers a thread gets at launch are then 65536 / 384 = 168 (a
-// multiple of 8), which is what the setmaxnreg trade below (40 + 2 x 232 = 3 x 168) needs.
-TANDEM_KERNEL TANDEM_LAUNCH_BOUNDS(3 * kWarpgroupThreads,
-                                   1) void matmul_wgmma_kernel(TANDEM_GRID_CONSTANT const TensorMap a_map,
-                                                               TANDEM_GRID_CONSTANT const TensorMap b_map,
-                                                               Gemm<TA, float> g) {
+TANDEM_KERNEL TANDEM_LAUNCH_BOUNDS(3 * kWarpgroupThreads, 1) void matmul_wgmma_kernel(
+    TANDEM_GRID_CONSTANT const TensorMap a_map, TANDEM_GRID_CONSTANT const TensorMap b_map, Gemm<TA, float> g) {
+  // clang-format on
   static_assert(std::is_same_v<TA, bfloat16> || std::is_same_v<TA, half>, "the wgmma kernel takes bf16 or f16");
   using T = WgmmaTile<BlockN>;
   TANDEM_DYNAMIC_SHARED(unsigned char, raw);
