@@ -59,10 +59,19 @@ void map_lines(std::size_t n, T* out, G g, std::int64_t runs) {
         for (std::int64_t k = 0; k < kLine; ++k) out[at + k] = g(at + k);
       }
     };
-    for (std::int64_t j = 0; j < run; ++j) {
-      for (std::int64_t s = 0; s < kStreams; ++s) do_line(first + s * run + j);
+    if (!kStream && kStreams == 1) {
+      // One run stored in place: the thread's lines as one loop, with no per-line bookkeeping
+      // (axpy at 256 MiB on a Zen 5, six alternating rounds: a median of 0.99x PyTorch's add_ in
+      // the same process, against 0.93x line by line).
+      const std::int64_t from = head + first * kLine, to = head + last * kLine;
+#pragma omp simd
+      for (std::int64_t i = from; i < to; ++i) out[i] = g(i);
+    } else {
+      for (std::int64_t j = 0; j < run; ++j) {
+        for (std::int64_t s = 0; s < kStreams; ++s) do_line(first + s * run + j);
+      }
+      for (std::int64_t l = first + kStreams * run; l < last; ++l) do_line(l);
     }
-    for (std::int64_t l = first + kStreams * run; l < last; ++l) do_line(l);
     if constexpr (kStream)
       _mm_sfence();  // streaming stores are weakly ordered: make them visible before the op returns
   }
