@@ -223,18 +223,16 @@ TANDEM_DEVICE std::uint64_t wgmma_descriptor(const void* tile, Swizzle swizzle, 
 // accumulators) its share of the multiprocessor's registers; a raise waits until others have
 // lowered theirs. Executed by all the warpgroup's threads. The simulator has no register file: a
 // no-op there.
-template <unsigned Registers>
-TANDEM_DEVICE void warpgroup_lower_registers() {
+enum class RegisterTrade { lower, raise };
+template <RegisterTrade Trade, unsigned Registers>
+TANDEM_DEVICE void warpgroup_registers() {
   static_assert(Registers >= 24 && Registers <= 256 && Registers % 8 == 0, "setmaxnreg takes 24..256, by 8");
 #if defined(TANDEM_GPU_COMPILER)
-  TANDEM_SM90A(asm volatile("setmaxnreg.dec.sync.aligned.u32 %0;" ::"n"(Registers)));
-#endif
-}
-template <unsigned Registers>
-TANDEM_DEVICE void warpgroup_raise_registers() {
-  static_assert(Registers >= 24 && Registers <= 256 && Registers % 8 == 0, "setmaxnreg takes 24..256, by 8");
-#if defined(TANDEM_GPU_COMPILER)
-  TANDEM_SM90A(asm volatile("setmaxnreg.inc.sync.aligned.u32 %0;" ::"n"(Registers)));
+  if constexpr (Trade == RegisterTrade::lower) {
+    TANDEM_SM90A(asm volatile("setmaxnreg.dec.sync.aligned.u32 %0;" ::"n"(Registers)));
+  } else {
+    TANDEM_SM90A(asm volatile("setmaxnreg.inc.sync.aligned.u32 %0;" ::"n"(Registers)));
+  }
 #endif
 }
 

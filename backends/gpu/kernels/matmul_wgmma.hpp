@@ -104,7 +104,7 @@ TANDEM_KERNEL TANDEM_LAUNCH_BOUNDS(3 * kWarpgroupThreads, 1) void matmul_wgmma_k
   const std::int64_t first = std::int64_t(block_idx().y) * grid_dim().x + block_idx().x;
   std::uint32_t it = 0;
   if (group == 0) {
-    warpgroup_lower_registers<T::producer_registers>();
+    warpgroup_registers<RegisterTrade::lower, T::producer_registers>();
     if (t != 0) return;
     constexpr std::uint32_t bytes = (T::block_m + T::block_n) * T::block_k * 2;
     for (std::int64_t tile = first; tile < tiles; tile += blocks) {
@@ -135,7 +135,7 @@ TANDEM_KERNEL TANDEM_LAUNCH_BOUNDS(3 * kWarpgroupThreads, 1) void matmul_wgmma_k
     return;
   }
   // A consumer: rows [row0, row0 + 64) of each tile, all BlockN columns in d.
-  warpgroup_raise_registers<T::consumer_registers>();
+  warpgroup_registers<RegisterTrade::raise, T::consumer_registers>();
   const unsigned row0 = (group - 1) * 64, lane = lane_id(), warp = warp_id() % kWarpgroupWarps;
   const auto release = [&](std::uint32_t step) {  // frees the stage of that step
     sync_warp();
