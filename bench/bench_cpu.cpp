@@ -11,7 +11,8 @@
 // for simd` copy loop and streaming-store copies in 1, 2 and 4 interleaved runs per thread; triad
 // the best of a STREAM loop, the same loop with streaming stores, and that in 1, 2 and 4
 // interleaved runs per thread; an `omp parallel for simd reduction` sum; OpenBLAS sgemm (the
-// vendor tier).
+// vendor tier). Each sgemm size also reports the tier and OpenBLAS as shares of the CPU's
+// multiply-add roof, measured at the micro-kernel's vector width (fma_peak.hpp).
 // Arrays are 256 MB (64 Mi floats), far past every cache. Each op is timed alternately with its
 // peer (op, peer, op, peer, ...) and the ratio is of the two medians: on a shared VM whose speed
 // drifts, a peer measured minutes earlier would not be a fair comparison.
@@ -36,6 +37,7 @@
 #include <vector>
 
 #include "bench_util.hpp"
+#include "fma_peak.hpp"
 #include "tandem/tandem.hpp"
 
 using namespace tandem;
@@ -321,6 +323,28 @@ void current_openblas(char** argv, const std::string& vendor, bool caller_tuning
   std::printf("(could not run again: the peer stays the older kernels)\n");  // execv returns only on failure
 }
 
+// The ISA of the f32 GEMM micro-kernel ("avx512", "avx2", "generic"), as the backend reports it.
+std::string microkernel_isa(const DeviceProperties& p) {
+  for (const std::string& f : p.isa_features) {
+    if (f.rfind("microkernel:", 0) == 0) return f.substr(12);
+  }
+  return "generic";
+}
+
+// GFLOP/s of the multiply-add roof (fma_peak.hpp) on the whole team: the median of calls of about
+// 20 ms each, sized by a first timed call.
+double fma_roof_gflops(const std::string& isa) {
+  const int threads = omp_get_max_threads();
+  const std::int64_t probe = 1 << 18;
+  const auto t0 = Clock::now();
+  volatile float sink = bench::fma_roof_call(isa, probe);
+  const double probe_s = std::chrono::duration<double>(Clock::now() - t0).count();
+  const auto iters = std::max<std::int64_t>(probe, std::int64_t(double(probe) * 0.02 / std::max(probe_s, 1e-6)));
+  const double s = bench::median_seconds(7, [&] { sink = bench::fma_roof_call(isa, iters); });
+  (void)sink;
+  return bench::fma_roof_flops(isa, iters, threads) / s / 1e9;
+}
+
 // The sgemm rows at one size: each of our tiers against OpenBLAS (where built), and 2 threads vs 1.
 void measure_sgemm(Backend& be, std::int64_t N, bool quick, const std::string& peer_name, bool settle,
                    std::vector<Row>& rows) {
@@ -360,6 +384,12 @@ void measure_sgemm(Backend& be, std::int64_t N, bool quick, const std::string& p
       rows.push_back({group, std::string(name_of(tier)), "GFLOP/s", gflop / s, 0, "", 0});
     }
   }
+  // The multiply-add roof at the micro-kernel's width, measured now, beside the tier and its peer:
+  // where both stand near it, the ratio between them is the machine's noise.
+  const double roof = fma_roof_gflops(microkernel_isa(be.properties()));
+  const Row ours_row = rows[rows.size() - ours.size()];  // register_blocked, the first of ours
+  rows.push_back({group, "register_blocked vs the FMA roof", "GFLOP/s", ours_row.value, roof, "FMA roof", 0});
+  if (have_vendor) rows.push_back({group, peer_name + " vs the FMA roof", "GFLOP/s", ours_row.peer, roof, "FMA roof", 0});
   // Scaling from 1 to 2 threads, the two timed in turns (omp_set_num_threads on this thread).
   const int threads = omp_get_max_threads();
   if (threads >= 2) {
