@@ -130,6 +130,65 @@ def torch_peer(threads):
     return f"PyTorch {torch.__version__} ({capability}, {threads} threads)", ops, gemm, None
 
 
+def tandem_side(threads):
+    """tandem's own ops through its Python binding, as (name, {op: callable}, {N: callable maker}),
+    or None where `import tandem` fails (build with -DTANDEM_BUILD_PYTHON=ON and put the build's
+    python folder on PYTHONPATH, or pip install the package)."""
+    try:
+        import numpy as np
+        import tandem
+    except ImportError:
+        return None
+    be = tandem.get_backend("openmp")
+    rng = np.random.default_rng(2)
+    x = tandem.array(rng.uniform(-1, 1, ARRAY).astype(np.float32), backend=be)
+    y = tandem.array(rng.uniform(-1, 1, ARRAY).astype(np.float32), backend=be)
+    out = tandem.empty(ARRAY, backend=be)
+    ops = {
+        "sum": lambda: tandem.sum(x),
+        "dot": lambda: tandem.dot(x, y),
+        "norm2": lambda: tandem.norm2(x),
+        "max": lambda: tandem.max(x),
+        "add": lambda: tandem.add(x, y, out=out),
+        "axpy": lambda: tandem.axpy(1e-3, x, y),
+        "scale": lambda: tandem.scale(2.0, x, out=out),
+        "relu": lambda: tandem.relu(x, out=out),
+        "scan": lambda: tandem.inclusive_scan(x, out=out),
+    }
+
+    def gemm(n):
+        a = tandem.array(rng.uniform(-1, 1, (n, n)).astype(np.float32), backend=be)
+        b = tandem.array(rng.uniform(-1, 1, (n, n)).astype(np.float32), backend=be)
+        c = tandem.empty((n, n), backend=be)
+        return lambda: tandem.matmul(a, b, out=c, tier="register_blocked")
+    return "tandem (openmp, register_blocked)", ops, gemm
+
+
+def same_process(ours, peers, sizes, reps, pause):
+    """{op: {side: [value per turn]}}: tandem and each peer called in turns in this process, each call
+    after `pause` seconds of sleep, so that no thread pool (tandem's OpenMP team, PyTorch's, NumPy's
+    OpenBLAS threads) still spins on the cores when the next side's call starts."""
+    sides = [(ours[0], ours[1], ours[2])] + [(p[0].split(" (")[0], p[1], p[2]) for p in peers]
+    work = [(op, MEMORY_OPS[op][1] * GB, [side[1][op] for side in sides]) for op in MEMORY_OPS]
+    for n in sizes:
+        work.append((f"sgemm N={n}", 2 * n ** 3 / 1e9, [side[2](n) for side in sides]))
+    got = {}
+    for key, amount, calls in work:
+        for fn in calls:
+            fn()  # warm-up: page faults, thread pools, packing memory
+        values = {side[0]: [] for side in sides}
+        for _ in range(reps):
+            for side, fn in zip(sides, calls):
+                time.sleep(pause)
+                t0 = time.perf_counter()
+                fn()
+                values[side[0]].append(amount / (time.perf_counter() - t0))
+        got[key] = values
+        print(f"  {key}: " + ", ".join(f"{n.split(' (')[0]} {statistics.median(v):.1f}" for n, v in values.items()),
+              flush=True)
+    return got
+
+
 def time_peer(peer, sizes, reps):
     """{op: GB/s or GFLOP/s} for one round of a peer."""
     _, ops, gemm, _ = peer
@@ -172,74 +231,97 @@ def run_tandem(bench, quick):
     return got, roofs, doc
 
 
+def judge(key, ours, pairs, roof):
+    """One target row: `ours` tandem's values, `pairs` {peer: [(tandem, peer) measured together]}.
+    Each peer's ratio is the median of its pairs' ratios, and the row is judged against the peer
+    with the least: this VM's bandwidth moved by up to 2x between rounds, so a ratio of two medians
+    would divide one moment's tandem by another moment's peer."""
+    ratios = {n: statistics.median(o / v for o, v in ps) for n, ps in pairs.items()}
+    best = min(ratios, key=ratios.get)
+    peers = {n: statistics.median(v for _, v in ps) for n, ps in pairs.items()}
+    unit = "GFLOP/s" if key.startswith("sgemm") else "GB/s"
+    value, ratio = statistics.median(ours), ratios[best]
+    print(f"{key:<14} {value:9.1f} {peers[best]:10.1f}  {ratio:6.2f}  {'met' if ratio >= 1 else 'MISSED':7}  "
+          + ", ".join(f"{n} {v:.1f} ({ratios[n]:.2f})" for n, v in peers.items()) + f" {unit}")
+    row = {"op": key, "unit": unit, "tandem": value, "peers": peers, "best_peer": best, "ratio": ratio,
+           "ratios": ratios, "target": 1.0, "met": ratio >= 1.0, "tandem_values": ours,
+           "pairs": {n: ps for n, ps in pairs.items()}}
+    if roof:
+        # The multiply-add roof tandem_bench_cpu measured beside its sgemm rows: a tier and a
+        # peer both near it differ by the machine's noise.
+        row["fma_roof"] = statistics.median(roof)
+        print(f"{'':<14} the FMA roof {row['fma_roof']:.1f} {unit}: tandem at {value / row['fma_roof']:.1%}, "
+              f"{best} at {peers[best] / row['fma_roof']:.1%}")
+    return row
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--bench", required=True, help="the tandem_bench_cpu program")
     ap.add_argument("--rounds", type=int, default=3)
     ap.add_argument("--reps", type=int, default=5, help="timed calls per op and round (median)")
     ap.add_argument("--quick", action="store_true", help="no N = 4096 (as tandem_bench_cpu --quick)")
+    ap.add_argument("--same-process", action="store_true",
+                    help="time NumPy and PyTorch in turns with tandem's Python binding in this process, call "
+                         "by call, instead of after tandem_bench_cpu (needs `import tandem`)")
+    ap.add_argument("--pause", type=float, default=0.25,
+                    help="with --same-process: seconds of sleep before each timed call (default 0.25)")
     ap.add_argument("--json", help="write the rows here")
     args = ap.parse_args()
     threads = int(os.environ.get("OMP_NUM_THREADS") or os.cpu_count())
     sizes = [1024, 2048] + ([] if args.quick else [4096])
     peers = [p for p in (numpy_peer(threads), torch_peer(threads)) if p is not None]
     missing = [n for n in ("NumPy", "PyTorch") if not any(q[0].startswith(n) for q in peers)]
-    tandem_rounds, roof_rounds, peer_rounds, doc = [], [], [[] for _ in peers], None
+    ours = tandem_side(threads) if args.same_process else None
+    if args.same_process and ours is None:
+        sys.exit("cpu_peers: --same-process needs tandem's Python package (import tandem failed)")
+    tandem_rounds, roof_rounds, peer_rounds, turns, doc = [], [], [[] for _ in peers], [], None
     for k in range(args.rounds):
-        print(f"round {k + 1}/{args.rounds}: tandem_bench_cpu, then {', '.join(p[0].split(' (')[0] for p in peers)}",
+        how = "in turns with tandem's binding" if ours else "then"
+        print(f"round {k + 1}/{args.rounds}: tandem_bench_cpu, {how} {', '.join(p[0].split(' (')[0] for p in peers)}",
               flush=True)
         got, roofs, doc = run_tandem(args.bench, args.quick)
         tandem_rounds.append(got)
         roof_rounds.append(roofs)
-        for i, p in enumerate(peers):
-            peer_rounds[i].append(time_peer(p, sizes, args.reps))
+        if ours:
+            turns.append(same_process(ours, peers, sizes, args.reps, args.pause))
+        else:
+            for i, p in enumerate(peers):
+                peer_rounds[i].append(time_peer(p, sizes, args.reps))
     print(f"\n{doc['machine']}, {threads} threads; peers: " + "; ".join(p[0] for p in peers) +
           (f"; not installed: {', '.join(missing)}" if missing else ""))
     for what, how in doc.get("tuning", {}).items():
         if what == "vendor tier":
             print(f"tandem's vendor tier (the sgemm peer of tandem_bench_cpu): {how}")
-    rows, met, judged = [], 0, 0
-    print(f"\n{'op':<14} {'tandem':>9} {'best peer':>10}  {'ratio':>6}  verdict  (peers' medians of {args.rounds} rounds)")
+    if ours:
+        print(f"NumPy and PyTorch timed in turns with {ours[0]}, {args.reps} turns a round, {args.pause} s before "
+              "each call; the OpenMP loop and OpenBLAS in turns with tandem inside tandem_bench_cpu")
+    rows, met = [], 0
+    print(f"\n{'op':<14} {'tandem':>9} {'best peer':>10}  {'ratio':>6}  verdict  (peers: median, and tandem over "
+          f"them measured together: the median of {args.rounds} rounds" + (" of turns)" if ours else ")"))
     for key in list(MEMORY_OPS) + [f"sgemm N={n}" for n in sizes]:
         if key not in tandem_rounds[0]:
             continue
-        ours = [r[key][0] for r in tandem_rounds]
-        per_round = {}  # peer -> its value in each round
+        ours_values = [r[key][0] for r in tandem_rounds]
+        pairs = {}
         if all(r[key][1] > 0 for r in tandem_rounds):
-            per_round[tandem_rounds[0][key][2]] = [r[key][1] for r in tandem_rounds]
-        for p, rounds in zip(peers, peer_rounds):
-            per_round[p[0].split(" (")[0]] = [r[key] for r in rounds]
-        if not per_round:
+            pairs[tandem_rounds[0][key][2]] = [(r[key][0], r[key][1]) for r in tandem_rounds]
+        for i, p in enumerate(peers):
+            name = p[0].split(" (")[0]
+            if ours:  # tandem's binding and the peer, call by call
+                pairs[name] = [pair for t in turns for pair in zip(t[key][ours[0]], t[key][name])]
+            else:  # tandem_bench_cpu's value and the peer's in the same round
+                pairs[name] = [(r[key][0], pr[key]) for r, pr in zip(tandem_rounds, peer_rounds[i])]
+        if not pairs:
             continue
-        # Each peer against tandem round by round (the two measured minutes apart at most), then
-        # the median over rounds: this VM's bandwidth moved by up to 2x between rounds, and a
-        # ratio of two medians would pair one round's tandem with another's peer.
-        ratios = {n: statistics.median(o / v for o, v in zip(ours, vals)) for n, vals in per_round.items()}
-        best_name = min(ratios, key=ratios.get)
-        ratio = ratios[best_name]
-        value = statistics.median(ours)
-        candidates = {n: statistics.median(vals) for n, vals in per_round.items()}
-        judged += 1
-        met += ratio >= 1.0
-        unit = "GFLOP/s" if key.startswith("sgemm") else "GB/s"
-        print(f"{key:<14} {value:9.1f} {candidates[best_name]:10.1f}  {ratio:6.2f}  {'met' if ratio >= 1 else 'MISSED':7}  "
-              + ", ".join(f"{n} {v:.1f}" for n, v in candidates.items()) + f" {unit}")
-        row = {"op": key, "unit": unit, "tandem": value, "peers": candidates, "best_peer": best_name,
-               "ratio": ratio, "ratios": ratios, "target": 1.0, "met": ratio >= 1.0,
-               "rounds": {"tandem": ours, **per_round}}
-        roof = [r[key] for r in roof_rounds if key in r]
-        if roof:
-            # The multiply-add roof tandem_bench_cpu measured beside its sgemm rows: a tier and
-            # a peer both near it differ by the machine's noise.
-            row["fma_roof"] = statistics.median(roof)
-            print(f"{'':<14} the FMA roof {row['fma_roof']:.1f} {unit}: tandem at {value / row['fma_roof']:.1%}, "
-                  f"{best_name} at {candidates[best_name] / row['fma_roof']:.1%}")
-        rows.append(row)
-    print(f"\n{met} of {judged} targets met (>= 100% of the fastest peer)")
+        rows.append(judge(key, ours_values, pairs, [r[key] for r in roof_rounds if key in r]))
+        met += rows[-1]["met"]
+    print(f"\n{met} of {len(rows)} targets met (>= 100% of the fastest peer)")
     if args.json:
         with open(args.json, "w") as f:
             json.dump({"machine": doc["machine"], "date": datetime.datetime.now(datetime.timezone.utc).isoformat(),
                        "threads": threads, "python": platform.python_version(), "rounds": args.rounds,
+                       "same_process": bool(ours), "pause_s": args.pause if ours else None,
                        "peers": [p[0] for p in peers], "vendor_tier": doc.get("tuning", {}).get("vendor tier"),
                        "rows": rows}, f, indent=1)
         print(f"wrote {args.json}")
