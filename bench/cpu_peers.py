@@ -17,6 +17,12 @@ is left out and said so. Not a test: it exits 0 whether or not a target is met.
 
   python3 bench/cpu_peers.py --bench build/cpu/bench/tandem_bench_cpu --rounds 3 --json peers.json
 
+With --same-process (tandem's Python package importable: a build with -DTANDEM_BUILD_PYTHON=ON and
+its python folder on PYTHONPATH), NumPy and PyTorch are timed in turns with tandem's binding, call
+by call, each call after --pause seconds of sleep, instead of after tandem_bench_cpu: on a VM whose
+bandwidth moves between levels for a minute at a time, a peer timed a minute after tandem is
+judged against another machine.
+
 NumPy, PyTorch and threadpoolctl come from PyPI; tandem does not depend on them.
 """
 import argparse
