@@ -451,7 +451,8 @@ int main(int argc, char** argv) {
       "  openmp against peers measured in the same run, with the CPU targets checked:\n"
       "  sum/dot/norm2/max vs OpenMP's own reduction loop (>= 100%) and the copy bandwidth (>= 70%),\n"
       "  scan vs copy, add/axpy vs triad bandwidth (256 MB arrays), sgemm tiers vs OpenBLAS (>= 100%)\n"
-      "  at N = 1024, 2048, 4096 and 2 threads vs 1. NumPy and PyTorch on the same targets:\n"
+      "  at N = 1024, 2048, 4096 and 2 threads vs 1, each size beside the CPU's multiply-add roof\n"
+      "  measured at the micro-kernel's vector width. NumPy and PyTorch on the same targets:\n"
       "  bench/cpu_peers.py. --quick: fewer repeats, no N = 4096.\n",
       options);
   if (exit_code >= 0) return exit_code;
