@@ -136,8 +136,9 @@ def torch_peer(threads):
     return f"PyTorch {torch.__version__} ({capability}, {threads} threads)", ops, gemm, None
 
 
-def tandem_side(threads):
-    """tandem's own ops through its Python binding, as (name, {op: callable}, {N: callable maker}),
+def tandem_side():
+    """tandem's own ops through its Python binding on openmp (its team as OMP_NUM_THREADS says), as
+    (name, {op: callable}, gemm: N -> callable),
     or None where `import tandem` fails (build with -DTANDEM_BUILD_PYTHON=ON and put the build's
     python folder on PYTHONPATH, or pip install the package)."""
     try:
@@ -174,7 +175,7 @@ def same_process(ours, peers, sizes, reps, pause):
     """{op: {side: [value per turn]}}: tandem and each peer called in turns in this process, each call
     after `pause` seconds of sleep, so that no thread pool (tandem's OpenMP team, PyTorch's, NumPy's
     OpenBLAS threads) still spins on the cores when the next side's call starts."""
-    sides = [(ours[0], ours[1], ours[2])] + [(p[0].split(" (")[0], p[1], p[2]) for p in peers]
+    sides = [ours] + [(p[0].split(" (")[0], p[1], p[2]) for p in peers]
     work = [(op, MEMORY_OPS[op][1] * GB, [side[1][op] for side in sides]) for op in MEMORY_OPS]
     for n in sizes:
         work.append((f"sgemm N={n}", 2 * n ** 3 / 1e9, [side[2](n) for side in sides]))
@@ -251,7 +252,7 @@ def judge(key, ours, pairs, roof):
           + ", ".join(f"{n} {v:.1f} ({ratios[n]:.2f})" for n, v in peers.items()) + f" {unit}")
     row = {"op": key, "unit": unit, "tandem": value, "peers": peers, "best_peer": best, "ratio": ratio,
            "ratios": ratios, "target": 1.0, "met": ratio >= 1.0, "tandem_values": ours,
-           "pairs": {n: ps for n, ps in pairs.items()}}
+           "pairs": pairs}
     if roof:
         # The multiply-add roof tandem_bench_cpu measured beside its sgemm rows: a tier and a
         # peer both near it differ by the machine's noise.
@@ -278,7 +279,7 @@ def main():
     sizes = [1024, 2048] + ([] if args.quick else [4096])
     peers = [p for p in (numpy_peer(threads), torch_peer(threads)) if p is not None]
     missing = [n for n in ("NumPy", "PyTorch") if not any(q[0].startswith(n) for q in peers)]
-    ours = tandem_side(threads) if args.same_process else None
+    ours = tandem_side() if args.same_process else None
     if args.same_process and ours is None:
         sys.exit("cpu_peers: --same-process needs tandem's Python package (import tandem failed)")
     tandem_rounds, roof_rounds, peer_rounds, turns, doc = [], [], [[] for _ in peers], [], None
