@@ -1,7 +1,8 @@
-// The CPU's multiply-add roof, measured: GFLOP/s of independent fused multiply-adds on every
-// thread of the OpenMP team, at the vector width of the ISA the GEMM micro-kernel runs. No matmul
-// passes it, so a tier and its peer both near it differ by the noise of the machine, not by their
-// code: tandem_bench_cpu reports each sgemm as a share of it.
+// The CPU's multiply-add roof, measured: GFLOP/s of independent multiply-adds (fused on AVX2 and
+// AVX-512; a multiply and an add on SSE) on every thread of the OpenMP team, at the vector width
+// of the ISA the GEMM micro-kernel runs. No matmul passes it, so a tier and its peer both near it
+// differ by the noise of the machine, not by their code: tandem_bench_cpu reports each sgemm as a
+// share of it.
 #pragma once
 
 #include <omp.h>
