@@ -2,7 +2,11 @@
 // f32 as it packs; tensor_core runs AMX tiles where the CPU has them) at 1024^3, 2048^3 and
 // 4096^3, timed alternately (the median of the rounds), with the tiers' results compared before a
 // speed is printed: a fast wrong answer is not a result. bench/pytorch_bf16_matmul.py runs this
-// beside PyTorch's bf16 matmul in alternating rounds for the peer's ratio.
+// beside PyTorch's bf16 matmul in alternating rounds for the peer's ratio. After the tiers, the
+// roofs they run under, measured on the same team (fma_peak.hpp): the f32 FMA roof at the
+// micro-kernel's width (register_blocked's) and, where the CPU has AVX512-BF16, the vdpbf16ps
+// roof (the tensor_core tier's AVX512-BF16 engine; the AMX engine's tiles have a roof of their
+// own, not measured here), with the engine the tensor_core tier runs on this CPU.
 //
 // usage: tandem_bench_bf16 [--sizes N,N,...] [--reps R] [--json]
 //   --json: one JSON object on standard output instead of the table.
@@ -14,6 +18,7 @@
 #include <vector>
 
 #include "bench_util.hpp"
+#include "fma_peak.hpp"
 #include "tandem/tandem.hpp"
 
 namespace {
@@ -25,6 +30,21 @@ struct Row {
   std::string tier;
   double gflops;
 };
+
+// What `tandem info` says of the tensor_core tier on this CPU (its engine, or why there is none).
+std::string tensor_engine(const Backend& be) {
+  for (const auto& t : be.properties().tuning) {
+    if (t.first == "tensor_core tier") return t.second;
+  }
+  return "not reported";
+}
+
+std::string microkernel_isa(const DeviceProperties& p) {
+  for (const std::string& f : p.isa_features) {
+    if (f.rfind("microkernel:", 0) == 0) return f.substr(12);
+  }
+  return "generic";
+}
 
 std::vector<std::int64_t> parse_sizes(const std::string& text) {
   std::vector<std::int64_t> sizes;
@@ -111,19 +131,30 @@ int main(int argc, char** argv) {
         rows.push_back({n, std::string(name_of(tiers[t])), 2.0 * double(n) * double(n) * double(n) / median / 1e9});
       }
     }
+    const std::string isa = microkernel_isa(be.properties());
+    const double fma_roof = bench::fma_roof_gflops(isa);
+    const bool have_dot = bench::cpu_has_avx512bf16();
+    const double dot_roof = have_dot ? bench::bf16_dot_roof_gflops() : 0.0;
+    const std::string engine = tensor_engine(be);
     if (json) {
       std::printf("{\"rows\": [");
       for (std::size_t i = 0; i < rows.size(); ++i) {
         std::printf("%s{\"n\": %lld, \"tier\": \"%s\", \"gflops\": %.2f}", i ? ", " : "",
                     static_cast<long long>(rows[i].n), rows[i].tier.c_str(), rows[i].gflops);
       }
-      std::printf("]}\n");
+      std::printf("], \"tensor_core_engine\": \"%s\", \"roofs\": {\"fma_f32_%s\": %.2f", engine.c_str(),
+                  isa.c_str(), fma_roof);
+      if (have_dot) std::printf(", \"vdpbf16ps\": %.2f", dot_roof);
+      std::printf("}}\n");
     } else {
-      std::printf("bf16 matmul on openmp (%s), median of %d alternating rounds\n",
-                  be.properties().name.c_str(), reps);
+      std::printf("bf16 matmul on openmp (%s), median of %d alternating rounds; tensor_core tier: %s\n",
+                  be.properties().name.c_str(), reps, engine.c_str());
       for (const Row& r : rows) {
         std::printf("  %5lld^3  %-17s %8.1f GFLOP/s\n", static_cast<long long>(r.n), r.tier.c_str(), r.gflops);
       }
+      std::printf("roofs on %d thread(s): f32 FMA (%s) %.1f GFLOP/s", omp_get_max_threads(), isa.c_str(), fma_roof);
+      if (have_dot) std::printf(", bf16 dot products (vdpbf16ps) %.1f GFLOP/s", dot_roof);
+      std::printf("\n");
     }
   } catch (const tandem::Error& e) {
     std::fprintf(stderr, "tandem_bench_bf16: %s\n", e.what());

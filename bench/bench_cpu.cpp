@@ -331,20 +331,6 @@ std::string microkernel_isa(const DeviceProperties& p) {
   return "generic";
 }
 
-// GFLOP/s of the multiply-add roof (fma_peak.hpp) on the whole team: the median of calls of about
-// 20 ms each, sized by a first timed call.
-double fma_roof_gflops(const std::string& isa) {
-  const int threads = omp_get_max_threads();
-  const std::int64_t probe = 1 << 18;
-  const auto t0 = Clock::now();
-  volatile float sink = bench::fma_roof_call(isa, probe);
-  const double probe_s = std::chrono::duration<double>(Clock::now() - t0).count();
-  const auto iters = std::max<std::int64_t>(probe, std::int64_t(double(probe) * 0.02 / std::max(probe_s, 1e-6)));
-  const double s = bench::median_seconds(7, [&] { sink = bench::fma_roof_call(isa, iters); });
-  (void)sink;
-  return bench::fma_roof_flops(isa, iters, threads) / s / 1e9;
-}
-
 // The sgemm rows at one size: each of our tiers against OpenBLAS (where built), and 2 threads vs 1.
 void measure_sgemm(Backend& be, std::int64_t N, bool quick, const std::string& peer_name, bool settle,
                    std::vector<Row>& rows) {
@@ -386,7 +372,7 @@ void measure_sgemm(Backend& be, std::int64_t N, bool quick, const std::string& p
   }
   // The multiply-add roof at the micro-kernel's width, measured now, beside the tier and its peer:
   // where both stand near it, the ratio between them is the machine's noise.
-  const double roof = fma_roof_gflops(microkernel_isa(be.properties()));
+  const double roof = bench::fma_roof_gflops(microkernel_isa(be.properties()));
   const Row ours_row = rows[rows.size() - ours.size()];  // register_blocked, the first of ours
   rows.push_back({group, "register_blocked vs the FMA roof", "GFLOP/s", ours_row.value, roof, "FMA roof", 0});
   if (have_vendor) rows.push_back({group, peer_name + " vs the FMA roof", "GFLOP/s", ours_row.peer, roof, "FMA roof", 0});

@@ -2,13 +2,23 @@
 // AVX-512; a multiply and an add on SSE) on every thread of the OpenMP team, at the vector width
 // of the ISA the GEMM micro-kernel runs. No matmul passes it, so a tier and its peer both near it
 // differ by the noise of the machine, not by their code: tandem_bench_cpu reports each sgemm as a
-// share of it.
+// share of it. Beside it, the bf16 dot-product roof (vdpbf16ps, on CPUs with AVX512-BF16), which
+// bounds the tensor_core tier's AVX512-BF16 engine as the FMA roof bounds register_blocked:
+// tandem_bench_bf16 prints both, since a core whose vdpbf16ps delivers fewer flops than its FMAs
+// runs bf16 faster by widening it.
 #pragma once
 
 #include <omp.h>
+#if defined(__x86_64__)
+#include <immintrin.h>
+#endif
 
+#include <algorithm>
+#include <chrono>
 #include <cstdint>
 #include <string>
+
+#include "bench_util.hpp"
 
 namespace tandem::bench {
 
@@ -61,6 +71,24 @@ template <int Bytes>
 [[gnu::target("avx2,fma")]] inline float chains_avx2(std::int64_t iters, float seed) {
   return chains<32>(iters, seed);
 }
+
+// The same chains of vdpbf16ps: each adds two bf16 products into every f32 lane (four flops).
+constexpr int kBf16Chains = 24;
+[[gnu::target("avx512f,avx512bf16")]] inline float chains_avx512bf16(std::int64_t iters, float seed) {
+  __m512 acc[kBf16Chains];
+  for (int c = 0; c < kBf16Chains; ++c) acc[c] = _mm512_set1_ps(seed * float(c));
+  const __m512bh a = (__m512bh)_mm512_set1_epi32(0x3f803f80);  // (1.0, 1.0)
+  const __m512bh b = (__m512bh)_mm512_set1_epi32(0x33d633d6);  // (1e-7, 1e-7), about
+  for (std::int64_t it = 0; it < iters; ++it) {
+#pragma GCC unroll 24
+    for (int c = 0; c < kBf16Chains; ++c) acc[c] = _mm512_dpbf16_ps(acc[c], a, b);
+  }
+  float lanes[16] = {};
+  for (int c = 0; c < kBf16Chains; ++c) _mm512_storeu_ps(lanes, _mm512_add_ps(_mm512_loadu_ps(lanes), acc[c]));
+  float r = 0;
+  for (const float l : lanes) r += l;
+  return r;
+}
 #endif
 
 }  // namespace fma_detail
@@ -91,5 +119,51 @@ inline double fma_roof_flops(const std::string& isa, std::int64_t iters, int thr
   const int chains = isa == "avx512" ? fma_detail::kChains<64> : fma_detail::kChains<16>;
   return 2.0 * chains * lanes * double(iters) * threads;
 }
+
+#if defined(__x86_64__)
+// Whether this CPU (and the OS) run AVX512-BF16: the bf16 dot-product roof exists only there.
+inline bool cpu_has_avx512bf16() {
+  __builtin_cpu_init();
+  return __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bf16");
+}
+#else
+inline bool cpu_has_avx512bf16() { return false; }
+#endif
+
+// One call of the vdpbf16ps chains on each thread of the team (only where cpu_has_avx512bf16()).
+inline float bf16_dot_roof_call(std::int64_t iters) {
+  float sink = 0;
+#if defined(__x86_64__)
+#pragma omp parallel reduction(+ : sink)
+  sink += fma_detail::chains_avx512bf16(iters, 1.0f);
+#else
+  (void)iters;
+#endif
+  return sink;
+}
+inline double bf16_dot_roof_flops(std::int64_t iters, int threads) {
+  return 4.0 * fma_detail::kBf16Chains * 16 * double(iters) * threads;
+}
+
+// GFLOP/s of a roof on the whole team: the median of calls of about 20 ms each, sized by a first
+// timed call. call(iters) runs the chains; flops(iters, threads) counts one call's flops.
+template <class Call, class Flops>
+double roof_gflops(Call call, Flops flops) {
+  using Clock = std::chrono::steady_clock;
+  const int threads = omp_get_max_threads();
+  const std::int64_t probe = 1 << 18;
+  const auto t0 = Clock::now();
+  volatile float sink = call(probe);
+  const double probe_s = std::chrono::duration<double>(Clock::now() - t0).count();
+  const auto iters = std::max<std::int64_t>(probe, std::int64_t(double(probe) * 0.02 / std::max(probe_s, 1e-6)));
+  const double s = median_seconds(7, [&] { sink = call(iters); });
+  (void)sink;
+  return flops(iters, threads) / s / 1e9;
+}
+inline double fma_roof_gflops(const std::string& isa) {
+  return roof_gflops([&](std::int64_t iters) { return fma_roof_call(isa, iters); },
+                     [&](std::int64_t iters, int threads) { return fma_roof_flops(isa, iters, threads); });
+}
+inline double bf16_dot_roof_gflops() { return roof_gflops(bf16_dot_roof_call, bf16_dot_roof_flops); }
 
 }  // namespace tandem::bench

@@ -2,7 +2,9 @@
 """bf16 matmul on the CPU: tandem's openmp tiers (tandem_bench_bf16) against PyTorch's bf16
 matmul (oneDNN, which runs AMX or AVX512-BF16 kernels where the CPU has them), in alternating
 rounds in one run, with the same thread count. Prints each size's GFLOP/s and tandem's best tier
-as a share of PyTorch; --json writes the medians, the CPU, the thread count and what PyTorch ran
+as a share of PyTorch, and the roofs tandem_bench_bf16 measured beside the tiers (the f32 FMA
+roof; the vdpbf16ps roof where the CPU has AVX512-BF16) with the tensor_core tier's engine;
+--json writes the medians, the CPU, the thread count and what PyTorch ran
 (torch.backends.cpu.get_cpu_capability()).
 
 PyTorch is not a build dependency of tandem: this script is only for machines that have it.
@@ -67,7 +69,7 @@ def main():
     torch.set_num_threads(args.threads)
     env = dict(os.environ, OMP_NUM_THREADS=str(args.threads))
     sizes = [int(s) for s in args.sizes.split(",")]
-    ours, theirs = {}, {}
+    ours, theirs, roofs, engine = {}, {}, {}, "not reported"
     for r in range(args.rounds):
         # Alternating, and each round starting with the other side, so that a drift of the
         # machine's speed falls on both alike.
@@ -81,8 +83,12 @@ def main():
                                      capture_output=True, text=True, env=env, check=False)
                 if out.returncode != 0:
                     sys.exit(f"{args.tandem} exited {out.returncode}:\n{out.stderr}")
-                for row in json.loads(out.stdout)["rows"]:
+                result = json.loads(out.stdout)
+                for row in result["rows"]:
                     ours.setdefault((row["n"], row["tier"]), []).append(row["gflops"])
+                for name, gflops in result.get("roofs", {}).items():
+                    roofs.setdefault(name, []).append(gflops)
+                engine = result.get("tensor_core_engine", engine)
     capability = torch.backends.cpu.get_cpu_capability() if hasattr(torch.backends, "cpu") else "?"
     print(f"bf16 matmul, {args.threads} threads, {cpu_model()}; PyTorch {torch.__version__} ({capability}); "
           f"medians of {args.rounds} alternating rounds")
@@ -95,11 +101,15 @@ def main():
         best = max(mine.values())
         print(f"{n:>6}^3 " + " ".join(f"{mine.get(t, 0):17.1f}" for t in tiers) + f" {peer:9.1f}  {best / peer:6.2f}x")
         rows.append({"n": n, "tandem": mine, "torch": peer, "ratio": best / peer})
+    roof = {name: statistics.median(v) for name, v in roofs.items()}
+    print(f"tensor_core tier: {engine}; roofs on {args.threads} threads (medians): "
+          + ", ".join(f"{name} {v:.1f}" for name, v in roof.items()) + " GFLOP/s")
     if args.json:
         with open(args.json, "w") as f:
             json.dump({"command": "bench/pytorch_bf16_matmul.py", "date": datetime.date.today().isoformat(),
                        "cpu": cpu_model(), "threads": args.threads, "torch": torch.__version__,
-                       "torch_cpu_capability": capability, "rounds": args.rounds, "rows": rows}, f, indent=1)
+                       "torch_cpu_capability": capability, "rounds": args.rounds, "rows": rows,
+                       "tensor_core_engine": engine, "roofs": roof, "roofs_per_round": roofs}, f, indent=1)
     return 0
 
 
