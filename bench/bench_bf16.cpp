@@ -4,9 +4,9 @@
 // speed is printed: a fast wrong answer is not a result. bench/pytorch_bf16_matmul.py runs this
 // beside PyTorch's bf16 matmul in alternating rounds for the peer's ratio. After the tiers, the
 // roofs they run under, measured on the same team (fma_peak.hpp): the f32 FMA roof at the
-// micro-kernel's width (register_blocked's) and, where the CPU has AVX512-BF16, the vdpbf16ps
-// roof (the tensor_core tier's AVX512-BF16 engine; the AMX engine's tiles have a roof of their
-// own, not measured here), with the engine the tensor_core tier runs on this CPU.
+// micro-kernel's width (register_blocked's), where the CPU has AVX512-BF16 the vdpbf16ps roof
+// (the tensor_core tier's AVX512-BF16 engine) and where it has AMX-BF16 the tile roof (its AMX
+// engine), with the engine the tensor_core tier runs on this CPU.
 //
 // usage: tandem_bench_bf16 [--sizes N,N,...] [--reps R] [--json]
 //   --json: one JSON object on standard output instead of the table.
@@ -135,6 +135,8 @@ int main(int argc, char** argv) {
     const double fma_roof = bench::fma_roof_gflops(isa);
     const bool have_dot = bench::cpu_has_avx512bf16();
     const double dot_roof = have_dot ? bench::bf16_dot_roof_gflops() : 0.0;
+    const bool have_amx = bench::amx_tiles_granted();
+    const double amx_roof = have_amx ? bench::amx_roof_gflops() : 0.0;
     const std::string engine = tensor_engine(be);
     if (json) {
       std::printf("{\"rows\": [");
@@ -145,6 +147,7 @@ int main(int argc, char** argv) {
       std::printf("], \"tensor_core_engine\": \"%s\", \"roofs\": {\"fma_f32_%s\": %.2f", engine.c_str(),
                   isa.c_str(), fma_roof);
       if (have_dot) std::printf(", \"vdpbf16ps\": %.2f", dot_roof);
+      if (have_amx) std::printf(", \"amx_tdpbf16ps\": %.2f", amx_roof);
       std::printf("}}\n");
     } else {
       std::printf("bf16 matmul on openmp (%s), median of %d alternating rounds; tensor_core tier: %s\n",
@@ -154,6 +157,7 @@ int main(int argc, char** argv) {
       }
       std::printf("roofs on %d thread(s): f32 FMA (%s) %.1f GFLOP/s", omp_get_max_threads(), isa.c_str(), fma_roof);
       if (have_dot) std::printf(", bf16 dot products (vdpbf16ps) %.1f GFLOP/s", dot_roof);
+      if (have_amx) std::printf(", AMX tiles (tdpbf16ps) %.1f GFLOP/s", amx_roof);
       std::printf("\n");
     }
   } catch (const tandem::Error& e) {

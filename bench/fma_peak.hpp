@@ -3,14 +3,18 @@
 // of the ISA the GEMM micro-kernel runs. No matmul passes it, so a tier and its peer both near it
 // differ by the noise of the machine, not by their code: tandem_bench_cpu reports each sgemm as a
 // share of it. Beside it, the bf16 dot-product roof (vdpbf16ps, on CPUs with AVX512-BF16), which
-// bounds the tensor_core tier's AVX512-BF16 engine as the FMA roof bounds register_blocked:
-// tandem_bench_bf16 prints both, since a core whose vdpbf16ps delivers fewer flops than its FMAs
-// runs bf16 faster by widening it.
+// bounds the tensor_core tier's AVX512-BF16 engine as the FMA roof bounds register_blocked, and
+// the AMX tile roof (tdpbf16ps on tiles that never leave the registers), which bounds its AMX
+// engine: tandem_bench_bf16 prints them, since a core whose vdpbf16ps delivers fewer flops than
+// its FMAs runs bf16 faster by widening it, and a tier far below its roof waits on memory.
 #pragma once
 
 #include <omp.h>
 #if defined(__x86_64__)
+#include <cpuid.h>
 #include <immintrin.h>
+#include <sys/syscall.h>
+#include <unistd.h>
 #endif
 
 #include <algorithm>
@@ -89,6 +93,42 @@ constexpr int kBf16Chains = 24;
   for (const float l : lanes) r += l;
   return r;
 }
+
+// Independent chains of tdpbf16ps (each 16 x 16 f32 += 16 x 32 bf16 times 32 x 16 bf16, 16384
+// flops): six accumulator tiles against two operand tiles, more chains than the instruction's
+// latency over its issue interval on the AMX cores so far, so the tile unit never waits.
+constexpr int kAmxChains = 6;
+struct alignas(64) AmxConfig {
+  std::uint8_t palette = 1, start_row = 0, reserved[14] = {};
+  std::uint16_t bytes_per_row[16] = {64, 64, 64, 64, 64, 64, 64, 64};
+  std::uint8_t rows[16] = {16, 16, 16, 16, 16, 16, 16, 16};
+};
+[[gnu::target("amx-tile,amx-bf16")]] inline float chains_amx(std::int64_t iters, float seed) {
+  alignas(64) std::uint16_t operand[16 * 32];
+  std::fill(operand, operand + 16 * 32, std::uint16_t(0x3a83));  // bf16 1e-3, about
+  alignas(64) float out[16 * 16];
+  const AmxConfig config;
+  _tile_loadconfig(&config);
+  _tile_zero(0);
+  _tile_zero(1);
+  _tile_zero(2);
+  _tile_zero(3);
+  _tile_zero(4);
+  _tile_zero(5);
+  _tile_loadd(6, operand, 64);
+  _tile_loadd(7, operand, 64);
+  for (std::int64_t it = 0; it < iters; ++it) {
+    _tile_dpbf16ps(0, 6, 7);
+    _tile_dpbf16ps(1, 6, 7);
+    _tile_dpbf16ps(2, 6, 7);
+    _tile_dpbf16ps(3, 6, 7);
+    _tile_dpbf16ps(4, 6, 7);
+    _tile_dpbf16ps(5, 6, 7);
+  }
+  _tile_stored(5, out, 64);
+  _tile_release();
+  return out[0] + seed;
+}
 #endif
 
 }  // namespace fma_detail
@@ -145,6 +185,39 @@ inline double bf16_dot_roof_flops(std::int64_t iters, int threads) {
   return 4.0 * fma_detail::kBf16Chains * 16 * double(iters) * threads;
 }
 
+#if defined(__x86_64__)
+// Whether this CPU has AMX-BF16, the OS saves the tile state and Linux grants this process the
+// tile data (asked here as the library asks it: without the grant a tile instruction kills the
+// process): the AMX roof exists only there.
+inline bool amx_tiles_granted() {
+  unsigned a = 0, b = 0, c = 0, d = 0;
+  if (__get_cpuid_count(7, 0, &a, &b, &c, &d) == 0 || (d & (1u << 24)) == 0 || (d & (1u << 22)) == 0) return false;
+  if (__get_cpuid(1, &a, &b, &c, &d) == 0 || (c & (1u << 27)) == 0) return false;
+  unsigned lo = 0, hi = 0;
+  __asm__ volatile("xgetbv" : "=a"(lo), "=d"(hi) : "c"(0));
+  if ((lo & (3u << 17)) != (3u << 17)) return false;
+  constexpr long kArchReqXcompPerm = 0x1023, kXfeatureXtiledata = 18;
+  return ::syscall(SYS_arch_prctl, kArchReqXcompPerm, kXfeatureXtiledata) == 0;
+}
+#else
+inline bool amx_tiles_granted() { return false; }
+#endif
+
+// One call of the tdpbf16ps chains on each thread of the team (only where amx_tiles_granted()).
+inline float amx_roof_call(std::int64_t iters) {
+  float sink = 0;
+#if defined(__x86_64__)
+#pragma omp parallel reduction(+ : sink)
+  sink += fma_detail::chains_amx(iters, 1.0f);
+#else
+  (void)iters;
+#endif
+  return sink;
+}
+inline double amx_roof_flops(std::int64_t iters, int threads) {
+  return 16384.0 * fma_detail::kAmxChains * double(iters) * threads;
+}
+
 // GFLOP/s of a roof on the whole team: the median of calls of about 20 ms each, sized by a first
 // timed call. call(iters) runs the chains; flops(iters, threads) counts one call's flops.
 template <class Call, class Flops>
@@ -165,5 +238,6 @@ inline double fma_roof_gflops(const std::string& isa) {
                      [&](std::int64_t iters, int threads) { return fma_roof_flops(isa, iters, threads); });
 }
 inline double bf16_dot_roof_gflops() { return roof_gflops(bf16_dot_roof_call, bf16_dot_roof_flops); }
+inline double amx_roof_gflops() { return roof_gflops(amx_roof_call, amx_roof_flops); }
 
 }  // namespace tandem::bench

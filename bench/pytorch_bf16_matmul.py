@@ -3,7 +3,8 @@
 matmul (oneDNN, which runs AMX or AVX512-BF16 kernels where the CPU has them), in alternating
 rounds in one run, with the same thread count. Prints each size's GFLOP/s and tandem's best tier
 as a share of PyTorch, and the roofs tandem_bench_bf16 measured beside the tiers (the f32 FMA
-roof; the vdpbf16ps roof where the CPU has AVX512-BF16) with the tensor_core tier's engine;
+roof; the vdpbf16ps roof where the CPU has AVX512-BF16; the AMX tile roof where it has AMX-BF16)
+with the tensor_core tier's engine;
 --json writes the medians, the CPU, the thread count and what PyTorch ran
 (torch.backends.cpu.get_cpu_capability()).
 
