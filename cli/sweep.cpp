@@ -3,11 +3,16 @@
 
 #include <unistd.h>
 
+#if defined(__x86_64__) || defined(__i386__)
+#include <emmintrin.h>
+#endif
+
 #include <algorithm>
 #include <chrono>
 #include <cmath>
 #include <condition_variable>
 #include <cstdio>
+#include <cstdint>
 #include <cstdlib>
 #include <cstring>
 #include <ctime>
@@ -24,18 +29,41 @@ namespace {
 
 using Op = std::function<void()>;
 
+// How a timed run starts with its data evicted from the caches instead of left there by the run
+// before. On an x86 CPU backend (host memory) the operands' own cache lines are flushed from
+// every level (clflush), which costs their size; elsewhere (GPU caches, other CPUs) `flusher`, a
+// buffer twice the last-level cache, is written over. Writing twice a 480 MiB L3 before every run
+// made `tandem compare` on the openmp backend take 109 s instead of 13 warm on a 2-vCPU Xeon VM.
+struct Cold {
+  Buffer* flusher = nullptr;      // written over before each run; without one:
+  std::vector<Buffer*> operands;  // these buffers' lines flushed
+};
+
+#if defined(__x86_64__) || defined(__i386__)
+constexpr bool kLineFlush = true;
+void flush_lines(const void* data, std::size_t bytes) {
+  constexpr std::uintptr_t kLine = 64;  // x86's cache line; clflush takes the line of its address
+  const auto first = reinterpret_cast<std::uintptr_t>(data) & ~(kLine - 1);
+  const auto end = reinterpret_cast<std::uintptr_t>(data) + bytes;
+  for (std::uintptr_t at = first; at < end; at += kLine) _mm_clflush(reinterpret_cast<const void*>(at));
+  _mm_mfence();
+}
+#else
+constexpr bool kLineFlush = false;
+void flush_lines(const void*, std::size_t) {}
+#endif
+
 // Kernel-only: events around each run on the default queue, after one untimed warm-up run;
-// repeated until min_seconds have passed (at least 3 runs, at most 100). With `flush`, the buffer
-// is overwritten before each run, outside the events: the run starts with its data evicted from
-// the caches instead of left there by the run before (at most 30 runs then: each flush costs).
+// repeated until min_seconds have passed (at least 3 runs, at most 100). With `cold`, the data is
+// evicted before each run, outside the events (at most 30 runs then: each eviction costs).
 // With `on_host`, for kernels on another thread pool than the backend's (OpenBLAS on a CPU
-// backend): the calling thread writes the flush buffer itself (a CPU backend's memory is host
+// backend): the calling thread writes the flusher itself (a CPU backend's memory is host
 // memory), and the timing starts and ends with a pause of kSettle, so that neither pool's idle
 // threads spin on the cores the other needs (OpenBLAS sgemm at 256^3 measured 1.5 ms instead of
 // 0.3 right after an OpenMP flush on 2 vCPUs; our tiers ran at a third of their speed right
 // after OpenBLAS: its threads spin for longer than 20 ms).
 constexpr auto kSettle = std::chrono::milliseconds(250);
-Timing time_kernel(Backend& be, const Op& op, double min_seconds, Buffer* flush = nullptr, bool on_host = false) {
+Timing time_kernel(Backend& be, const Op& op, double min_seconds, const Cold* cold = nullptr, bool on_host = false) {
   if (on_host) std::this_thread::sleep_for(kSettle);
   struct After {
     bool pause;
@@ -49,17 +77,19 @@ Timing time_kernel(Backend& be, const Op& op, double min_seconds, Buffer* flush 
   const detail::Samples s = detail::repeat_median(
       [&] {
         const int pattern = run++ % 7;
-        if (flush != nullptr && on_host) {
-          std::memset(flush->data(), pattern, flush->bytes());
-        } else if (flush != nullptr) {
-          flush->fill(double(pattern));
+        if (cold != nullptr && cold->flusher == nullptr) {
+          for (Buffer* b : cold->operands) flush_lines(b->data(), b->bytes());
+        } else if (cold != nullptr && on_host) {
+          std::memset(cold->flusher->data(), pattern, cold->flusher->bytes());
+        } else if (cold != nullptr) {
+          cold->flusher->fill(double(pattern));
         }
         const Event a = be.record_event(Queue{});
         op();
         const Event b = be.record_event(Queue{});
         return be.elapsed_ms(a, b);
       },
-      3, flush != nullptr ? 30 : 100, 1e3 * min_seconds);
+      3, cold != nullptr ? 30 : 100, 1e3 * min_seconds);
   Timing t;
   t.median_ms = s.median_ms;
   t.min_ms = s.min_ms;
@@ -336,12 +366,14 @@ std::vector<std::string> variants_of(Backend& be, const std::string& algorithm, 
 }
 
 // The backend's device-to-device copy bandwidth for n floats (bytes read + written), cold like
-// the kernels it is the limit of when `flush` is given.
-double copy_gbps(Backend& be, std::size_t n, double min_seconds, Buffer* flush) {
+// the kernels it is the limit of when `cold` is given (its operands then a and b).
+double copy_gbps(Backend& be, std::size_t n, double min_seconds, const Cold* cold) {
   Buffer a(be, DType::f32, n), b(be, DType::f32, n);
   a.fill(1);
+  Cold own;
+  if (cold != nullptr) own = cold->flusher != nullptr ? *cold : Cold{nullptr, {&a, &b}};
   const Timing t = time_kernel(
-      be, [&] { copy(a, b); }, min_seconds, flush);
+      be, [&] { copy(a, b); }, min_seconds, cold != nullptr ? &own : nullptr);
   return 2.0 * 4 * double(n) / (t.median_ms * 1e6);
 }
 
@@ -450,13 +482,22 @@ std::vector<Result> run(const Options& o, const std::function<void(const Result&
     // Not on the simulators and the reference: correctness tools, not timing models.
     const bool slow = reference || props.kind == BackendKind::simulator;
     const std::size_t evict = o.flush && !slow ? flush_bytes(props) : 0;
-    Buffer flusher = evict > 0 ? Buffer(be, DType::f32, evict / sizeof(float)) : Buffer();
+    const bool by_lines = kLineFlush && props.kind == BackendKind::cpu;
+    Buffer flusher = evict > 0 && !by_lines ? Buffer(be, DType::f32, evict / sizeof(float)) : Buffer();
     for (const std::string& algorithm : algorithms) {
       for (std::size_t n : sizes(algorithm, o.full, props.kind, reference)) {
         const bool mm = algorithm == "matmul";
         const std::size_t elems = mm ? n * n : n;
         // Flushing matters where the operands (three arrays at most) fit in the caches.
-        Buffer* flush = evict > 0 && 3 * 4 * elems < evict ? &flusher : nullptr;
+        const bool fits = evict > 0 && 3 * 4 * elems < evict;
+        const Cold cold{by_lines ? nullptr : &flusher, {}};
+        const Cold* flush = fits ? &cold : nullptr;
+        // A set-up's kernel starts cold the same way, its own operands flushed where by lines.
+        const auto cold_of = [&](Setup& k) {
+          Cold c = cold;
+          if (by_lines) c.operands = {&k.keep[0], &k.keep[1], &k.keep[2]};
+          return c;
+        };
         const bool on_host = props.kind == BackendKind::cpu;  // for the vendor BLAS's flush
         const std::string at = std::to_string(n).append(mm ? "^3" : " elements");
         watch.begin(std::string("the copy bandwidth on ").append(name).append(" at ").append(at));
@@ -471,7 +512,9 @@ std::vector<Result> run(const Options& o, const std::function<void(const Result&
           const auto tiers = be.matmul_tiers(DType::f32);
           if (std::find(tiers.begin(), tiers.end(), MatmulTier::vendor) != tiers.end()) {
             const auto v = setup(be, algorithm, "vendor", n);
-            vendor = v->flops / (time_kernel(be, v->kernel, o.min_seconds, flush, on_host).median_ms * 1e6);
+            const Cold vc = cold_of(*v);
+            vendor = v->flops /
+                     (time_kernel(be, v->kernel, o.min_seconds, fits ? &vc : nullptr, on_host).median_ms * 1e6);
           }
         }
         for (const std::string& variant : variants) {
@@ -497,7 +540,8 @@ std::vector<Result> run(const Options& o, const std::function<void(const Result&
           r.size = n;
           r.bytes = s.bytes;
           r.flops = s.flops;
-          r.kernel = time_kernel(be, s.kernel, o.min_seconds, flush, on_host && variant == "vendor");
+          const Cold sc = cold_of(s);
+          r.kernel = time_kernel(be, s.kernel, o.min_seconds, fits ? &sc : nullptr, on_host && variant == "vendor");
           r.flushed = flush != nullptr;
           r.e2e_pageable_ms = time_host(be, s.e2e_pageable);
           r.e2e_pinned_ms = time_host(be, s.e2e_pinned);
