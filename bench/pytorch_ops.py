@@ -3,7 +3,8 @@
 dot, scan as cumsum, softmax over rows of 1024, matmul) in PyTorch eager mode, at the sweep's
 sizes and timed the way it times them: kernel only (CUDA events on a GPU, the median of repeats
 after a warm-up, the caches flushed before each run whose operands fit in twice the last-level
-cache unless --warm) and end to end (host data in, host result out: from pageable memory, and
+cache unless --warm: here by overwriting a buffer that size, while tandem on an x86 CPU flushes
+only its operands' cache lines, so small CPU sizes compare fairly with --warm on both) and end to end (host data in, host result out: from pageable memory, and
 on a GPU from pinned memory). Each result is checked against a float64 NumPy reference, so a
 wrong answer fails the run instead of being timed. The JSON has the rows of `tandem bench --json`, with backend "torch:cuda" or
 "torch:cpu", so that bench/plot.py draws them beside tandem's backends:

@@ -3,7 +3,7 @@
 
 #include <unistd.h>
 
-#if defined(__x86_64__) || defined(__i386__)
+#if defined(__x86_64__)
 #include <emmintrin.h>
 #endif
 
@@ -30,8 +30,9 @@ namespace {
 using Op = std::function<void()>;
 
 // How a timed run starts with its data evicted from the caches instead of left there by the run
-// before. On an x86 CPU backend (host memory) the operands' own cache lines are flushed from
-// every level (clflush), which costs their size; elsewhere (GPU caches, other CPUs) `flusher`, a
+// before. On an x86-64 CPU backend (host memory) the operands' own cache lines are flushed from
+// every level (clflush, on the calling thread), which costs their size, and only they leave the
+// caches (the backend's kept packing memory, the code and the TLB stay warm); elsewhere (GPU caches, other CPUs) `flusher`, a
 // buffer twice the last-level cache, is written over. Writing twice a 480 MiB L3 before every run
 // made `tandem compare` on the openmp backend take 109 s instead of 13 warm on a 2-vCPU Xeon VM.
 struct Cold {
@@ -39,7 +40,7 @@ struct Cold {
   std::vector<Buffer*> operands;  // these buffers' lines flushed
 };
 
-#if defined(__x86_64__) || defined(__i386__)
+#if defined(__x86_64__)
 constexpr bool kLineFlush = true;
 void flush_lines(const void* data, std::size_t bytes) {
   constexpr std::uintptr_t kLine = 64;  // x86's cache line; clflush takes the line of its address
@@ -57,8 +58,8 @@ void flush_lines(const void*, std::size_t) {}
 // repeated until min_seconds have passed (at least 3 runs, at most 100). With `cold`, the data is
 // evicted before each run, outside the events (at most 30 runs then: each eviction costs).
 // With `on_host`, for kernels on another thread pool than the backend's (OpenBLAS on a CPU
-// backend): the calling thread writes the flusher itself (a CPU backend's memory is host
-// memory), and the timing starts and ends with a pause of kSettle, so that neither pool's idle
+// backend): the calling thread writes the flusher itself where there is one (a CPU backend's
+// memory is host memory; on x86-64 it flushes the operands' lines in any case), and the timing starts and ends with a pause of kSettle, so that neither pool's idle
 // threads spin on the cores the other needs (OpenBLAS sgemm at 256^3 measured 1.5 ms instead of
 // 0.3 right after an OpenMP flush on 2 vCPUs; our tiers ran at a third of their speed right
 // after OpenBLAS: its threads spin for longer than 20 ms).
@@ -78,7 +79,7 @@ Timing time_kernel(Backend& be, const Op& op, double min_seconds, const Cold* co
       [&] {
         const int pattern = run++ % 7;
         if (cold != nullptr && cold->flusher == nullptr) {
-          for (Buffer* b : cold->operands) flush_lines(b->data(), b->bytes());
+          for (Buffer* operand : cold->operands) flush_lines(operand->data(), operand->bytes());
         } else if (cold != nullptr && on_host) {
           std::memset(cold->flusher->data(), pattern, cold->flusher->bytes());
         } else if (cold != nullptr) {
@@ -488,7 +489,7 @@ std::vector<Result> run(const Options& o, const std::function<void(const Result&
       for (std::size_t n : sizes(algorithm, o.full, props.kind, reference)) {
         const bool mm = algorithm == "matmul";
         const std::size_t elems = mm ? n * n : n;
-        // Flushing matters where the operands (three arrays at most) fit in the caches.
+        // Flushing matters where the operands (three arrays at most) fit in twice the last-level cache.
         const bool fits = evict > 0 && 3 * 4 * elems < evict;
         const Cold cold{by_lines ? nullptr : &flusher, {}};
         const Cold* flush = fits ? &cold : nullptr;
@@ -498,7 +499,7 @@ std::vector<Result> run(const Options& o, const std::function<void(const Result&
           if (by_lines) c.operands = {&k.keep[0], &k.keep[1], &k.keep[2]};
           return c;
         };
-        const bool on_host = props.kind == BackendKind::cpu;  // for the vendor BLAS's flush
+        const bool on_host = props.kind == BackendKind::cpu;  // the vendor BLAS: its own thread pool
         const std::string at = std::to_string(n).append(mm ? "^3" : " elements");
         watch.begin(std::string("the copy bandwidth on ").append(name).append(" at ").append(at));
         const double limit = copy_gbps(be, elems, o.min_seconds, flush);

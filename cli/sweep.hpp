@@ -25,7 +25,7 @@ struct Options {
   std::vector<std::string> backends;    // empty: every available one except reference and the simulators
   std::vector<std::string> algorithms;  // empty: all of them
   double min_seconds = 0.02;            // per kernel timing: repeat until this much time has passed
-  bool flush = true;                    // evict the caches before each kernel run whose data fits in them
+  bool flush = true;                    // evict the operands before each kernel run where they fit the caches
   // Progress on standard error whenever 2 s pass without a line: what is being measured, how
   // many results are in. Empty: none.
   std::string progress_label;
@@ -42,7 +42,7 @@ struct Result {
   double bytes = 0;                               // memory the kernel must move, read + written
   double flops = 0;                               // floating-point operations (matmul)
   Timing kernel;
-  bool flushed = false;                           // the caches were evicted before each kernel run
+  bool flushed = false;                           // the operands were evicted before each kernel run
   double e2e_pageable_ms = 0, e2e_pinned_ms = 0;  // host in, host out
   // Pinned, in chunks on two queues so copies overlap compute (add, axpy, sum, dot from 64 Ki
   // elements), and through managed memory where the runtime has it; 0 where not measured.
