@@ -143,8 +143,8 @@ int run_bench(Common& c) {
     std::printf(
         "share: %%c of the backend's own copy bandwidth at that size (bytes read + written), %%v of its "
         "vendor BLAS (OpenBLAS, cuBLAS) at that size\n"
-        "kernel times start with the operands evicted from the caches where they fit in them; w: warm (data larger than the "
-        "caches, or --warm)\ne2e overlap: pinned, in chunks on two queues (add, axpy, sum, dot from 64K); e2e "
+        "kernel times start with the operands evicted from the caches where they fit in them; w: warm "
+        "(data larger than the caches, or --warm)\ne2e overlap: pinned, in chunks on two queues (add, axpy, sum, dot from 64K); e2e "
         "managed: through managed memory where the runtime has it; -: not measured\n");
   }
   Json doc = sweep::json(results, "tandem bench");

@@ -11,8 +11,8 @@
 #include <chrono>
 #include <cmath>
 #include <condition_variable>
-#include <cstdio>
 #include <cstdint>
+#include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <ctime>
@@ -32,9 +32,10 @@ using Op = std::function<void()>;
 // How a timed run starts with its data evicted from the caches instead of left there by the run
 // before. On an x86-64 CPU backend (host memory) the operands' own cache lines are flushed from
 // every level (clflush, on the calling thread), which costs their size, and only they leave the
-// caches (the backend's kept packing memory, the code and the TLB stay warm); elsewhere (GPU caches, other CPUs) `flusher`, a
-// buffer twice the last-level cache, is written over. Writing twice a 480 MiB L3 before every run
-// made `tandem compare` on the openmp backend take 109 s instead of 13 warm on a 2-vCPU Xeon VM.
+// caches (the backend's kept packing memory, the code and the TLB stay warm); elsewhere (GPU
+// caches, other CPUs) `flusher`, a buffer twice the last-level cache, is written over. Writing
+// twice a 480 MiB L3 before every run made `tandem compare` on openmp take 109 s instead of 13
+// warm on a 2-vCPU Xeon VM.
 struct Cold {
   Buffer* flusher = nullptr;      // written over before each run; without one:
   std::vector<Buffer*> operands;  // these buffers' lines flushed
@@ -59,10 +60,11 @@ void flush_lines(const void*, std::size_t) {}
 // evicted before each run, outside the events (at most 30 runs then: each eviction costs).
 // With `on_host`, for kernels on another thread pool than the backend's (OpenBLAS on a CPU
 // backend): the calling thread writes the flusher itself where there is one (a CPU backend's
-// memory is host memory; on x86-64 it flushes the operands' lines in any case), and the timing starts and ends with a pause of kSettle, so that neither pool's idle
-// threads spin on the cores the other needs (OpenBLAS sgemm at 256^3 measured 1.5 ms instead of
-// 0.3 right after an OpenMP flush on 2 vCPUs; our tiers ran at a third of their speed right
-// after OpenBLAS: its threads spin for longer than 20 ms).
+// memory is host memory; on x86-64 it flushes the operands' lines in any case), and the timing
+// starts and ends with a pause of kSettle, so that neither pool's idle threads spin on the cores
+// the other needs (OpenBLAS sgemm at 256^3 measured 1.5 ms instead of 0.3 right after an OpenMP
+// flush on 2 vCPUs; our tiers ran at a third of their speed right after OpenBLAS: its threads
+// spin for longer than 20 ms).
 constexpr auto kSettle = std::chrono::milliseconds(250);
 Timing time_kernel(Backend& be, const Op& op, double min_seconds, const Cold* cold = nullptr, bool on_host = false) {
   if (on_host) std::this_thread::sleep_for(kSettle);
@@ -489,7 +491,8 @@ std::vector<Result> run(const Options& o, const std::function<void(const Result&
       for (std::size_t n : sizes(algorithm, o.full, props.kind, reference)) {
         const bool mm = algorithm == "matmul";
         const std::size_t elems = mm ? n * n : n;
-        // Flushing matters where the operands (three arrays at most) fit in twice the last-level cache.
+        // Flushing matters where the operands (three arrays at most) fit in twice the last-level
+        // cache.
         const bool fits = evict > 0 && 3 * 4 * elems < evict;
         const Cold cold{by_lines ? nullptr : &flusher, {}};
         const Cold* flush = fits ? &cold : nullptr;

@@ -531,8 +531,7 @@ TEST_CASE(
     const std::string how = adversarial ? " (adversary)" : "";
     const int layout = adversarial ? 2 : 0, other = adversarial ? 1 : 3;  // each layout once
     // One block over 2 x 2 tiles with edges both ways, 3 K steps per tile against 4 stages: each
-    // tile starts at another stage and parity. (300 x 600 x 200, 9 tiles of 4 steps, cost a
-    // quarter of the ASan run's test time and checked no more.)
+    // tile starts at another stage and parity, so a stage index or phase restarted per tile fails.
     CHECK_MESSAGE(wgmma_matmul_error<256>(layout, 200, 300, 136, 1, 0, adversarial, 5, 1) == "", "128 x 256, ",
                   std::string(kOperandLayouts[layout]), how);
     CHECK_MESSAGE(wgmma_matmul_error<128>(other, 300, 300, 72, 1, 1, adversarial, 5, 1) == "", "128 x 128, ",
