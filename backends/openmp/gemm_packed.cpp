@@ -23,6 +23,7 @@
 #include <string_view>
 #include <type_traits>
 #include <utility>
+#include <vector>
 
 #include "../host/cpu_info.hpp"
 #include "microkernel.hpp"
@@ -547,13 +548,55 @@ std::vector<double> measure_gemm_blockings(const std::vector<Blocking>& candidat
 const MicroKernel<float>& best_microkernel_f32() { return pick<float>(); }
 const MicroKernel<double>& best_microkernel_f64() { return pick<double>(); }
 
+namespace {
+
+// f32 cubes of 32^3 to 256^3 timed on one thread and on the team (matmul_parallel_tuning).
+Crossover resolve_matmul_parallel() {
+  constexpr std::int64_t kMax = 256;
+  if (omp_get_max_threads() < 2) {  // nothing to measure: every product runs on the one thread
+    return {kMatmulParallelTable, "table; not measured: first needed with a team of one thread", ""};
+  }
+  std::vector<float> a, b, c;  // made at the first product, so that a cached result costs none
+  const MicroKernel<float>& uk = pick<float>();
+  Crossover t = resolve_crossover(
+      {"matmul-parallel", {{"kernel", uk.isa}}, {32, 48, 64, 96, 128, 192, kMax}, kMatmulParallelTable,
+       "f32: the team's time over one thread's"},
+      [&](std::int64_t e, bool team) {
+        if (c.empty()) {
+          a.assign(kMax * kMax, 0.5f);
+          b.assign(kMax * kMax, 0.25f);
+          c.assign(kMax * kMax, 0.0f);
+        }
+        GemmArgs g{};
+        g.m = g.n = g.k = g.lda = g.ldb = g.ldc = e;
+        g.ab_type = g.c_type = DType::f32;
+        g.a = a.data();
+        g.b = b.data();
+        g.c = c.data();
+        g.alpha = 1.0;
+        gemm_packed<float, float>(g, uk, blocking(uk, e, e, e), true, team);
+      });
+  if (t.from == kNever) t.from = 2 * kMax * 2 * kMax * 2 * kMax;
+  return t;
+}
+
+}  // namespace
+
+const Crossover& matmul_parallel_tuning() {
+  static const Crossover tuning = [] {
+    const ThreadsScope whole(whole_team());
+    return resolve_matmul_parallel();
+  }();
+  return tuning;
+}
+
 void matmul_register_blocked(const GemmArgs& g) {
   // With beta = 0 the first k block writes C without reading it (BLAS: C's old values, NaN
   // included, do not count), which saves zeroing C and reading it back. With k = 0 there is no k
   // block (the ops layer handles that case before the backend; C = beta C here too).
   const bool overwrite = g.beta == 0 && g.k > 0;
   if (!overwrite) prescale_c(g);
-  const bool parallel = g.m * g.n * g.k >= (1 << 18);
+  const bool parallel = g.m * g.n * g.k >= matmul_parallel_tuning().from;
   dispatch_any(g.ab_type, [&]<class TA>() {
     if constexpr (std::is_same_v<TA, double>) {
       gemm_packed<TA, double>(g, best_microkernel_f64(), blocking(best_microkernel_f64(), g.m, g.n, g.k), overwrite,

@@ -272,6 +272,11 @@ DeviceProperties OpenMPBackend::properties() const {
   if (!gemm_blocking_forced() && !gemm_tuning().measured.empty()) {
     p.tuning.push_back({"gemm blocking measured", gemm_tuning().measured});
   }
+  const Crossover& mpar = matmul_parallel_tuning();
+  p.tuning.push_back({"matmul parallel from", crossover_text(mpar) +
+                                                  " (smaller register_blocked products run on the calling thread)"});
+  p.tuning.push_back({"matmul parallel from chosen by", mpar.source});
+  if (!mpar.measured.empty()) p.tuning.push_back({"matmul parallel from measured", mpar.measured});
   return p;
 }
 

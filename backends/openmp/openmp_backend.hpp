@@ -350,6 +350,18 @@ Blocking table_blocking(std::string_view isa, bool f32);
 // The f32 blocking and where it comes from, for tandem info.
 std::string gemm_blocking_text();
 
+// From which product size (m * n * k) the register_blocked tier runs on the team: below it the
+// product runs on the calling thread. Forking the team, its barrier per k block and the shared
+// row queue cost microseconds, which a small product (an MLP's 32-row batches) does not win
+// back; how many depends on the CPU and how its threads wait (on a 2-vCPU Emerald Rapids VM two
+// threads were slower than one at 64^3 to 96^3). Measured on first use like the bf16 crossover:
+// f32 cubes of 32^3 to 256^3 on one thread and on the team, the team taken from the smallest
+// size where it needed at most 0.9 of one thread's time there and at every larger size; from
+// 512^3 when it never did (every large product measured has gained from the team). The table
+// (TANDEM_TUNING=table, or first needed inside a parallel region): 64^3.
+inline constexpr std::int64_t kMatmulParallelTable = std::int64_t(1) << 18;
+const Crossover& matmul_parallel_tuning();
+
 // Whether kernels for `isa` ("avx512", "avx2") may run: the CPU has it and TANDEM_CPU_ISA
 // (generic < avx2 < avx512) does not cap below it.
 bool isa_allowed(std::string_view isa);
