@@ -47,10 +47,10 @@ int main(int argc, char** argv) {
     d.targets.resize(d.rows);
     for (std::size_t i = 0; i < d.features.size(); ++i) d.features[i] = double((i * 37) % 17) / 17.0;
     for (std::size_t i = 0; i < d.rows; ++i) d.targets[i] = double(i % 10);
-    // Each epoch starts from the same new model: trained on, the moments of Adam's weights that
-    // get no gradient decay into subnormal floats after a few epochs, whose arithmetic is slow
-    // (on a Xeon epochs went from 8 ms to 18-20 ms; 6-8 ms throughout with subnormals flushed
-    // to zero), and the reps would time different work.
+    // Each epoch starts from the same new model. Trained on, the Adam moments of weights whose
+    // gradients have stopped decay into subnormal floats within a few epochs, and arithmetic on
+    // them is slow (on a Xeon epochs went from 8 ms to 18-20 ms; 6-8 ms throughout with
+    // subnormals flushed to zero): the reps would time different work.
     std::optional<ml::Mlp> model;
     const auto fresh_model = [&] { model.emplace(be, ml::layers_from_widths({64, 128, 10})); };
     ml::TrainOptions train;
