@@ -80,6 +80,7 @@ int main(int argc, char** argv) {
         std::vector<double> ms;
         for (int rep = 0; rep <= reps; ++rep) {
           ops[i].setup();
+          be.synchronize({});
           const double t = detail::host_ms([&] {
             ops[i].run();
             be.synchronize({});

@@ -550,33 +550,36 @@ const MicroKernel<double>& best_microkernel_f64() { return pick<double>(); }
 
 namespace {
 
-// f32 cubes of 32^3 to 256^3 timed on one thread and on the team (matmul_parallel_tuning).
+// f32 cubes of kMin^3 to kMax^3 timed on one thread and on the team (matmul_parallel_tuning);
+// from kAlwaysFrom the team when it never won.
+constexpr std::int64_t kMin = 32, kMax = 256, kAlwaysFrom = 8 * kMax * kMax * kMax;
 Crossover resolve_matmul_parallel() {
-  constexpr std::int64_t kMax = 256;
-  if (omp_get_max_threads() < 2) {  // nothing to measure: every product runs on the one thread
-    return {kMatmulParallelTable, "table; not measured: first needed with a team of one thread", ""};
-  }
+  // Below kTunedFrom, so that blocking() never waits for gemm_tuning() in here.
+  static_assert(kMax * kMax * kMax < kTunedFrom);
   std::vector<float> a, b, c;  // made at the first product, so that a cached result costs none
   const MicroKernel<float>& uk = pick<float>();
-  Crossover t = resolve_crossover(
-      {"matmul-parallel", {{"kernel", uk.isa}}, {32, 48, 64, 96, 128, 192, kMax}, kMatmulParallelTable,
-       "f32: the team's time over one thread's"},
-      [&](std::int64_t e, bool team) {
-        if (c.empty()) {
-          a.assign(kMax * kMax, 0.5f);
-          b.assign(kMax * kMax, 0.25f);
-          c.assign(kMax * kMax, 0.0f);
-        }
-        GemmArgs g{};
-        g.m = g.n = g.k = g.lda = g.ldb = g.ldc = e;
-        g.ab_type = g.c_type = DType::f32;
-        g.a = a.data();
-        g.b = b.data();
-        g.c = c.data();
-        g.alpha = 1.0;
-        gemm_packed<float, float>(g, uk, blocking(uk, e, e, e), true, team);
-      });
-  if (t.from == kNever) t.from = 2 * kMax * 2 * kMax * 2 * kMax;
+  Crossover t = resolve_crossover({"matmul-parallel",
+                                   {{"kernel", uk.isa}},
+                                   {kMin, 48, 64, 96, 128, 192, kMax},
+                                   kMatmulParallelTable,
+                                   "f32: the team's time over one thread's",
+                                   true},
+                                  [&](std::int64_t e, bool team) {
+                                    if (c.empty()) {
+                                      a.assign(kMax * kMax, 0.5f);
+                                      b.assign(kMax * kMax, 0.25f);
+                                      c.assign(kMax * kMax, 0.0f);
+                                    }
+                                    GemmArgs g{};
+                                    g.m = g.n = g.k = g.lda = g.ldb = g.ldc = e;
+                                    g.ab_type = g.c_type = DType::f32;
+                                    g.a = a.data();
+                                    g.b = b.data();
+                                    g.c = c.data();
+                                    g.alpha = 1.0;
+                                    gemm_packed<float, float>(g, uk, blocking(uk, e, e, e), true, team);
+                                  });
+  if (t.from == kNever) t.from = kAlwaysFrom;
   return t;
 }
 
@@ -590,13 +593,19 @@ const Crossover& matmul_parallel_tuning() {
   return tuning;
 }
 
+bool matmul_on_team(std::int64_t multiply_adds) {
+  if (multiply_adds < kMin * kMin * kMin) return false;
+  if (multiply_adds >= kAlwaysFrom) return true;
+  return multiply_adds >= matmul_parallel_tuning().from;
+}
+
 void matmul_register_blocked(const GemmArgs& g) {
   // With beta = 0 the first k block writes C without reading it (BLAS: C's old values, NaN
   // included, do not count), which saves zeroing C and reading it back. With k = 0 there is no k
   // block (the ops layer handles that case before the backend; C = beta C here too).
   const bool overwrite = g.beta == 0 && g.k > 0;
   if (!overwrite) prescale_c(g);
-  const bool parallel = g.m * g.n * g.k >= matmul_parallel_tuning().from;
+  const bool parallel = matmul_on_team(g.m * g.n * g.k);
   dispatch_any(g.ab_type, [&]<class TA>() {
     if constexpr (std::is_same_v<TA, double>) {
       gemm_packed<TA, double>(g, best_microkernel_f64(), blocking(best_microkernel_f64(), g.m, g.n, g.k), overwrite,

@@ -5,16 +5,15 @@
 #include <omp.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cmath>
-#include <optional>
 #include <cstdio>
-#include <cstring>
-
-#include <algorithm>
 #include <cstdlib>
+#include <cstring>
 #include <exception>
 #include <new>
+#include <optional>
 #include <string_view>
 
 #include "../../core/factories.hpp"
@@ -87,29 +86,34 @@ Crossover resolve_bf16_tensor() {
   constexpr std::int64_t kMax = 512;
   std::vector<bfloat16> a, b;
   std::vector<float> c;
-  return resolve_crossover({"bf16-tensor", {{"engine", amx ? "amx" : "avx512bf16"}}, {64, 96, 128, 192, 256, 384, 512},
-                            amx ? std::int64_t(1) << 18 : kNever,
-                            "bf16: the tensor_core tier's time over register_blocked's"},
-                           [&](std::int64_t e, bool tensor) {
-                             if (c.empty()) {
-                               a.assign(kMax * kMax, bfloat16(0.5f));
-                               b.assign(kMax * kMax, bfloat16(0.25f));
-                               c.assign(kMax * kMax, 0.0f);
-                             }
-                             GemmArgs g{};
-                             g.m = g.n = g.k = g.lda = g.ldb = g.ldc = e;
-                             g.ab_type = DType::bf16;
-                             g.c_type = DType::f32;
-                             g.a = a.data();
-                             g.b = b.data();
-                             g.c = c.data();
-                             g.alpha = 1.0;
-                             if (tensor) {
-                               matmul_amx_bf16(g, *engine);
-                             } else {
-                               matmul_register_blocked(g);
-                             }
-                           });
+  // The widening tier's time depends on which of its products run on the team: a new team
+  // threshold is a new measurement.
+  return resolve_crossover(
+      {"bf16-tensor",
+       {{"engine", amx ? "amx" : "avx512bf16"}, {"team from", std::to_string(matmul_parallel_tuning().from)}},
+       {64, 96, 128, 192, 256, 384, 512},
+       amx ? std::int64_t(1) << 18 : kNever,
+       "bf16: the tensor_core tier's time over register_blocked's"},
+      [&](std::int64_t e, bool tensor) {
+        if (c.empty()) {
+          a.assign(kMax * kMax, bfloat16(0.5f));
+          b.assign(kMax * kMax, bfloat16(0.25f));
+          c.assign(kMax * kMax, 0.0f);
+        }
+        GemmArgs g{};
+        g.m = g.n = g.k = g.lda = g.ldb = g.ldc = e;
+        g.ab_type = DType::bf16;
+        g.c_type = DType::f32;
+        g.a = a.data();
+        g.b = b.data();
+        g.c = c.data();
+        g.alpha = 1.0;
+        if (tensor) {
+          matmul_amx_bf16(g, *engine);
+        } else {
+          matmul_register_blocked(g);
+        }
+      });
 #else
   return {kNever, "no tensor_core tier here", ""};
 #endif
@@ -164,8 +168,10 @@ int own_runnable_threads() {
 }  // namespace
 
 Team::Team(int threads)
-    : threads_(std::max(threads, 1)), fixed_(std::getenv("OMP_NUM_THREADS") != nullptr || threads <= 1),
-      size_(threads_), last_want_(threads_) {}
+    : threads_(std::max(threads, 1)),
+      fixed_(std::getenv("OMP_NUM_THREADS") != nullptr || threads <= 1),
+      size_(threads_),
+      last_want_(threads_) {}
 
 int Team::size() {
   const std::int64_t now = now_ns();
@@ -238,7 +244,8 @@ DeviceProperties OpenMPBackend::properties() const {
                                                      : std::string("the OpenMP runtime's default (libgomp: spin "
                                                                    "briefly, then sleep)")});
   const ParallelTuning& par = parallel_tuning();
-  p.tuning.push_back({"parallel from", std::to_string(par.from) + " elements (smaller loops run on the calling thread)"});
+  p.tuning.push_back(
+      {"parallel from", std::to_string(par.from) + " elements (smaller loops run on the calling thread)"});
   p.tuning.push_back({"parallel from chosen by", par.source});
   if (!par.measured.empty()) p.tuning.push_back({"parallel from measured", par.measured});
   p.tuning.push_back({"stores", std::string(t.stream ? "streaming" : "plain") + ", " + std::to_string(t.runs) +
@@ -255,14 +262,14 @@ DeviceProperties OpenMPBackend::properties() const {
   {
     std::string why;
     const auto engine = bf16_engine(&why);
-    p.tuning.push_back({"tensor_core tier", !engine                   ? "none: " + why
+    p.tuning.push_back({"tensor_core tier", !engine                      ? "none: " + why
                                             : *engine == Bf16Engine::amx ? "bf16 on AMX tiles (tdpbf16ps)"
                                                                          : "bf16 on AVX512-BF16 (vdpbf16ps)"});
     if (engine) {
       const Crossover& bf16 = bf16_tensor_tuning();
-      p.tuning.push_back({"tensor_core automatic from",
-                          bf16.from == kNever ? "never (opt-in: MatmulTier::tensor_core)"
-                                              : crossover_text(bf16) + " (bf16 with an f32 result)"});
+      p.tuning.push_back({"tensor_core automatic from", bf16.from == kNever
+                                                            ? "never (opt-in: MatmulTier::tensor_core)"
+                                                            : crossover_text(bf16) + " (bf16 with an f32 result)"});
       p.tuning.push_back({"tensor_core automatic chosen by", bf16.source});
       if (!bf16.measured.empty()) p.tuning.push_back({"tensor_core automatic measured", bf16.measured});
     }
@@ -273,8 +280,8 @@ DeviceProperties OpenMPBackend::properties() const {
     p.tuning.push_back({"gemm blocking measured", gemm_tuning().measured});
   }
   const Crossover& mpar = matmul_parallel_tuning();
-  p.tuning.push_back({"matmul parallel from", crossover_text(mpar) +
-                                                  " (smaller register_blocked products run on the calling thread)"});
+  p.tuning.push_back({"matmul parallel from",
+                      crossover_text(mpar) + " (smaller register_blocked products run on the calling thread)"});
   p.tuning.push_back({"matmul parallel from chosen by", mpar.source});
   if (!mpar.measured.empty()) p.tuning.push_back({"matmul parallel from measured", mpar.measured});
   return p;

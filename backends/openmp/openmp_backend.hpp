@@ -51,11 +51,12 @@ struct Crossover {
   std::string measured;  // the second way's time over the first's at each edge when calibrated
 };
 struct CrossoverSpec {
-  const char* kind;                          // the cache file's kind: "bf16-tensor"
-  std::map<std::string, std::string> key;    // what else the entry is for (the engine, the kernels)
-  std::vector<std::int64_t> edges;           // ascending; each a product of edge^3
-  std::int64_t table;                        // the value without a measurement
-  std::string ratio;                         // what measured's numbers are
+  const char* kind;                        // the cache file's kind: "bf16-tensor"
+  std::map<std::string, std::string> key;  // what else the entry is for (the engine, the kernels)
+  std::vector<std::int64_t> edges;         // ascending; each a product of edge^3
+  std::int64_t table;                      // the value without a measurement
+  std::string ratio;                       // what measured's numbers are
+  bool needs_team = false;                 // the two ways differ only on a team of two or more
 };
 // run(edge, second) runs the product of edge^3 once, the second way or the first.
 Crossover resolve_crossover(const CrossoverSpec& spec, const std::function<void(std::int64_t, bool)>& run);
@@ -358,9 +359,12 @@ std::string gemm_blocking_text();
 // f32 cubes of 32^3 to 256^3 on one thread and on the team, the team taken from the smallest
 // size where it needed at most 0.9 of one thread's time there and at every larger size; from
 // 512^3 when it never did (every large product measured has gained from the team). The table
-// (TANDEM_TUNING=table, or first needed inside a parallel region): 64^3.
+// (TANDEM_TUNING=table, first needed inside a parallel region or on a team of one): 64^3.
+// Products below the smallest cube measured run on the calling thread, and from 512^3 on the
+// team, without asking (the first small product does not wait for the calibration).
 inline constexpr std::int64_t kMatmulParallelTable = std::int64_t(1) << 18;
 const Crossover& matmul_parallel_tuning();
+bool matmul_on_team(std::int64_t multiply_adds);
 
 // Whether kernels for `isa` ("avx512", "avx2") may run: the CPU has it and TANDEM_CPU_ISA
 // (generic < avx2 < avx512) does not cap below it.

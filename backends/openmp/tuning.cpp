@@ -480,7 +480,6 @@ GemmTuning resolve_gemm() {
   return t;
 }
 
-
 // ---- the size from which loops run on the team ----
 
 // A parallel entry is also the team's and its wait policy's: a sleeping team wakes slower.
@@ -630,6 +629,10 @@ Crossover resolve_crossover(const CrossoverSpec& spec, const std::function<void(
   if (mode == "table") return c;
   if (omp_get_active_level() > 0) {
     c.source += kNestedNote;
+    return c;
+  }
+  if (spec.needs_team && omp_get_max_threads() < 2) {
+    c.source += "; not measured: first needed with a team of one thread";
     return c;
   }
   auto key = parallel_cache_key();
