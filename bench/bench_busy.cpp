@@ -75,25 +75,21 @@ int main(int argc, char** argv) {
     };
     std::printf("{\"ops\": [");
     for (std::size_t i = 0; i < ops.size(); ++i) {
+      const auto timed = [&] {
+        ops[i].run();
+        be.synchronize({});
+      };
       double s = 0;
-      if (ops[i].setup) {  // the median of reps runs, each after its setup (and one run first, to warm up)
-        std::vector<double> ms;
-        for (int rep = 0; rep <= reps; ++rep) {
+      if (ops[i].setup) {  // each run after its setup, untimed; one run first, to warm up
+        const auto sample = [&] {
           ops[i].setup();
           be.synchronize({});
-          const double t = detail::host_ms([&] {
-            ops[i].run();
-            be.synchronize({});
-          });
-          if (rep > 0) ms.push_back(t);
-        }
-        std::sort(ms.begin(), ms.end());
-        s = 1e-3 * ms[ms.size() / 2];
+          return detail::host_ms(timed);
+        };
+        (void)sample();
+        s = 1e-3 * detail::repeat_median(sample, reps, reps, 0).median_ms;
       } else {
-        s = bench::median_seconds(reps, [&] {
-          ops[i].run();
-          be.synchronize({});
-        });
+        s = bench::median_seconds(reps, timed);
       }
       std::printf("%s{\"name\": \"%s\", \"ms\": %.4f}", i ? ", " : "", ops[i].name, s * 1e3);
     }
