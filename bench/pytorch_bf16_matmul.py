@@ -8,11 +8,17 @@ with the tensor_core tier's engine;
 --json writes the medians, the CPU, the thread count and what PyTorch ran
 (torch.backends.cpu.get_cpu_capability()).
 
+Where PyTorch has no bf16 kernel for the CPU (AVX2-only CPUs: its fallback ran at about
+1 GFLOP/s, 2.6 s for one 1024^3 product), larger sizes would take minutes a call: a size whose call, at
+the rate PyTorch ran the size below, would take more than --max-call-seconds is not timed for
+PyTorch, nor any larger one, and the output says so (JSON: "torch": null with the reason)
+instead of a ratio.
+
 PyTorch is not a build dependency of tandem: this script is only for machines that have it.
 
 usage: python3 bench/pytorch_bf16_matmul.py --tandem build/cpu/bench/tandem_bench_bf16
                                             [--sizes 1024,2048,4096] [--rounds 3] [--threads N]
-                                            [--json FILE]
+                                            [--max-call-seconds 5] [--json FILE]
 """
 import argparse
 import datetime
@@ -26,11 +32,14 @@ import time
 
 
 def torch_gflops(torch, n, reps):
-    """The median GFLOP/s of reps bf16 products of n x n after a warm-up, checked against f32."""
+    """The median GFLOP/s of reps bf16 products of n x n after a warm-up, checked against f32,
+    and the longest call's seconds."""
     g = torch.Generator().manual_seed(n)
     a = (torch.rand(n, n, generator=g) - 0.5).to(torch.bfloat16)
     b = (torch.rand(n, n, generator=g) - 0.5).to(torch.bfloat16)
+    t0 = time.perf_counter()
     c = torch.matmul(a, b)
+    warm_up = time.perf_counter() - t0
     want = torch.matmul(a.float(), b.float())
     if not torch.allclose(c.float(), want, rtol=0, atol=1e-2 * n ** 0.5):
         sys.exit(f"PyTorch's bf16 matmul at {n} is not within bf16 rounding of the f32 product")
@@ -39,7 +48,7 @@ def torch_gflops(torch, n, reps):
         t0 = time.perf_counter()
         torch.matmul(a, b)
         times.append(time.perf_counter() - t0)
-    return 2.0 * n ** 3 / statistics.median(times) / 1e9
+    return 2.0 * n ** 3 / statistics.median(times) / 1e9, max(times + [warm_up])
 
 
 def cpu_model():
@@ -60,8 +69,12 @@ def main():
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--reps", type=int, default=5)
     parser.add_argument("--threads", type=int, default=os.cpu_count())
+    parser.add_argument("--max-call-seconds", type=float, default=5.0,
+                        help="sizes whose PyTorch call would take longer (at the rate of the size below) are not timed")
     parser.add_argument("--json")
     args = parser.parse_args()
+    if args.max_call_seconds <= 0:
+        parser.error("--max-call-seconds must be positive")
     try:
         import torch
     except ImportError:
@@ -69,16 +82,29 @@ def main():
         return 0
     torch.set_num_threads(args.threads)
     env = dict(os.environ, OMP_NUM_THREADS=str(args.threads))
-    sizes = [int(s) for s in args.sizes.split(",")]
+    sizes = sorted({int(s) for s in args.sizes.split(",")})
     ours, theirs, roofs, engine = {}, {}, {}, "not reported"
+    skip_from = None  # (n, reason): PyTorch is not timed at n and above
     for r in range(args.rounds):
         # Alternating, and each round starting with the other side, so that a drift of the
         # machine's speed falls on both alike.
         order = ["tandem", "torch"] if r % 2 == 0 else ["torch", "tandem"]
         for side in order:
             if side == "torch":
+                previous = None  # (n, seconds of its longest call) of the size timed before
                 for n in sizes:
-                    theirs.setdefault(n, []).append(torch_gflops(torch, n, args.reps))
+                    if skip_from is not None and n >= skip_from[0]:
+                        break
+                    if previous is not None:
+                        predicted = previous[1] * (n / previous[0]) ** 3
+                        if predicted > args.max_call_seconds:
+                            skip_from = (n, f"PyTorch not timed: a call at {previous[0]}^3 took {previous[1]:.1f} s, "
+                                            f"so one at {n}^3 would take about {predicted:.0f} s "
+                                            f"(over --max-call-seconds {args.max_call_seconds:g})")
+                            break
+                    gflops, longest = torch_gflops(torch, n, args.reps)
+                    theirs.setdefault(n, []).append(gflops)
+                    previous = (n, longest)
             else:
                 out = subprocess.run([args.tandem, "--sizes", args.sizes, "--reps", str(args.reps), "--json"],
                                      capture_output=True, text=True, env=env, check=False)
@@ -98,9 +124,15 @@ def main():
     rows = []
     for n in sizes:
         mine = {t: statistics.median(ours[(n, t)]) for t in tiers if (n, t) in ours}
-        peer = statistics.median(theirs[n])
         best = max(mine.values())
-        print(f"{n:>6}^3 " + " ".join(f"{mine.get(t, 0):17.1f}" for t in tiers) + f" {peer:9.1f}  {best / peer:6.2f}x")
+        cells = f"{n:>6}^3 " + " ".join(f"{mine.get(t, 0):17.1f}" for t in tiers)
+        if n not in theirs:
+            reason = skip_from[1]
+            print(cells + f" {'-':>9}  {reason}")
+            rows.append({"n": n, "tandem": mine, "torch": None, "ratio": None, "torch_not_timed": reason})
+            continue
+        peer = statistics.median(theirs[n])
+        print(cells + f" {peer:9.1f}  {best / peer:6.2f}x")
         rows.append({"n": n, "tandem": mine, "torch": peer, "ratio": best / peer})
     roof = {name: statistics.median(v) for name, v in roofs.items()}
     print(f"tensor_core tier: {engine}; roofs on {args.threads} threads (medians): "
