@@ -3,6 +3,7 @@
 #include <dirent.h>
 #include <fcntl.h>
 #include <omp.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -131,6 +132,13 @@ std::int64_t now_ns() {
       .count();
 }
 
+// The CPU time of the calling thread; 0 where the clock is missing (the checks then come on time).
+std::int64_t thread_cpu_ns() {
+  timespec ts{};
+  if (::clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts) != 0) return 0;
+  return std::int64_t(ts.tv_sec) * 1'000'000'000 + ts.tv_nsec;
+}
+
 // The machine's runnable tasks now (the fourth field of /proc/loadavg, "running/total"), this
 // process's included; 0 when unknown.
 int runnable_tasks() {
@@ -176,17 +184,26 @@ Team::Team(int threads)
 int Team::size() {
   const std::int64_t now = now_ns();
   if (!fixed_ && now >= next_check_ns_.load(std::memory_order_relaxed) && !checking_.exchange(true)) {
-    check();
-    // Every 20 ms, or 200 checks' time where a check costs more (one stat file per thread: about
-    // 36 us with four threads on a 2-vCPU EPYC), so that checking costs at most half a percent.
-    const std::int64_t took = now_ns() - now;
-    next_check_ns_.store(now + std::max<std::int64_t>(20'000'000, 200 * took), std::memory_order_relaxed);
+    const std::int64_t cpu_before = thread_cpu_ns();
+    const bool shrink_pending = check();
+    // The check's cost in this thread's CPU time, not the clock's: on a busy machine, where the
+    // checks matter, a check preempted for a time slice took 3.3 ms by the clock, which put the
+    // next one 0.7 s away.
+    const std::int64_t cost = thread_cpu_ns() - cpu_before;
+    // Every 20 ms, or 200 checks' cost where a check costs more (one stat file per thread: about
+    // 36 us with four threads on a 2-vCPU EPYC, 170-300 us in a Python process), so that checking
+    // costs at most half a percent. A check that saw other programs' tasks is confirmed sooner,
+    // after 4 ms or 20 checks' cost: until then the whole team runs on cores that are not free (a
+    // team of two beside two busy processes took 8 ms for an add of 1M elements).
+    const std::int64_t every =
+        shrink_pending ? std::max<std::int64_t>(4'000'000, 20 * cost) : std::max<std::int64_t>(20'000'000, 200 * cost);
+    next_check_ns_.store(now + every, std::memory_order_relaxed);
     checking_.store(false);
   }
   return size_.load(std::memory_order_relaxed);
 }
 
-void Team::check() {
+bool Team::check() {
   // Other programs' runnable tasks: the machine's less this process's own. The team gives them
   // their cores when two checks in a row saw them (a task runnable for a moment, a kernel worker
   // or a shell, does not shrink it: shrinking on one check, quiet 1024^3 matmuls ran at 336-465
@@ -201,6 +218,7 @@ void Team::check() {
   const int want = std::clamp(cores - others, 1, threads_);
   const int before = last_want_.exchange(want);
   size_.store(std::max(want, before));  // the larger of the last two: shrink on two in a row
+  return want < before;
 }
 
 std::string Team::describe() const {

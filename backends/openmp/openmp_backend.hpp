@@ -85,8 +85,8 @@ struct SumAcc<std::int32_t> {
 // team for a time slice, at every region: an op of many short regions then runs slower than it
 // would on fewer threads. So, every 20 ms or so, the team is checked: other programs' runnable
 // tasks (the machine's in /proc/loadavg, less this process's own in /proc/self/task) take their
-// cores out of it, down to one thread, once two checks in a row saw them; it grows back at the
-// first check that sees the cores free.
+// cores out of it, down to one thread, once two checks in a row saw them (the second 4 ms after
+// the first); it grows back at the first check that sees the cores free.
 // OMP_NUM_THREADS from the user fixes it: no check, the team it gives.
 class Team {
  public:
@@ -101,7 +101,9 @@ class Team {
   std::string describe() const;
 
  private:
-  void check();
+  // Reads the machine; true when this check wants fewer threads than the last (a shrink that
+  // the next check confirms).
+  bool check();
   const int threads_;
   const bool fixed_;
   std::atomic<int> size_;
