@@ -8,11 +8,12 @@ with the tensor_core tier's engine;
 --json writes the medians, the CPU, the thread count and what PyTorch ran
 (torch.backends.cpu.get_cpu_capability()).
 
-Where PyTorch has no bf16 kernel for the CPU (AVX2-only CPUs: its fallback ran at about
-1 GFLOP/s, 2.6 s for one 1024^3 product), larger sizes would take minutes a call: a size whose call, at
-the rate PyTorch ran the size below, would take more than --max-call-seconds is not timed for
-PyTorch, nor any larger one, and the output says so (JSON: "torch": null with the reason)
-instead of a ratio.
+Where PyTorch has no bf16 kernel for the CPU (AVX2-only CPUs: its fallback ran at 0.8 GFLOP/s,
+2.7 s for one 1024^3 product), larger sizes would take minutes a call. So in the first round a
+size whose call would take more than --max-call-seconds, judged from the longest call at the
+size below times the ratio of their cubes, is not timed for PyTorch, nor any larger one, in any
+round; the output says so (JSON: "torch": null with the reason) instead of a ratio. The
+smallest size is always timed.
 
 PyTorch is not a build dependency of tandem: this script is only for machines that have it.
 
@@ -70,11 +71,19 @@ def main():
     parser.add_argument("--reps", type=int, default=5)
     parser.add_argument("--threads", type=int, default=os.cpu_count())
     parser.add_argument("--max-call-seconds", type=float, default=5.0,
-                        help="sizes whose PyTorch call would take longer (at the rate of the size below) are not timed")
+                        help="sizes whose PyTorch call would take longer, judged from the size below, are not timed")
     parser.add_argument("--json")
     args = parser.parse_args()
     if args.max_call_seconds <= 0:
         parser.error("--max-call-seconds must be positive")
+    if args.rounds < 1 or args.reps < 1:
+        parser.error("--rounds and --reps must be at least 1")
+    try:
+        sizes = sorted({int(s) for s in args.sizes.split(",")})
+    except ValueError:
+        parser.error(f"--sizes: not a list of whole numbers: {args.sizes}")
+    if sizes[0] < 1:
+        parser.error("--sizes must be positive")
     try:
         import torch
     except ImportError:
@@ -82,31 +91,34 @@ def main():
         return 0
     torch.set_num_threads(args.threads)
     env = dict(os.environ, OMP_NUM_THREADS=str(args.threads))
-    sizes = sorted({int(s) for s in args.sizes.split(",")})
     ours, theirs, roofs, engine = {}, {}, {}, "not reported"
-    skip_from = None  # (n, reason): PyTorch is not timed at n and above
+    torch_sizes = None  # the sizes PyTorch is timed at, chosen in its first round
+    not_timed = {}  # size -> why PyTorch is not timed there
     for r in range(args.rounds):
         # Alternating, and each round starting with the other side, so that a drift of the
         # machine's speed falls on both alike.
         order = ["tandem", "torch"] if r % 2 == 0 else ["torch", "tandem"]
         for side in order:
             if side == "torch":
+                first = torch_sizes is None
                 previous = None  # (n, seconds of its longest call) of the size timed before
-                for n in sizes:
-                    if skip_from is not None and n >= skip_from[0]:
-                        break
-                    if previous is not None:
+                for n in sizes if first else torch_sizes:
+                    if first and previous is not None:
                         predicted = previous[1] * (n / previous[0]) ** 3
                         if predicted > args.max_call_seconds:
-                            skip_from = (n, f"PyTorch not timed: a call at {previous[0]}^3 took {previous[1]:.1f} s, "
-                                            f"so one at {n}^3 would take about {predicted:.0f} s "
-                                            f"(over --max-call-seconds {args.max_call_seconds:g})")
+                            reason = (f"PyTorch not timed: a call at {previous[0]}^3 took {previous[1]:.3g} s, "
+                                      f"so one at {n}^3 would take about {predicted:.3g} s "
+                                      f"(over --max-call-seconds {args.max_call_seconds:g})")
+                            not_timed = {m: reason for m in sizes if m >= n}
                             break
                     gflops, longest = torch_gflops(torch, n, args.reps)
                     theirs.setdefault(n, []).append(gflops)
                     previous = (n, longest)
+                if first:
+                    torch_sizes = [n for n in sizes if n not in not_timed]
             else:
-                out = subprocess.run([args.tandem, "--sizes", args.sizes, "--reps", str(args.reps), "--json"],
+                out = subprocess.run([args.tandem, "--sizes", ",".join(map(str, sizes)), "--reps", str(args.reps),
+                                      "--json"],
                                      capture_output=True, text=True, env=env, check=False)
                 if out.returncode != 0:
                     sys.exit(f"{args.tandem} exited {out.returncode}:\n{out.stderr}")
@@ -126,8 +138,8 @@ def main():
         mine = {t: statistics.median(ours[(n, t)]) for t in tiers if (n, t) in ours}
         best = max(mine.values())
         cells = f"{n:>6}^3 " + " ".join(f"{mine.get(t, 0):17.1f}" for t in tiers)
-        if n not in theirs:
-            reason = skip_from[1]
+        if n in not_timed:
+            reason = not_timed[n]
             print(cells + f" {'-':>9}  {reason}")
             rows.append({"n": n, "tandem": mine, "torch": None, "ratio": None, "torch_not_timed": reason})
             continue

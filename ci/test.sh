@@ -90,7 +90,10 @@ stage "AddressSanitizer + UndefinedBehaviorSanitizer"
 # layer above them is the same host code as on sim. Nor the wgmma kernel's grid walk (146 s of ASan
 # time on a 2-vCPU Xeon): its tensor maps, mbarriers and wgmmas are the accesses the wgmma
 # exactness tests make under ASan too; what it adds is the order of tiles and stage phases across
-# a capped grid, which the simulator checks the same without ASan. The release stage runs them all.
+# a capped grid, which the simulator checks the same without ASan. Nor two benchmark commands (61
+# s of ASan time on a 2-vCPU Zen 3 VM): `bench memory`, a read loop over working sets of 4 KiB to
+# 256 MiB, and the softmax row on sim through every transfer way, whose kernels the matrix and
+# whose transfer ways the bench on sim run under ASan too. The release stage runs them all.
 cmake --preset asan >/dev/null
 cmake --build --preset asan -j "$jobs"
 ctest --preset asan -j "$jobs"

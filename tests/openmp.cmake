@@ -201,8 +201,8 @@ if(TANDEM_ENABLE_OPENMP_ON)
       "parallel threshold forced|TANDEM_OPENMP_PARALLEL_FROM=4096|0|parallel from: 4096 elements .*parallel from chosen by: TANDEM_OPENMP_PARALLEL_FROM"
       "matmul parallel threshold measured on first use and read back|OMP_NUM_THREADS=2|0|matmul parallel from: [0-9^]+ multiply-adds \\(smaller register_blocked products run on the calling thread\\).*matmul parallel from chosen by: (calibrated now \\([0-9]+ ms\\). )?cached in ${tuning_cache}/openmp-matmul-parallel-[0-9a-f]+\\.txt.*matmul parallel from measured: f32 chained: the team's time over one thread's at 32\\^3 [0-9.]+, 48\\^3 [0-9.]+,.* 256\\^3 [0-9.]+"
       "matmul parallel threshold read back from the cache|OMP_NUM_THREADS=2|0|matmul parallel from chosen by: cached in ${tuning_cache}/openmp-matmul-parallel-[0-9a-f]+\\.txt"
-      "matmul parallel threshold from the table|TANDEM_TUNING=table|0|matmul parallel from: 64\\^3 multiply-adds .*matmul parallel from chosen by: table"
-      "matmul parallel threshold not measured on one thread|OMP_NUM_THREADS=1|0|matmul parallel from: 64\\^3 multiply-adds .*matmul parallel from chosen by: table. not measured: first needed with a team of one thread"
+      "matmul parallel threshold from the table|TANDEM_TUNING=table|0|matmul parallel from: 128\\^3 multiply-adds .*matmul parallel from chosen by: table"
+      "matmul parallel threshold not measured on one thread|OMP_NUM_THREADS=1|0|matmul parallel from: 128\\^3 multiply-adds .*matmul parallel from chosen by: table. not measured: first needed with a team of one thread"
       "refused: parallel threshold of lots|TANDEM_OPENMP_PARALLEL_FROM=lots|2|TANDEM_OPENMP_PARALLEL_FROM='lots': give the elements from which a loop runs on every thread")
   set(previous "")
   foreach(step IN LISTS tuning_steps)

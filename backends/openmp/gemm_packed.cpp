@@ -558,8 +558,8 @@ constexpr std::int64_t kMin = 32, kMax = 256, kAlwaysFrom = 8 * kMax * kMax * kM
 // inputs just written on the calling thread, its output read there after, so that the team's time
 // includes moving them between the cores' caches. Timed back to back instead, the team found the
 // operands already in its caches: on a 2-vCPU Zen 3 EPYC the calibration then sent 48^3 products
-// to the team, and the MLP epoch of tandem_bench_busy (products of 32 x 64 x 128) took 19-21 ms on
-// two threads against 12-13 on one; timed chained it chose 96^3 or more, and 12-13 ms on both.
+// to the team, and the MLP epoch of tandem_bench_busy (products of 32 x 64 x 128) took 17-21 ms on
+// two threads against 11-13 on one; timed chained it chose 96^3 or more, and 11-13 ms on both.
 void chained_product(std::int64_t e, bool team, const MicroKernel<float>& uk, std::vector<float>& a,
                      std::vector<float>& b, std::vector<float>& c) {
   if (c.empty()) {  // made at the first product, so that a cached result costs none
@@ -579,6 +579,9 @@ void chained_product(std::int64_t e, bool team, const MicroKernel<float>& uk, st
   g.c = c.data();
   g.alpha = 1.0;
   gemm_packed<float, float>(g, uk, blocking(uk, e, e, e), true, team);
+  // A whole pass over C, as the op after a layer's product (its bias and activation) makes; the
+  // adds are a chain the compiler keeps in order, the same cost on both sides. Reading one float
+  // a cache line instead, three of six calibrations chose 48^3 or 64^3 on that Zen 3 VM again.
   float sum = 0;
   for (std::int64_t i = 0; i < e * e; ++i) sum += c[i];
   volatile float kept = sum;

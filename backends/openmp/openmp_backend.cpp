@@ -132,7 +132,8 @@ std::int64_t now_ns() {
       .count();
 }
 
-// The CPU time of the calling thread; 0 where the clock is missing (the checks then come on time).
+// The CPU time of the calling thread; 0 where the clock is missing (a check then costs nothing,
+// and the checks come every 20 ms, or 4 ms to confirm a shrink).
 std::int64_t thread_cpu_ns() {
   timespec ts{};
   if (::clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts) != 0) return 0;
@@ -184,6 +185,12 @@ Team::Team(int threads)
 int Team::size() {
   const std::int64_t now = now_ns();
   if (!fixed_ && now >= next_check_ns_.load(std::memory_order_relaxed) && !checking_.exchange(true)) {
+    // Another thread may have checked between the load and the exchange: a second check now
+    // would count one look at the machine as two in a row.
+    if (now < next_check_ns_.load(std::memory_order_relaxed)) {
+      checking_.store(false);
+      return size_.load(std::memory_order_relaxed);
+    }
     const std::int64_t cpu_before = thread_cpu_ns();
     const bool shrink_pending = check();
     // The check's cost in this thread's CPU time, not the clock's: on a busy machine, where the

@@ -85,8 +85,9 @@ struct SumAcc<std::int32_t> {
 // team for a time slice, at every region: an op of many short regions then runs slower than it
 // would on fewer threads. So, every 20 ms or so, the team is checked: other programs' runnable
 // tasks (the machine's in /proc/loadavg, less this process's own in /proc/self/task) take their
-// cores out of it, down to one thread, once two checks in a row saw them (the second 4 ms after
-// the first); it grows back at the first check that sees the cores free.
+// cores out of it, down to one thread, once two checks in a row saw them (the second due at least
+// 4 ms, or 20 checks' cost, after the first); it grows back at the first check that sees the
+// cores free.
 // OMP_NUM_THREADS from the user fixes it: no check, the team it gives.
 class Team {
  public:
@@ -358,13 +359,15 @@ std::string gemm_blocking_text();
 // row queue cost microseconds, which a small product (an MLP's 32-row batches) does not win
 // back; how many depends on the CPU and how its threads wait (on a 2-vCPU Emerald Rapids VM two
 // threads were slower than one at 64^3 to 96^3). Measured on first use like the bf16 crossover:
-// f32 cubes of 32^3 to 256^3 on one thread and on the team, the team taken from the smallest
-// size where it needed at most 0.9 of one thread's time there and at every larger size; from
-// 512^3 when it never did (every large product measured has gained from the team). The table
-// (TANDEM_TUNING=table, first needed inside a parallel region or on a team of one): 64^3.
+// f32 cubes of 32^3 to 256^3 on one thread and on the team, each chained (inputs written before
+// and output read after on the calling thread), the team taken from the smallest size where it
+// needed at most 0.9 of one thread's time there and at every larger size; from 512^3 when it
+// never did (every large product measured has gained from the team). The table
+// (TANDEM_TUNING=table, first needed inside a parallel region or on a team of one): 128^3, within
+// what calibrations chose on an Emerald Rapids Xeon (96^3-192^3) and a Zen 3 EPYC (96^3-512^3).
 // Products below the smallest cube measured run on the calling thread, and from 512^3 on the
 // team, without asking (the first small product does not wait for the calibration).
-inline constexpr std::int64_t kMatmulParallelTable = std::int64_t(1) << 18;
+inline constexpr std::int64_t kMatmulParallelTable = std::int64_t(1) << 21;
 const Crossover& matmul_parallel_tuning();
 bool matmul_on_team(std::int64_t multiply_adds);
 
