@@ -309,9 +309,10 @@ TEST_CASE("openmp's automatic tier takes the tensor_core tier for bf16 from the 
 #endif
 }
 
-// The tensor_core tier on products of several K chunks, partial blocks on every edge, transposes and
-// beta, against the oracle's matmul bound (verify::check_matmul), on whichever engine TANDEM_CPU_ISA
-// leaves (the CTest runs it capped at amx and at avx512).
+// The tensor_core tier on products of several K chunks, partial blocks on every edge, transposes,
+// alpha 1 (the AMX engine's full blocks stored from the tiles) and other alphas, and beta, against
+// the oracle's matmul bound (verify::check_matmul), on whichever engine TANDEM_CPU_ISA leaves (the
+// CTest runs it capped at amx and at avx512).
 TEST_CASE("openmp's tensor_core tier on large bf16 products is within the oracle's bound") {
 #ifndef TANDEM_TEST_HAVE_OPENMP
   std::printf("SKIPPED: this build has no openmp backend\n");
@@ -332,13 +333,16 @@ TEST_CASE("openmp's tensor_core tier on large bf16 products is within the oracle
   struct Shape {
     std::int64_t m, n, k;
     Transpose ta, tb;
+    double alpha;  // 1 (and beta 0): the AMX engine stores full blocks of C straight from its tiles
   };
-  for (const Shape s : {Shape{77, 131, 1000, Transpose::no, Transpose::no}, Shape{64, 64, 2048, Transpose::yes, Transpose::no},
-                        Shape{33, 300, 517, Transpose::no, Transpose::yes}}) {
+  for (const Shape s : {Shape{77, 131, 1000, Transpose::no, Transpose::no, -0.75},
+                        Shape{64, 64, 2048, Transpose::yes, Transpose::no, -0.75},
+                        Shape{33, 300, 517, Transpose::no, Transpose::yes, -0.75},
+                        Shape{100, 96, 1030, Transpose::no, Transpose::no, 1}, Shape{64, 150, 700, Transpose::yes, Transpose::yes, 1}}) {
     const std::int64_t ar = s.ta == Transpose::no ? s.m : s.k, ac = s.ta == Transpose::no ? s.k : s.m;
     const std::int64_t br = s.tb == Transpose::no ? s.k : s.n, bc = s.tb == Transpose::no ? s.n : s.k;
     const Matrix a = matrix(random_bf16(ar * ac), ar, ac), b = matrix(random_bf16(br * bc), br, bc);
-    const MatmulOptions o{.trans_a = s.ta, .trans_b = s.tb, .alpha = -0.75, .tier = MatmulTier::tensor_core};
+    const MatmulOptions o{.trans_a = s.ta, .trans_b = s.tb, .alpha = s.alpha, .tier = MatmulTier::tensor_core};
     const Matrix c = matmul(a, b, o);
     const verify::Comparison r = verify::check_matmul(a, b, c, o);
     CHECK_MESSAGE(r.ok(), s.m, "x", s.n, "x", s.k, ": ", r.describe());

@@ -43,7 +43,6 @@ namespace tandem::openmp {
 namespace {
 
 constexpr std::int64_t kBlock = 32;  // rows of an A panel, columns of a B panel, K per step
-constexpr std::int64_t kAhead = 2;  // steps of K prefetched ahead of the tile loads
 static_assert(sizeof(bfloat16) == 2, "bf16 rows are copied as their bits");
 
 #if defined(__x86_64__)
@@ -94,15 +93,32 @@ std::uint16_t bits_at(const bfloat16* m, std::int64_t ld, Transpose t, std::int6
 
 constexpr std::int64_t kStep = kBlock * kBlock;  // bf16 per K step of a panel: two 16 x 32 tiles
 
+// Where the packed panels' steps lie: K in chunks of `chunk` steps (the blocking's), and within
+// a chunk each panel's piece after the other, so that the pieces one chunk of the product reads
+// are one run of memory. Panel after panel instead put a group's pieces a panel apart: at K =
+// 2048 that is 128 KiB, the period of a 2 MiB 16-way L2's sets, and 32 pieces on the same sets
+// evicted each other before their second use.
+struct Panels {
+  std::uint16_t* data;
+  std::int64_t panels, steps, chunk;
+  // Step s of panel p; the chunk's other steps of that panel follow it.
+  std::uint16_t* step(std::int64_t p, std::int64_t s) const {
+    const std::int64_t c0 = s / chunk * chunk;
+    const std::int64_t len = std::min(chunk, steps - c0);
+    return data + (c0 * panels + p * len + (s - c0)) * kStep;
+  }
+};
+
 // op(A)'s rows [i0, i0 + 32) as a panel: for each step of 32 along K, rows 0-15 then 16-31, each
 // row the step's 32 values (zeros past m and k).
-void pack_a(const GemmArgs& g, std::int64_t i0, std::int64_t kp, std::uint16_t* out) {
+void pack_a(const GemmArgs& g, std::int64_t ib, const Panels& out) {
   const auto* a = static_cast<const bfloat16*>(g.a);
+  const std::int64_t i0 = ib * kBlock, kp = out.steps * kBlock;
   if (g.trans_a == Transpose::yes) {
     // op(A) = A^T: a step's 32 x 32 piece is a transpose of 32 rows of A, each read in order (a
     // walk down A's columns would touch a new line for every element).
     for (std::int64_t p0 = 0; p0 < kp; p0 += kBlock) {
-      std::uint16_t* step = out + (p0 / kBlock) * kStep;
+      std::uint16_t* step = out.step(ib, p0 / kBlock);
       if (i0 + kBlock > g.m || p0 + kBlock > g.k) {
         for (std::int64_t r = 0; r < kBlock; ++r) {
           for (std::int64_t q = 0; q < kBlock; ++q) {
@@ -122,7 +138,7 @@ void pack_a(const GemmArgs& g, std::int64_t i0, std::int64_t kp, std::uint16_t* 
   for (std::int64_t r = 0; r < kBlock; ++r) {
     const std::int64_t i = i0 + r;
     for (std::int64_t p0 = 0; p0 < kp; p0 += kBlock) {
-      std::uint16_t* row = out + (p0 / kBlock) * kStep + r * kBlock;
+      std::uint16_t* row = out.step(ib, p0 / kBlock) + r * kBlock;
       const std::int64_t valid = i < g.m ? std::clamp<std::int64_t>(g.k - p0, 0, kBlock) : 0;
       if (valid == kBlock) {
         std::memcpy(row, a + i * g.lda + p0, kBlock * 2);  // a fixed size: inline moves, not a call
@@ -140,12 +156,13 @@ void pack_a(const GemmArgs& g, std::int64_t i0, std::int64_t kp, std::uint16_t* 
 
 // Pair rows [p_begin / 2, kp / 2) of the panel of columns [j0, j0 + 32): any transpose and
 // edge, zeros past k and n; two rows of op(B) = B at a time where both are in.
-void pack_b_pairs(const GemmArgs& g, std::int64_t j0, std::int64_t p_begin, std::int64_t kp, std::uint16_t* out) {
+void pack_b_pairs(const GemmArgs& g, std::int64_t jb, std::int64_t p_begin, const Panels& out) {
   const auto* b = static_cast<const bfloat16*>(g.b);
+  const std::int64_t j0 = jb * kBlock, kp = out.steps * kBlock;
   const std::int64_t cols = std::min(kBlock, g.n - j0);
   for (std::int64_t p = p_begin; p < kp; p += 2) {
     // Pair row (p % 32) / 2 of step p / 32; columns c < 16 in the first tile, the rest 512 on.
-    std::uint16_t* pair_row = out + (p / kBlock) * kStep + ((p % kBlock) / 2) * kBlock;
+    std::uint16_t* pair_row = out.step(jb, p / kBlock) + ((p % kBlock) / 2) * kBlock;
     const auto put = [&](std::int64_t c, std::uint16_t lo, std::uint16_t hi) {
       std::uint16_t* at = pair_row + (c / 16) * (kStep / 2) + 2 * (c % 16);
       at[0] = lo;
@@ -176,13 +193,14 @@ void pack_b_pairs(const GemmArgs& g, std::int64_t j0, std::int64_t p_begin, std:
 // op(B)'s columns [j0, j0 + 32) as a panel: for each step of 32 along K, the tile of columns
 // 0-15 then that of columns 16-31, each 16 pair rows of 16 (B[k][c], B[k + 1][c]) pairs (zeros
 // past k and n).
-void pack_b(const GemmArgs& g, std::int64_t j0, std::int64_t kp, std::uint16_t* out) {
+void pack_b(const GemmArgs& g, std::int64_t jb, const Panels& out) {
   const auto* b = static_cast<const bfloat16*>(g.b);
+  const std::int64_t j0 = jb * kBlock, kp = out.steps * kBlock;
   if (g.trans_b == Transpose::yes && j0 + kBlock <= g.n) {
     // op(B) = B^T: the pair (op(B)[p][c], op(B)[p + 1][c]) is B[c][p], B[c][p + 1], one 4-byte
     // word of B's row c; each full step copies 32 rows' 16 words, reading every row in order.
     for (std::int64_t p0 = 0; p0 + kBlock <= g.k; p0 += kBlock) {
-      std::uint16_t* step = out + (p0 / kBlock) * kStep;
+      std::uint16_t* step = out.step(jb, p0 / kBlock);
       for (std::int64_t c = 0; c < kBlock; ++c) {
         const bfloat16* src = b + (j0 + c) * g.ldb + p0;
         std::uint16_t* column = step + (c / 16) * (kStep / 2) + 2 * (c % 16);
@@ -190,35 +208,58 @@ void pack_b(const GemmArgs& g, std::int64_t j0, std::int64_t kp, std::uint16_t* 
       }
     }
     const std::int64_t full = g.k / kBlock * kBlock;  // the last, partial step (if any) as an edge
-    if (full < kp) pack_b_pairs(g, j0, full, kp, out);
+    if (full < kp) pack_b_pairs(g, jb, full, out);
     return;
   }
-  pack_b_pairs(g, j0, 0, kp, out);
+  pack_b_pairs(g, jb, 0, out);
 }
 
-// Steps [s0, s1) of one 32 x 32 block of C: the A panel's rows times the B panel's columns,
-// accumulated onto acc (32 x 32 f32, rows of 128 bytes), which the first chunk starts from zero.
-void chunk(const std::uint16_t* ap, const std::uint16_t* bp, std::int64_t s0, std::int64_t s1, float* acc) {
+// Lines a chunk brings nearer while its tiles work, spread over its steps: what the calls after
+// it read first would otherwise wait on L3 (the next A piece, the next chunk's B pieces) or on
+// L2 (the next block's accumulators).
+struct Lines {
+  const char* at = nullptr;
+  std::int64_t count = 0;  // 64-byte lines from `at`
+};
+struct Ahead {
+  Lines to_l2[2];
+  Lines to_l1;
+};
+
+// Share k of `parts` of the `total` lines from `at`: a call's part of a piece that several calls
+// bring in between them.
+Lines share(const void* at, std::int64_t total, std::int64_t k, std::int64_t parts) {
+  const std::int64_t from = k * total / parts, to = (k + 1) * total / parts;
+  return {static_cast<const char*>(at) + 64 * from, to - from};
+}
+
+// n steps of one 32 x 32 block of C (ap, bp: the A and B panels' first step of the chunk): the A
+// panel's rows times the B panel's columns, added to the sums in `from` (32 x 32 f32, rows of 128
+// bytes; nullptr: the first chunk, from zero) and stored to `to` (rows to_stride bytes apart: the
+// accumulators, or C itself where the last chunk's sums are C).
+void chunk(const std::uint16_t* ap, const std::uint16_t* bp, std::int64_t n, const float* from, float* to,
+           std::int64_t to_stride, const Ahead& ahead) {
   constexpr std::int64_t stride = 64;  // bytes between the rows of a packed tile
   constexpr std::int64_t acc_stride = kBlock * 4;
-  if (s0 == 0) {
+  if (from == nullptr) {
     _tile_zero(0);
     _tile_zero(1);
     _tile_zero(2);
     _tile_zero(3);
   } else {
-    _tile_loadd(0, acc, acc_stride);
-    _tile_loadd(1, acc + 16, acc_stride);
-    _tile_loadd(2, acc + 16 * kBlock, acc_stride);
-    _tile_loadd(3, acc + 16 * kBlock + 16, acc_stride);
+    _tile_loadd(0, from, acc_stride);
+    _tile_loadd(1, from + 16, acc_stride);
+    _tile_loadd(2, from + 16 * kBlock, acc_stride);
+    _tile_loadd(3, from + 16 * kBlock + 16, acc_stride);
   }
-  for (std::int64_t s = s0; s < s1; ++s) {
+  for (std::int64_t s = 0; s < n; ++s) {
+    for (const Lines& l : ahead.to_l2) {
+      for (std::int64_t i = s * l.count / n; i < (s + 1) * l.count / n; ++i) _mm_prefetch(l.at + 64 * i, _MM_HINT_T1);
+    }
+    const Lines& l1 = ahead.to_l1;
+    for (std::int64_t i = s * l1.count / n; i < (s + 1) * l1.count / n; ++i) _mm_prefetch(l1.at + 64 * i, _MM_HINT_T0);
     const std::uint16_t* a_step = ap + s * kStep;
     const std::uint16_t* b_step = bp + s * kStep;
-    if (s + kAhead < s1) {  // B streams from L2: its step kAhead on into L1 before the loads ask
-      const char* b_next = reinterpret_cast<const char*>(b_step + kAhead * kStep);
-      for (std::int64_t line = 0; line < kStep * 2; line += 64) _mm_prefetch(b_next + line, _MM_HINT_T0);
-    }
     _tile_loadd(4, a_step, stride);
     _tile_loadd(6, b_step, stride);
     _tile_dpbf16ps(0, 4, 6);
@@ -228,10 +269,11 @@ void chunk(const std::uint16_t* ap, const std::uint16_t* bp, std::int64_t s0, st
     _tile_dpbf16ps(2, 5, 6);
     _tile_dpbf16ps(3, 5, 7);
   }
-  _tile_stored(0, acc, acc_stride);
-  _tile_stored(1, acc + 16, acc_stride);
-  _tile_stored(2, acc + 16 * kBlock, acc_stride);
-  _tile_stored(3, acc + 16 * kBlock + 16, acc_stride);
+  const std::int64_t row16 = 16 * to_stride / 4;  // floats from the block's row 0 to its row 16
+  _tile_stored(0, to, to_stride);
+  _tile_stored(1, to + 16, to_stride);
+  _tile_stored(2, to + row16, to_stride);
+  _tile_stored(3, to + row16 + 16, to_stride);
 }
 
 // Where the last chunk of a block writes C on the AVX512-BF16 engine: C = alpha * sum + beta * C
@@ -256,7 +298,8 @@ BlockOut block_out(const GemmArgs& g, std::int64_t i0, std::int64_t j0) {
   return out;
 }
 
-// The same steps with AVX512-BF16: vdpbf16ps adds a pair of bf16 products into each f32 lane, so
+// Steps [s0, s1) of the block with AVX512-BF16 (ap, bp: the panels' step s0; the first chunk,
+// s0 == 0, starts from zero): vdpbf16ps adds a pair of bf16 products into each f32 lane, so
 // one instruction takes a broadcast (A[i][k], A[i][k + 1]) pair against a pair row of B's packed
 // tile, 16 columns wide. Eight rows of the block at a time: 16 accumulators, two B registers. What
 // the next call reads first comes from L2 or beyond and nothing asks for it early, so it is
@@ -279,8 +322,9 @@ __attribute__((target("avx512f,avx512bf16"))) void chunk_avx512bf16(const std::u
       c[i][1] = s0 == 0 ? _mm512_setzero_ps() : _mm512_loadu_ps(row + 16);
     }
     for (std::int64_t s = s0; s < s1; ++s) {
-      const std::uint16_t* a_step = ap + s * kStep + r0 * kBlock;  // A[r0 + i][32 s + q] at [i * 32 + q]
-      const std::uint16_t* b_step = bp + s * kStep;
+      // A[r0 + i][32 s + q] at a_step[i * 32 + q]
+      const std::uint16_t* a_step = ap + (s - s0) * kStep + r0 * kBlock;
+      const std::uint16_t* b_step = bp + (s - s0) * kStep;
       for (std::int64_t pair = 0; pair < kBlock / 2; ++pair) {
         if (r0 < 2 * kRows) {
           const std::int64_t line = ((r0 / kRows) * (s1 - s0) + s - s0) * 16 + pair;
@@ -344,7 +388,8 @@ void write_block(const float* acc, const BlockOut& out) {
 
 // How the product is cut (in panels of 32 and steps of 32 along K), from the caches: a chunk of
 // an A panel (32 rows x chunk steps) stays in L1 while the B panels of a column group pass, and
-// that group's chunk of B stays in L2 while the row group's panels use it.
+// that group's chunk of B and the task's accumulators stay in L2 while the row group's panels
+// use them.
 struct AmxBlocking {
   std::int64_t chunk_steps, row_panels, col_panels;
 };
@@ -358,12 +403,106 @@ AmxBlocking amx_blocking() {
   // A's chunk within a third of L1 (the rest for B's piece, the next one as the AVX512-BF16
   // engine prefetches it, and the block's accumulators).
   b.chunk_steps = std::clamp<std::int64_t>(l1 / 3 / (kStep * 2), 2, 64);
-  // B's chunk for a column group within a quarter of L2; the row group's accumulators (4 KiB a
-  // block) within another quarter.
-  const std::int64_t b_chunk = b.chunk_steps * kStep * 2;  // bytes of one B panel's chunk
-  b.col_panels = std::clamp<std::int64_t>(l2 / 4 / b_chunk, 1, 64);
-  b.row_panels = std::clamp<std::int64_t>(l2 / 4 / (b.col_panels * kBlock * kBlock * 4), 1, 16);
+  // A task's accumulators (4 KiB a block) and its column group's chunk of B within 5/8 of L2
+  // (the rest for the pieces coming in from L3 and for C), as many row panels as column panels:
+  // every piece of A or B from L3 serves that many blocks, so a square task asks L3 for the
+  // fewest bytes per step (2 KiB / side for each operand).
+  const std::int64_t b_piece = b.chunk_steps * kStep * 2;  // bytes of one B panel's chunk
+  const std::int64_t budget = l2 * 5 / 8;
+  const auto fits = [&](std::int64_t side) { return side * side * kBlock * kBlock * 4 + side * b_piece <= budget; };
+  std::int64_t side = 1;
+  while (side < 32 && fits(side + 1)) ++side;
+  b.row_panels = b.col_panels = side;
   return b;
+}
+
+// One task: row panels [ib0, ib1) times column panels [jb0, jb1) of the product, over K in
+// chunks, with its accumulators (a 32 x 32 f32 block each) at acc.
+struct Task {
+  const GemmArgs* g;
+  const Panels* a;
+  const Panels* b;
+  std::int64_t ib0, ib1, jb0, jb1, steps, chunk_steps, acc_cols;
+  float* acc;
+  float* acc_of(std::int64_t ib, std::int64_t jb) const {
+    return acc + ((ib - ib0) * acc_cols + (jb - jb0)) * kBlock * kBlock;
+  }
+  std::int64_t lines(std::int64_t s0) const {  // 64-byte lines in a panel's chunk from step s0
+    return (std::min(steps, s0 + chunk_steps) - s0) * kStep * 2 / 64;
+  }
+};
+
+// The task on AMX tiles. Within a chunk each A panel's piece stays in L1 while the group's B
+// pieces (in L2) pass it; each call brings in a share of the next A piece (the next row panel's,
+// or the next chunk's first) and of its column panel's piece of the next chunk, and the next
+// call's accumulators. The last chunk stores full blocks of C = A B straight from the tiles; the
+// other blocks go through write_block.
+void run_amx(const Task& t) {
+  const GemmArgs& g = *t.g;
+  const bool plain = g.alpha == 1 && g.beta == 0;  // C is the sums, bit for bit
+  const auto direct = [&](std::int64_t ib, std::int64_t jb) {
+    return plain && (ib + 1) * kBlock <= g.m && (jb + 1) * kBlock <= g.n;
+  };
+  const std::int64_t rows = t.ib1 - t.ib0, cols = t.jb1 - t.jb0;
+  for (std::int64_t s0 = 0; s0 < t.steps; s0 += t.chunk_steps) {
+    const std::int64_t s1 = std::min(t.steps, s0 + t.chunk_steps);
+    const std::int64_t now = t.lines(s0), next = s1 < t.steps ? t.lines(s1) : 0;
+    for (std::int64_t ib = t.ib0; ib < t.ib1; ++ib) {
+      const std::uint16_t* ap = t.a->step(ib, s0);
+      for (std::int64_t jb = t.jb0; jb < t.jb1; ++jb) {
+        Ahead ahead;
+        if (ib + 1 < t.ib1) {
+          ahead.to_l2[0] = share(t.a->step(ib + 1, s0), now, jb - t.jb0, cols);
+        } else if (next > 0) {
+          ahead.to_l2[0] = share(t.a->step(t.ib0, s1), next, jb - t.jb0, cols);
+        }
+        if (next > 0) ahead.to_l2[1] = share(t.b->step(jb, s1), next, ib - t.ib0, rows);
+        const bool last_call = jb + 1 == t.jb1 && ib + 1 == t.ib1;
+        if (last_call ? next > 0 : s0 > 0) {  // the next call starts from its accumulators
+          const std::int64_t njb = jb + 1 < t.jb1 ? jb + 1 : t.jb0;
+          const std::int64_t nib = jb + 1 < t.jb1 ? ib : ib + 1 < t.ib1 ? ib + 1 : t.ib0;
+          ahead.to_l1 = {reinterpret_cast<const char*>(t.acc_of(nib, njb)), kBlock * kBlock * 4 / 64};
+        }
+        float* acc = t.acc_of(ib, jb);
+        const float* from = s0 == 0 ? nullptr : acc;
+        if (s1 == t.steps && direct(ib, jb)) {
+          chunk(ap, t.b->step(jb, s0), s1 - s0, from, static_cast<float*>(g.c) + ib * kBlock * g.ldc + jb * kBlock,
+                g.ldc * 4, ahead);
+        } else {
+          chunk(ap, t.b->step(jb, s0), s1 - s0, from, acc, kBlock * 4, ahead);
+        }
+      }
+    }
+  }
+  for (std::int64_t ib = t.ib0; ib < t.ib1; ++ib) {
+    for (std::int64_t jb = t.jb0; jb < t.jb1; ++jb) {
+      if (!direct(ib, jb)) write_block(t.acc_of(ib, jb), block_out(g, ib * kBlock, jb * kBlock));
+    }
+  }
+}
+
+// The task on the AVX512-BF16 engine, whose last chunk writes C itself. The next call's block:
+// the group's next column panel, or its first for the next row panel, or the first block of the
+// next chunk (none after the last).
+void run_avx512bf16(const Task& t) {
+  for (std::int64_t s0 = 0; s0 < t.steps; s0 += t.chunk_steps) {
+    const std::int64_t s1 = std::min(t.steps, s0 + t.chunk_steps);
+    for (std::int64_t ib = t.ib0; ib < t.ib1; ++ib) {
+      const std::uint16_t* ap = t.a->step(ib, s0);
+      for (std::int64_t jb = t.jb0; jb < t.jb1; ++jb) {
+        const std::uint16_t* bp = t.b->step(jb, s0);
+        BlockOut out;
+        if (s1 == t.steps) out = block_out(*t.g, ib * kBlock, jb * kBlock);
+        const bool next_chunk = jb + 1 == t.jb1 && ib + 1 == t.ib1;
+        const std::int64_t next_jb = jb + 1 < t.jb1 ? jb + 1 : t.jb0;
+        const std::int64_t next_ib = jb + 1 < t.jb1 ? ib : ib + 1 < t.ib1 ? ib + 1 : t.ib0;
+        const std::int64_t next_s0 = next_chunk ? s1 : s0;
+        const std::int64_t next_steps = std::min(t.steps, next_s0 + t.chunk_steps) - next_s0;
+        chunk_avx512bf16(ap, bp, next_s0 < t.steps ? t.b->step(next_jb, next_s0) : bp, next_steps,
+                         t.acc_of(next_ib, next_jb), s0, s1, t.acc_of(ib, jb), out);
+      }
+    }
+  }
 }
 
 }  // namespace
@@ -409,6 +548,8 @@ void matmul_amx_bf16(const GemmArgs& g, Bf16Engine engine) {
     }
   }
   const std::int64_t steps = kp / kBlock;
+  const Panels a_panels{a.data, row_panels, steps, cut.chunk_steps};
+  const Panels b_panels{b.data, col_panels, steps, cut.chunk_steps};
   const std::int64_t row_groups = (row_panels + cut.row_panels - 1) / cut.row_panels;
   const std::int64_t col_groups = (col_panels + cut.col_panels - 1) / cut.col_panels;
   // Each thread's accumulators (32 x 32 f32 per block of a task), across its tasks' chunks of K:
@@ -418,53 +559,33 @@ void matmul_amx_bf16(const GemmArgs& g, Bf16Engine engine) {
 #pragma omp parallel if (parallel) num_threads(threads)
   {
 #pragma omp for schedule(static) nowait
-    for (std::int64_t ib = 0; ib < row_panels; ++ib) pack_a(g, ib * kBlock, kp, a.data + ib * kBlock * kp);
+    for (std::int64_t ib = 0; ib < row_panels; ++ib) pack_a(g, ib, a_panels);
 #pragma omp for schedule(static)
-    for (std::int64_t jb = 0; jb < col_panels; ++jb) pack_b(g, jb * kBlock, kp, b.data + jb * kBlock * kp);
+    for (std::int64_t jb = 0; jb < col_panels; ++jb) pack_b(g, jb, b_panels);
     // Tile state is per thread: each one configures its tiles, and releases them when done.
     const TileConfig config = tile_config();
     if (amx) _tile_loadconfig(&config);
     float* const acc = accumulators.data + per_thread * omp_get_thread_num();
-    // A task: a group of row panels times a group of column panels, over K in chunks; within a
-    // chunk each A panel's piece stays in L1 while the group's B pieces (in L2) pass it.
+    // A task: a group of row panels times a group of column panels.
 #pragma omp for collapse(2) schedule(static)
     for (std::int64_t rg = 0; rg < row_groups; ++rg) {
       for (std::int64_t cg = 0; cg < col_groups; ++cg) {
-        const std::int64_t ib0 = rg * cut.row_panels, ib1 = std::min(row_panels, ib0 + cut.row_panels);
-        const std::int64_t jb0 = cg * cut.col_panels, jb1 = std::min(col_panels, jb0 + cut.col_panels);
-        auto acc_of = [&](std::int64_t ib, std::int64_t jb) {
-          return acc + ((ib - ib0) * cut.col_panels + (jb - jb0)) * kBlock * kBlock;
-        };
-        for (std::int64_t s0 = 0; s0 < steps; s0 += cut.chunk_steps) {
-          const std::int64_t s1 = std::min(steps, s0 + cut.chunk_steps);
-          for (std::int64_t ib = ib0; ib < ib1; ++ib) {
-            const std::uint16_t* ap = a.data + ib * kBlock * kp;
-            for (std::int64_t jb = jb0; jb < jb1; ++jb) {
-              const std::uint16_t* bp = b.data + jb * kBlock * kp;
-              if (amx) {
-                chunk(ap, bp, s0, s1, acc_of(ib, jb));
-                continue;
-              }
-              // The last chunk writes C itself. The next call's block: the group's next column
-              // panel, or its first for the next row panel, or the first block of the next chunk
-              // (none after the last).
-              BlockOut out;
-              if (s1 == steps) out = block_out(g, ib * kBlock, jb * kBlock);
-              const bool next_chunk = jb + 1 == jb1 && ib + 1 == ib1;
-              const std::int64_t next_jb = jb + 1 < jb1 ? jb + 1 : jb0;
-              const std::int64_t next_ib = jb + 1 < jb1 ? ib : ib + 1 < ib1 ? ib + 1 : ib0;
-              const std::int64_t next_s0 = next_chunk ? s1 : s0;
-              const std::int64_t next_steps = std::min(steps, next_s0 + cut.chunk_steps) - next_s0;
-              chunk_avx512bf16(ap, bp, b.data + next_jb * kBlock * kp + next_s0 * kStep, next_steps,
-                               acc_of(next_ib, next_jb), s0, s1, acc_of(ib, jb), out);
-            }
-          }
-        }
-        if (!amx) continue;
-        for (std::int64_t ib = ib0; ib < ib1; ++ib) {
-          for (std::int64_t jb = jb0; jb < jb1; ++jb) {
-            write_block(acc_of(ib, jb), block_out(g, ib * kBlock, jb * kBlock));
-          }
+        const std::int64_t ib0 = rg * cut.row_panels, jb0 = cg * cut.col_panels;
+        const Task task{&g,
+                        &a_panels,
+                        &b_panels,
+                        ib0,
+                        std::min(row_panels, ib0 + cut.row_panels),
+                        jb0,
+                        std::min(col_panels, jb0 + cut.col_panels),
+                        steps,
+                        cut.chunk_steps,
+                        cut.col_panels,
+                        acc};
+        if (amx) {
+          run_amx(task);
+        } else {
+          run_avx512bf16(task);
         }
       }
     }
