@@ -309,10 +309,11 @@ TEST_CASE("openmp's automatic tier takes the tensor_core tier for bf16 from the 
 #endif
 }
 
-// The tensor_core tier on products of several K chunks, partial blocks on every edge, transposes,
-// alpha 1 (the AMX engine's full blocks stored from the tiles) and other alphas, and beta, against
-// the oracle's matmul bound (verify::check_matmul), on whichever engine TANDEM_CPU_ISA leaves (the
-// CTest runs it capped at amx and at avx512).
+// The tensor_core tier on products of several K chunks and of fewer than 32 K, odd K, partial
+// blocks on every edge, transposes, alpha 1 (the AMX engine's full blocks stored from the tiles)
+// and other alphas, beta, and a C with padded rows, against the oracle's matmul bound
+// (verify::check_matmul), on whichever engine TANDEM_CPU_ISA leaves (the CTest runs it capped at
+// amx and at avx512).
 TEST_CASE("openmp's tensor_core tier on large bf16 products is within the oracle's bound") {
 #ifndef TANDEM_TEST_HAVE_OPENMP
   std::printf("SKIPPED: this build has no openmp backend\n");
@@ -338,7 +339,8 @@ TEST_CASE("openmp's tensor_core tier on large bf16 products is within the oracle
   for (const Shape s : {Shape{77, 131, 1000, Transpose::no, Transpose::no, -0.75},
                         Shape{64, 64, 2048, Transpose::yes, Transpose::no, -0.75},
                         Shape{33, 300, 517, Transpose::no, Transpose::yes, -0.75},
-                        Shape{100, 96, 1030, Transpose::no, Transpose::no, 1}, Shape{64, 150, 700, Transpose::yes, Transpose::yes, 1}}) {
+                        Shape{100, 96, 1030, Transpose::no, Transpose::no, 1}, Shape{64, 150, 700, Transpose::yes, Transpose::yes, 1},
+                        Shape{96, 64, 517, Transpose::no, Transpose::no, 1}, Shape{64, 64, 17, Transpose::no, Transpose::no, 1}}) {
     const std::int64_t ar = s.ta == Transpose::no ? s.m : s.k, ac = s.ta == Transpose::no ? s.k : s.m;
     const std::int64_t br = s.tb == Transpose::no ? s.k : s.n, bc = s.tb == Transpose::no ? s.n : s.k;
     const Matrix a = matrix(random_bf16(ar * ac), ar, ac), b = matrix(random_bf16(br * bc), br, bc);
@@ -360,6 +362,21 @@ TEST_CASE("openmp's tensor_core tier on large bf16 products is within the oracle
       wrong += std::fabs(got[i] - want) > 1e-5 * (std::fabs(want) + 1);
     }
     CHECK_MESSAGE(wrong == 0, wrong, " elements of alpha AB + beta C differ");
+    // Into a C whose rows are 40 floats further apart than its columns: the same values, and the
+    // floats between the rows left as they were.
+    const std::int64_t ldc = s.n + 40;
+    std::vector<float> padded(static_cast<std::size_t>(s.m * ldc), 12345.0f);
+    Buffer wide = Buffer::from(be, padded);
+    matmul(a, b, matrix(wide, s.m, s.n, ldc), o);
+    const std::vector<float> out = wide.to_vector<float>();
+    std::size_t moved = 0;
+    for (std::int64_t i = 0; i < s.m; ++i) {
+      for (std::int64_t j = 0; j < ldc; ++j) {
+        const float want = j < s.n ? ab[static_cast<std::size_t>(i * s.n + j)] : 12345.0f;
+        moved += out[static_cast<std::size_t>(i * ldc + j)] != want;
+      }
+    }
+    CHECK_MESSAGE(moved == 0, moved, " elements of C with ldc ", ldc, " differ from the packed C or were written past n");
   }
 #endif
 }

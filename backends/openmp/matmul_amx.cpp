@@ -7,15 +7,17 @@
 //
 // Blocking: C in blocks of 32 x 32 (2 x 2 tiles of 16 x 16 f32, four accumulators). A is packed
 // as bf16 panels of 32 rows and B as panels of 32 columns (K padded to a multiple of 32 with
-// zeros), each panel a run of 2 KiB steps, one per 32 of K, that hold the step's two tiles one
+// zeros), each panel a series of 2 KiB steps, one per 32 of K, that hold the step's two tiles one
 // after the other, each 1 KiB with rows of 64 bytes on cache lines of their own: a tile load
-// reads 1 KiB in a row. A's tiles are 16 rows x 32 of K; B's are 16 pair rows x 16 columns in
+// reads 1 KiB in a row. A panel's steps lie together within each chunk of K, the chunks one after
+// the other (struct Panels). A's tiles are 16 rows x 32 of K; B's are 16 pair rows x 16 columns in
 // the pair-interleaved ("VNNI") layout tdpbf16ps and vdpbf16ps read: pair row k/2 holds the
 // columns' (B[k][c], B[k + 1][c]). Each step loads two A tiles and two B tiles and issues four
 // tdpbf16ps (2 x 16 x 16 x 32 flops each), each load just before the first product that needs
 // it. K runs in chunks sized from L1 (amx_blocking), the blocks' sums kept between chunks in
 // accumulators of their own; on the AVX512-BF16 engine the last chunk writes C from its
-// registers. bf16 is packed as bf16: the inputs are never widened, which is the point of the
+// registers, on AMX it stores full blocks of C from the tiles when alpha is 1 and beta 0 (the
+// other blocks go through write_block). bf16 is packed as bf16: the inputs are never widened, which is the point of the
 // tier. The packed operands and accumulators are kept per thread between calls (pack_buffer.hpp).
 #include <immintrin.h>
 #include <omp.h>
@@ -151,8 +153,6 @@ void pack_a(const GemmArgs& g, std::int64_t ib, const Panels& out) {
       }
       if (valid > 0) {
         std::memcpy(row, a + i * g.lda + p0, static_cast<std::size_t>(valid) * 2);  // bfloat16 is its bits
-      } else {
-        for (std::int64_t q = 0; q < valid; ++q) row[q] = bits_at(a, g.lda, g.trans_a, i, p0 + q);
       }
       std::fill(row + valid, row + kBlock, std::uint16_t(0));
     }
@@ -414,7 +414,8 @@ __attribute__((target("avx512f,avx512bf16"))) void chunk_avx512bf16(const std::u
 }
 
 // C = alpha * acc + beta * C (C not read when beta == 0) for the block's rows and columns in C:
-// the AMX engine's last step, which the AVX512-BF16 engine does from its registers.
+// the AMX engine's last step for edge blocks and for alpha != 1 or beta != 0 (other blocks are
+// stored from the tiles), which the AVX512-BF16 engine does from its registers.
 void write_block(const float* acc, const BlockOut& out) {
   for (std::int64_t r = 0; r < out.rows; ++r) {
     float* row = out.c + r * out.ldc;
@@ -475,8 +476,9 @@ struct Task {
 
 // The task on AMX tiles. Within a chunk each A panel's piece stays in L1 while the group's B
 // pieces (in L2) pass it; each call brings in a share of the next A piece (the next row panel's,
-// or the next chunk's first) and of its column panel's piece of the next chunk. The last chunk
-// stores full blocks of C = A B straight from the tiles; the other blocks go through write_block.
+// or the next chunk's first) and of its column panel's piece of the next chunk. Where C = A B
+// (alpha 1, beta 0) the last chunk stores full blocks straight from the tiles into C; the other
+// blocks go through write_block.
 void run_amx(const Task& t) {
   const GemmArgs& g = *t.g;
   const bool plain = g.alpha == 1 && g.beta == 0;  // C is the sums, bit for bit
