@@ -9,16 +9,15 @@
 // as bf16 panels of 32 rows and B as panels of 32 columns (K padded to a multiple of 32 with
 // zeros), each panel a series of 2 KiB steps, one per 32 of K, that hold the step's two tiles one
 // after the other, each 1 KiB with rows of 64 bytes on cache lines of their own: a tile load
-// reads 1 KiB in a row. A panel's steps lie together within each chunk of K, the chunks one after
-// the other (struct Panels). A's tiles are 16 rows x 32 of K; B's are 16 pair rows x 16 columns in
+// reads 1 KiB in a row. A's tiles are 16 rows x 32 of K; B's are 16 pair rows x 16 columns in
 // the pair-interleaved ("VNNI") layout tdpbf16ps and vdpbf16ps read: pair row k/2 holds the
 // columns' (B[k][c], B[k + 1][c]). Each step loads two A tiles and two B tiles and issues four
 // tdpbf16ps (2 x 16 x 16 x 32 flops each), each load just before the first product that needs
 // it. K runs in chunks sized from L1 (amx_blocking), the blocks' sums kept between chunks in
 // accumulators of their own; on the AVX512-BF16 engine the last chunk writes C from its
 // registers, on AMX it stores full blocks of C from the tiles when alpha is 1 and beta 0 (the
-// other blocks go through write_block). bf16 is packed as bf16: the inputs are never widened, which is the point of the
-// tier. The packed operands and accumulators are kept per thread between calls (pack_buffer.hpp).
+// other blocks go through write_block). bf16 is packed as bf16: the inputs are never widened,
+// which is the point of the tier. The packed operands and accumulators are kept per thread between calls (pack_buffer.hpp).
 #include <immintrin.h>
 #include <omp.h>
 #include <sys/syscall.h>
@@ -96,21 +95,13 @@ std::uint16_t bits_at(const bfloat16* m, std::int64_t ld, Transpose t, std::int6
 
 constexpr std::int64_t kStep = kBlock * kBlock;  // bf16 per K step of a panel: two 16 x 32 tiles
 
-// Where the packed panels' steps lie: K in chunks of `chunk` steps (the blocking's), and within
-// a chunk each panel's piece after the other, so that the pieces one chunk of the product reads
-// are one run of memory. Panel after panel instead put a group's pieces a panel apart: at K =
-// 2048 that is 128 KiB, the period of a 2 MiB 16-way L2's sets, and 32 pieces on the same sets
-// evicted each other before their second use.
+// The packed panels: each panel's steps one after the other, panel after panel. (Laid out chunk
+// by chunk of K instead, so that a chunk's pieces of a panel group were one run, products of
+// 1024^3-4096^3 on two threads ran within the noise of this layout.)
 struct Panels {
   std::uint16_t* data;
-  std::int64_t panels, steps, chunk;
-  // Step s of panel p; the chunk's other steps of that panel follow it.
-  std::uint16_t* step(std::int64_t p, std::int64_t s) const {
-    const std::int64_t c0 = s / chunk * chunk;
-    return data + (c0 * panels + p * std::min(chunk, steps - c0) + (s - c0)) * kStep;
-  }
-  // bf16 from step s of a panel to step s of the next: step(p + 1, s) - step(p, s).
-  std::int64_t panel_stride(std::int64_t s) const { return std::min(chunk, steps - s / chunk * chunk) * kStep; }
+  std::int64_t steps;  // per panel
+  std::uint16_t* step(std::int64_t p, std::int64_t s) const { return data + (p * steps + s) * kStep; }
 };
 
 // op(A)'s rows [i0, i0 + 32) as a panel: for each step of 32 along K, rows 0-15 then 16-31, each
@@ -203,12 +194,8 @@ void pack_b_rows(const GemmArgs& g, std::int64_t jb0, std::int64_t jb1, const Pa
   for (std::int64_t p = 0; p + 1 < g.k; p += 2) {
     const bfloat16* r0 = b + p * g.ldb;
     const bfloat16* r1 = r0 + g.ldb;
-    // Pair row (p % 32) / 2 of step p / 32 in panel jb0, and the next panels' a stride apart (a
-    // division per pair row, not per panel: at 2048^3 those cost half the packing's time).
-    std::uint16_t* const first = out.step(jb0, p / kBlock) + ((p % kBlock) / 2) * kBlock;
-    const std::int64_t stride = out.panel_stride(p / kBlock);
     for (std::int64_t jb = jb0; jb < jb1; ++jb) {
-      std::uint16_t* pair_row = first + (jb - jb0) * stride;
+      std::uint16_t* pair_row = out.step(jb, p / kBlock) + ((p % kBlock) / 2) * kBlock;
       // Two rows interleaved eight columns at a time (SSE2, which every x86-64 CPU has).
       for (std::int64_t c = 0; c < kBlock; c += 8) {
         const __m128i x = _mm_loadu_si128(reinterpret_cast<const __m128i*>(r0 + jb * kBlock + c));
@@ -584,8 +571,8 @@ void matmul_amx_bf16(const GemmArgs& g, Bf16Engine engine) {
     }
   }
   const std::int64_t steps = kp / kBlock;
-  const Panels a_panels{a.data, row_panels, steps, cut.chunk_steps};
-  const Panels b_panels{b.data, col_panels, steps, cut.chunk_steps};
+  const Panels a_panels{a.data, steps};
+  const Panels b_panels{b.data, steps};
   const std::int64_t row_groups = (row_panels + cut.row_panels - 1) / cut.row_panels;
   const std::int64_t col_groups = (col_panels + cut.col_panels - 1) / cut.col_panels;
   // Each thread's accumulators (32 x 32 f32 per block of a task), across its tasks' chunks of K:
