@@ -106,11 +106,11 @@ int main(int argc, char** argv) {
         matmul(matrix(a, n, n), matrix(b, n, n), c, o);
         be.synchronize({});
       };
-      // Each timed call right after an untimed one of the same tier, the state a peer timed call
-      // after call (PyTorch in pytorch_bf16_matmul.py) finds its operands in: timed right after
-      // the other tier, whose f32 panels had pushed the operands and the packed bf16 panels out
-      // of the caches, the tensor_core tier took 9.4-10 ms at 2048^3 on the 480 MiB-L3 AMX Xeon
-      // VM, against 7.5-8 ms call after call. The tiers still take turns, so drift hits each.
+      // Each timed call right after an untimed one of the same tier (the first of them also the
+      // warm-up: packing memory, threads), as a peer timed call after call (PyTorch in
+      // pytorch_bf16_matmul.py) runs: timed right after the other tier, the tensor_core tier took
+      // 9.4-10 ms at 2048^3 on the 480 MiB-L3 AMX Xeon VM, against 7.5-8 ms call after call (the
+      // cause not measured). The tiers still take turns, so drift hits each.
       for (int r = 0; r < reps; ++r) {
         for (std::size_t k = 0; k < tiers.size(); ++k) {
           const std::size_t t = (k + static_cast<std::size_t>(r)) % tiers.size();  // rotating, as the tunings time
