@@ -109,7 +109,7 @@ int main(int argc, char** argv) {
       // Each timed call right after an untimed one of the same tier (the first of them also the
       // warm-up: packing memory, threads), as a peer timed call after call (PyTorch in
       // pytorch_bf16_matmul.py) runs: timed right after the other tier, the tensor_core tier took
-      // 9.4-10 ms at 2048^3 on the 480 MiB-L3 AMX Xeon VM, against 7.5-8 ms call after call (the
+      // 9.4-10 ms at 2048^3 on the 480 MiB-L3 AMX Xeon VM, against 7.6-8.1 ms call after call (the
       // cause not measured). The tiers still take turns, so drift hits each.
       for (int r = 0; r < reps; ++r) {
         for (std::size_t k = 0; k < tiers.size(); ++k) {
