@@ -33,6 +33,16 @@ foreach(isa avx512 avx2)
   set_tests_properties("openmp: the tensor_core tier under TANDEM_CPU_ISA=${isa}" PROPERTIES LABELS openmp
                        ENVIRONMENT "TANDEM_CPU_ISA=${isa};TANDEM_TUNING=table" SKIP_REGULAR_EXPRESSION "SKIPPED:")
 endforeach()
+# The tensor tier's split of a product among the team, on more threads than a CI machine may have
+# cores (an odd team, and one of six that takes a 2 x 3 grid), on the AVX512-BF16 engine where the
+# CPU has it (the plain and avx512-capped runs above take the team and one thread, on each engine).
+foreach(threads 3 6)
+  add_test(NAME "openmp: the tensor_core tier split among ${threads} threads"
+           COMMAND tandem_unit_tests "--test-case=openmp's tensor_core tier gives every block*")
+  set_tests_properties("openmp: the tensor_core tier split among ${threads} threads" PROPERTIES LABELS openmp
+                       ENVIRONMENT "OMP_NUM_THREADS=${threads};TANDEM_CPU_ISA=avx512;TANDEM_TUNING=table"
+                       SKIP_REGULAR_EXPRESSION "SKIPPED:")
+endforeach()
 # The automatic bf16 tier from the table (the plain unit tests run it with the measured crossover).
 add_test(NAME "openmp: the automatic bf16 tier from the table under TANDEM_CPU_ISA=avx512"
          COMMAND tandem_unit_tests "--test-case=openmp's automatic tier takes*")

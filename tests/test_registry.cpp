@@ -381,6 +381,55 @@ TEST_CASE("openmp's tensor_core tier on large bf16 products is within the oracle
 #endif
 }
 
+// The tensor_core tier deals each thread a rectangle of the blocks and covers it with tasks of at
+// most the caches' side: products with more panels than that side along one edge or both, and with
+// fewer panels than threads, on the whole team and on one thread (the CTest runs it again on 3 and
+// on 6 threads). Small integers make every sum exact in f32, so each element must equal the
+// product computed here in double: a block computed twice or never shows.
+TEST_CASE("openmp's tensor_core tier gives every block to one thread, on any team") {
+#ifndef TANDEM_TEST_HAVE_OPENMP
+  std::printf("SKIPPED: this build has no openmp backend\n");
+#else
+  Backend& be = get_backend("openmp");
+  const auto tiers = be.matmul_tiers(DType::bf16);
+  if (std::find(tiers.begin(), tiers.end(), MatmulTier::tensor_core) == tiers.end()) {
+    std::printf("SKIPPED: no tensor_core tier on this CPU under this TANDEM_CPU_ISA\n");
+    return;
+  }
+  std::mt19937 rng(11);
+  std::uniform_int_distribution<int> u(-3, 3);
+  struct Shape {
+    std::int64_t m, n, k;
+  };
+  const int team = omp_get_max_threads();
+  for (const int threads : {team, 1}) {
+    omp_set_num_threads(threads);
+    for (const Shape s : {Shape{1000, 70, 64}, Shape{70, 1100, 40}, Shape{420, 600, 96}, Shape{608, 20, 33},
+                          Shape{40, 33, 256}}) {
+      std::vector<float> af(static_cast<std::size_t>(s.m * s.k)), bf(static_cast<std::size_t>(s.k * s.n));
+      for (auto& x : af) x = float(u(rng));
+      for (auto& x : bf) x = float(u(rng));
+      std::vector<bfloat16> a16(af.begin(), af.end()), b16(bf.begin(), bf.end());
+      const Matrix a = matrix(Buffer::from(be, a16), s.m, s.k), b = matrix(Buffer::from(be, b16), s.k, s.n);
+      std::vector<float> init(static_cast<std::size_t>(s.m * s.n), std::nanf(""));
+      Buffer c = Buffer::from(be, init);
+      matmul(a, b, matrix(c, s.m, s.n), {.tier = MatmulTier::tensor_core});
+      const std::vector<float> got = c.to_vector<float>();
+      std::size_t wrong = 0;
+      for (std::int64_t i = 0; i < s.m; ++i) {
+        for (std::int64_t j = 0; j < s.n; ++j) {
+          double want = 0;
+          for (std::int64_t p = 0; p < s.k; ++p) want += double(af[std::size_t(i * s.k + p)]) * bf[std::size_t(p * s.n + j)];
+          wrong += got[std::size_t(i * s.n + j)] != want;  // NaN (never written) counts as wrong
+        }
+      }
+      CHECK_MESSAGE(wrong == 0, s.m, "x", s.n, "x", s.k, " on ", threads, " thread(s): ", wrong, " elements differ");
+    }
+  }
+  omp_set_num_threads(team);
+#endif
+}
+
 // openmp sizes its team per op (fewer threads while other programs want the cores), on the
 // calling thread's OpenMP setting; the caller's own setting must be back after the op, and
 // tandem info must say the team and the wait policy in force.
