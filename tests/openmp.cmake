@@ -34,14 +34,19 @@ foreach(isa avx512 avx2)
                        ENVIRONMENT "TANDEM_CPU_ISA=${isa};TANDEM_TUNING=table" SKIP_REGULAR_EXPRESSION "SKIPPED:")
 endforeach()
 # The tensor tier's split of a product among the team, on more threads than a CI machine may have
-# cores (an odd team, and one of six that takes a 2 x 3 grid), on the AVX512-BF16 engine where the
-# CPU has it (the plain and avx512-capped runs above take the team and one thread, on each engine).
+# cores (an odd team, and one of six that takes a 2 x 3 grid), on the CPU's best engine (AMX where
+# it has AMX-BF16) and capped at avx512 (AVX512-BF16); the plain and capped runs above take the team
+# and one thread. Where the CPU has neither engine they report SKIPPED.
 foreach(threads 3 6)
-  add_test(NAME "openmp: the tensor_core tier split among ${threads} threads"
-           COMMAND tandem_unit_tests "--test-case=openmp's tensor_core tier gives every block*")
-  set_tests_properties("openmp: the tensor_core tier split among ${threads} threads" PROPERTIES LABELS openmp
-                       ENVIRONMENT "OMP_NUM_THREADS=${threads};TANDEM_CPU_ISA=avx512;TANDEM_TUNING=table"
-                       SKIP_REGULAR_EXPRESSION "SKIPPED:")
+  foreach(cap best avx512)
+    set(name "openmp: the tensor_core tier split among ${threads} threads, ${cap} engine")
+    set(env "OMP_NUM_THREADS=${threads};TANDEM_TUNING=table")
+    if(cap STREQUAL "avx512")
+      list(APPEND env "TANDEM_CPU_ISA=avx512")
+    endif()
+    add_test(NAME "${name}" COMMAND tandem_unit_tests "--test-case=openmp's tensor_core tier gives every block*")
+    set_tests_properties("${name}" PROPERTIES LABELS openmp ENVIRONMENT "${env}" SKIP_REGULAR_EXPRESSION "SKIPPED:")
+  endforeach()
 endforeach()
 # The automatic bf16 tier from the table (the plain unit tests run it with the measured crossover).
 add_test(NAME "openmp: the automatic bf16 tier from the table under TANDEM_CPU_ISA=avx512"

@@ -384,8 +384,9 @@ TEST_CASE("openmp's tensor_core tier on large bf16 products is within the oracle
 // The tensor_core tier deals each thread a rectangle of the blocks and covers it with tasks of at
 // most the caches' side: products with more panels than that side along one edge or both, and with
 // fewer panels than threads, on the whole team and on one thread (the CTest runs it again on 3 and
-// on 6 threads). Small integers make every sum exact in f32, so each element must equal the
-// product computed here in double: a block computed twice or never shows.
+// on 6 threads), with K long enough for several chunks (the accumulators kept between them). Small
+// integers make every sum exact in f32: each element must equal the sum computed here in double,
+// so a block computed twice (C0 + 2AB with beta 1) or never (NaN with beta 0) shows.
 TEST_CASE("openmp's tensor_core tier gives every block to one thread, on any team") {
 #ifndef TANDEM_TEST_HAVE_OPENMP
   std::printf("SKIPPED: this build has no openmp backend\n");
@@ -404,26 +405,33 @@ TEST_CASE("openmp's tensor_core tier gives every block to one thread, on any tea
   const int team = omp_get_max_threads();
   for (const int threads : {team, 1}) {
     omp_set_num_threads(threads);
-    for (const Shape s : {Shape{1000, 70, 64}, Shape{70, 1100, 40}, Shape{420, 600, 96}, Shape{608, 20, 33},
-                          Shape{40, 33, 256}}) {
+    for (const Shape s : {Shape{1000, 70, 400}, Shape{70, 1100, 400}, Shape{420, 400, 417}, Shape{608, 20, 400},
+                          Shape{40, 33, 400}}) {
       std::vector<float> af(static_cast<std::size_t>(s.m * s.k)), bf(static_cast<std::size_t>(s.k * s.n));
+      std::vector<float> c0(static_cast<std::size_t>(s.m * s.n));
       for (auto& x : af) x = float(u(rng));
       for (auto& x : bf) x = float(u(rng));
+      for (auto& x : c0) x = float(u(rng));
       std::vector<bfloat16> a16(af.begin(), af.end()), b16(bf.begin(), bf.end());
       const Matrix a = matrix(Buffer::from(be, a16), s.m, s.k), b = matrix(Buffer::from(be, b16), s.k, s.n);
-      std::vector<float> init(static_cast<std::size_t>(s.m * s.n), std::nanf(""));
-      Buffer c = Buffer::from(be, init);
-      matmul(a, b, matrix(c, s.m, s.n), {.tier = MatmulTier::tensor_core});
-      const std::vector<float> got = c.to_vector<float>();
-      std::size_t wrong = 0;
+      std::vector<double> ab(static_cast<std::size_t>(s.m * s.n), 0.0);
       for (std::int64_t i = 0; i < s.m; ++i) {
-        for (std::int64_t j = 0; j < s.n; ++j) {
-          double want = 0;
-          for (std::int64_t p = 0; p < s.k; ++p) want += double(af[std::size_t(i * s.k + p)]) * bf[std::size_t(p * s.n + j)];
-          wrong += got[std::size_t(i * s.n + j)] != want;  // NaN (never written) counts as wrong
+        for (std::int64_t p = 0; p < s.k; ++p) {
+          const double x = af[std::size_t(i * s.k + p)];
+          for (std::int64_t j = 0; j < s.n; ++j) ab[std::size_t(i * s.n + j)] += x * bf[std::size_t(p * s.n + j)];
         }
       }
-      CHECK_MESSAGE(wrong == 0, s.m, "x", s.n, "x", s.k, " on ", threads, " thread(s): ", wrong, " elements differ");
+      // beta 0 into NaN (a block never written stays NaN; AMX stores full blocks from its tiles),
+      // beta 1 into C0 (a block computed twice is C0 + 2AB).
+      for (const double beta : {0.0, 1.0}) {
+        Buffer c = Buffer::from(be, beta == 0 ? std::vector<float>(c0.size(), std::nanf("")) : c0);
+        matmul(a, b, matrix(c, s.m, s.n), {.beta = beta, .tier = MatmulTier::tensor_core});
+        const std::vector<float> got = c.to_vector<float>();
+        std::size_t wrong = 0;
+        for (std::size_t e = 0; e < got.size(); ++e) wrong += got[e] != ab[e] + beta * c0[e];
+        CHECK_MESSAGE(wrong == 0, s.m, "x", s.n, "x", s.k, " beta ", beta, " on ", threads, " thread(s): ", wrong,
+                      " elements differ");
+      }
     }
   }
   omp_set_num_threads(team);

@@ -2,6 +2,7 @@
 
 #include <sys/mman.h>
 
+#include <limits>
 #include <new>
 
 namespace tandem::host {
@@ -27,6 +28,7 @@ void* HostBackend::device_allocate(std::size_t bytes) {
   const std::size_t total = physical_memory_bytes();
   if (total != 0 && bytes > total) return nullptr;
   if (bytes < kHugeFrom) return ::operator new(bytes, alignment(bytes), std::nothrow);
+  if (bytes > std::numeric_limits<std::size_t>::max() - kHugePage) return nullptr;  // no rounding past the top
   // Whole huge pages: the last one too.
   const std::size_t size = (bytes + kHugePage - 1) / kHugePage * kHugePage;
   void* p = ::operator new(size, alignment(bytes), std::nothrow);

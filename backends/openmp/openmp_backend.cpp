@@ -221,7 +221,7 @@ bool Team::check() {
   const int cores = std::max(omp_get_num_procs(), 1);
   // The calling thread is one of the machine's runnable tasks, so at most machine - 1 are other
   // programs'. Where that many leave the whole team its cores (a quiet machine), this process's
-  // threads need not be counted: one /proc read per thread, 0.14 ms a check in a Python process
+  // threads need not be counted: two /proc reads per thread, 0.14 ms a check in a Python process
   // with PyTorch loaded on a 2-vCPU Zen 4 EPYC (a 1K-element op after a pause took 0.19 ms
   // against 0.05 with the team fixed).
   if (const int first = runnable_tasks(); first > 0 && cores - (first - 1) >= threads_) {

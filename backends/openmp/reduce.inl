@@ -8,9 +8,9 @@
 // per CPU, as it helps some and costs others).
 // min/max/argmax compare without branches and track NaN on the side, so they vectorise too.
 
-// Lanes per stream of the min/max loops: a vector register of floats where the ISA has 32 of them
-// (AVX-512: a zmm of lanes and one of NaN flags per stream), else 8, which keeps the state of
-// four streams in 16 registers (16 lanes spill there). On a 2-vCPU Zen 4 EPYC, 2 threads over 256
+// Lanes per stream of the min/max loops: 16 where the ISA has 32 vector registers (AVX-512: for
+// f32 a zmm of lanes and one of NaN flags per stream), else 8, which keeps the f32 state of four
+// streams in 8 registers of 16 (16 lanes spill there). On a 2-vCPU Zen 4 EPYC, 2 threads over 256
 // MB, 16 lanes read 52-54 GB/s where 8 read 48-51, in a phase of the VM's high bandwidth (equal in
 // its low one, 33-38).
 constexpr int kLanes = TANDEM_ISA_AVX512 ? 16 : 8;
