@@ -309,6 +309,20 @@ TEST_CASE("openmp's automatic tier takes the tensor_core tier for bf16 from the 
 #endif
 }
 
+#ifdef TANDEM_TEST_HAVE_OPENMP
+// The openmp backend where it offers the tensor_core tier for bf16 (this CPU's engine under this
+// TANDEM_CPU_ISA); else nullptr, having printed SKIPPED with the reason.
+Backend* openmp_with_tensor_tier() {
+  Backend& be = get_backend("openmp");
+  const auto tiers = be.matmul_tiers(DType::bf16);
+  if (std::find(tiers.begin(), tiers.end(), MatmulTier::tensor_core) == tiers.end()) {
+    std::printf("SKIPPED: no tensor_core tier on this CPU under this TANDEM_CPU_ISA\n");
+    return nullptr;
+  }
+  return &be;
+}
+#endif
+
 // The tensor_core tier on products of several K chunks and of fewer than 32 K, odd K, partial
 // blocks on every edge, transposes, alpha 1 (the AMX engine's full blocks stored from the tiles)
 // and other alphas, beta, and a C with padded rows, against the oracle's matmul bound
@@ -318,12 +332,9 @@ TEST_CASE("openmp's tensor_core tier on large bf16 products is within the oracle
 #ifndef TANDEM_TEST_HAVE_OPENMP
   std::printf("SKIPPED: this build has no openmp backend\n");
 #else
-  Backend& be = get_backend("openmp");
-  const auto tiers = be.matmul_tiers(DType::bf16);
-  if (std::find(tiers.begin(), tiers.end(), MatmulTier::tensor_core) == tiers.end()) {
-    std::printf("SKIPPED: no tensor_core tier on this CPU under this TANDEM_CPU_ISA\n");
-    return;
-  }
+  Backend* const tensor_tier = openmp_with_tensor_tier();
+  if (tensor_tier == nullptr) return;
+  Backend& be = *tensor_tier;
   std::mt19937 rng(7);
   std::uniform_real_distribution<float> u(-1, 1);
   auto random_bf16 = [&](std::int64_t n) {
@@ -391,12 +402,9 @@ TEST_CASE("openmp's tensor_core tier gives every block to one thread, on any tea
 #ifndef TANDEM_TEST_HAVE_OPENMP
   std::printf("SKIPPED: this build has no openmp backend\n");
 #else
-  Backend& be = get_backend("openmp");
-  const auto tiers = be.matmul_tiers(DType::bf16);
-  if (std::find(tiers.begin(), tiers.end(), MatmulTier::tensor_core) == tiers.end()) {
-    std::printf("SKIPPED: no tensor_core tier on this CPU under this TANDEM_CPU_ISA\n");
-    return;
-  }
+  Backend* const tensor_tier = openmp_with_tensor_tier();
+  if (tensor_tier == nullptr) return;
+  Backend& be = *tensor_tier;
   std::mt19937 rng(11);
   std::uniform_int_distribution<int> u(-3, 3);
   struct Shape {

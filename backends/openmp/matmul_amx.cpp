@@ -605,7 +605,8 @@ void matmul_amx_bf16(const GemmArgs& g, Bf16Engine engine) {
 #pragma omp for schedule(static) nowait
     for (std::int64_t ib = 0; ib < row_panels; ++ib) pack_a(g, ib, a_panels);
     const std::int64_t t = omp_get_thread_num(), team = omp_get_num_threads();
-    pack_b_range(g, col_panels * t / team, col_panels * (t + 1) / team, b_panels);
+    const Range mine = share_of(col_panels, team, t);
+    pack_b_range(g, mine.begin, mine.end, b_panels);
 #pragma omp barrier
     // Tile state is per thread: each one configures its tiles, and releases them when done.
     const TileConfig config = tile_config();

@@ -11,8 +11,8 @@
 // Lanes per stream of the min/max loops: 16 where the ISA has 32 vector registers (AVX-512: for
 // f32 a zmm of lanes and one of NaN flags per stream), else 8, which keeps the f32 state of four
 // streams in 8 registers of 16 (16 lanes spill there). On a 2-vCPU Zen 4 EPYC, 2 threads over 256
-// MB, 16 lanes read 52-54 GB/s where 8 read 48-51, in a phase of the VM's high bandwidth (equal in
-// its low one, 33-38).
+// MB, a standalone loop of a zmm per stream read 52-54 GB/s where this loop with 8 lanes read
+// 48-51, in a phase of the VM's high bandwidth (all 33-38 in its low one).
 constexpr int kLanes = TANDEM_ISA_AVX512 ? 16 : 8;
 constexpr int kStreams = 4;  // concurrent read streams per thread in a sum (sub-chunks x inputs)
 constexpr int kWidth = 16;   // lanes per stream
