@@ -351,7 +351,8 @@ TEST_CASE("openmp's tensor_core tier on large bf16 products is within the oracle
                         Shape{64, 64, 2048, Transpose::yes, Transpose::no, -0.75},
                         Shape{33, 300, 517, Transpose::no, Transpose::yes, -0.75},
                         Shape{100, 96, 1030, Transpose::no, Transpose::no, 1}, Shape{64, 150, 700, Transpose::yes, Transpose::yes, 1},
-                        Shape{96, 64, 517, Transpose::no, Transpose::no, 1}, Shape{64, 64, 17, Transpose::no, Transpose::no, 1}}) {
+                        Shape{96, 64, 517, Transpose::no, Transpose::no, 1}, Shape{64, 64, 17, Transpose::no, Transpose::no, 1},
+                        Shape{33, 70, 2500, Transpose::no, Transpose::no, -0.75}}) {
     const std::int64_t ar = s.ta == Transpose::no ? s.m : s.k, ac = s.ta == Transpose::no ? s.k : s.m;
     const std::int64_t br = s.tb == Transpose::no ? s.k : s.n, bc = s.tb == Transpose::no ? s.n : s.k;
     const Matrix a = matrix(random_bf16(ar * ac), ar, ac), b = matrix(random_bf16(br * bc), br, bc);
@@ -395,9 +396,12 @@ TEST_CASE("openmp's tensor_core tier on large bf16 products is within the oracle
 // The tensor_core tier deals each thread a rectangle of the blocks and covers it with tasks of at
 // most the caches' side: products with more panels than that side along one edge or both, and with
 // fewer panels than threads, on the whole team and on one thread (the CTest runs it again on 3 and
-// on 6 threads), with K long enough for several chunks (the accumulators kept between them). Small
+// on 6 threads), with K long enough for several chunks (the accumulators kept between them: AMX
+// takes chunks of a few steps of 32, AVX512-BF16 of 64). Small
 // integers make every sum exact in f32: each element must equal the sum computed here in double,
-// so a block computed twice (C0 + 2AB with beta 1) or never (NaN with beta 0) shows.
+// so a block computed twice (C0 + 2AB with beta 1) or never (NaN with beta 0) shows. 256 x 1024
+// x 384 is whole panels and steps: each thread of a one-row grid packs its own B panels, group by
+// group, on the AVX512-BF16 engine.
 TEST_CASE("openmp's tensor_core tier gives every block to one thread, on any team") {
 #ifndef TANDEM_TEST_HAVE_OPENMP
   std::printf("SKIPPED: this build has no openmp backend\n");
@@ -414,7 +418,7 @@ TEST_CASE("openmp's tensor_core tier gives every block to one thread, on any tea
   for (const int threads : {team, 1}) {
     omp_set_num_threads(threads);
     for (const Shape s : {Shape{1000, 70, 400}, Shape{70, 1100, 400}, Shape{420, 400, 417}, Shape{608, 20, 400},
-                          Shape{40, 33, 400}}) {
+                          Shape{40, 33, 400}, Shape{300, 200, 2100}, Shape{256, 1024, 384}}) {
       std::vector<float> af(static_cast<std::size_t>(s.m * s.k)), bf(static_cast<std::size_t>(s.k * s.n));
       std::vector<float> c0(static_cast<std::size_t>(s.m * s.n));
       for (auto& x : af) x = float(u(rng));
@@ -443,6 +447,66 @@ TEST_CASE("openmp's tensor_core tier gives every block to one thread, on any tea
     }
   }
   omp_set_num_threads(team);
+#endif
+}
+
+// The AVX512-BF16 engine reads A's full row panels in place when op(A) = A and K is whole steps
+// of 32, and packs the rest (an edge panel, a partial step, A transposed): A with padded rows
+// whose padding is NaN (a read past K would poison C), over full and edge panels, K of one step
+// and of several chunks (64 steps a chunk on AVX512-BF16), B either way, against the exact product (small integers: every sum is
+// exact in f32). The AMX engine packs A always; it runs this too where the CPU has it.
+TEST_CASE("openmp's tensor_core tier reads A in place where it can, with any row stride") {
+#ifndef TANDEM_TEST_HAVE_OPENMP
+  std::printf("SKIPPED: this build has no openmp backend\n");
+#else
+  Backend* const tensor_tier = openmp_with_tensor_tier();
+  if (tensor_tier == nullptr) return;
+  Backend& be = *tensor_tier;
+  std::mt19937 rng(13);
+  std::uniform_int_distribution<int> u(-3, 3);
+  struct Shape {
+    std::int64_t m, n, k;
+    Transpose ta, tb;
+  };
+  for (const Shape s : {Shape{77, 131, 1024, Transpose::no, Transpose::no}, Shape{96, 100, 512, Transpose::no, Transpose::yes},
+                        Shape{64, 64, 32, Transpose::no, Transpose::no}, Shape{40, 33, 96, Transpose::yes, Transpose::no},
+                        Shape{70, 64, 100, Transpose::no, Transpose::no}, Shape{40, 70, 4160, Transpose::no, Transpose::no},
+                        Shape{50, 33, 2100, Transpose::no, Transpose::yes}}) {
+    // op(A) = A: m x k (rows of k); A^T: k x m. Stored with 24 NaN past each row, or none.
+    const std::int64_t ar = s.ta == Transpose::no ? s.m : s.k, ac = s.ta == Transpose::no ? s.k : s.m;
+    const std::int64_t br = s.tb == Transpose::no ? s.k : s.n, bc = s.tb == Transpose::no ? s.n : s.k;
+    std::vector<float> af(static_cast<std::size_t>(ar * ac)), bf(static_cast<std::size_t>(br * bc));
+    for (auto& x : af) x = float(u(rng));
+    for (auto& x : bf) x = float(u(rng));
+    const auto op_a = [&](std::int64_t i, std::int64_t p) {
+      return s.ta == Transpose::no ? af[std::size_t(i * ac + p)] : af[std::size_t(p * ac + i)];
+    };
+    const auto op_b = [&](std::int64_t p, std::int64_t j) {
+      return s.tb == Transpose::no ? bf[std::size_t(p * bc + j)] : bf[std::size_t(j * bc + p)];
+    };
+    std::vector<double> ab(static_cast<std::size_t>(s.m * s.n), 0.0);
+    for (std::int64_t i = 0; i < s.m; ++i) {
+      for (std::int64_t p = 0; p < s.k; ++p) {
+        for (std::int64_t j = 0; j < s.n; ++j) ab[std::size_t(i * s.n + j)] += double(op_a(i, p)) * op_b(p, j);
+      }
+    }
+    std::vector<bfloat16> b16(bf.begin(), bf.end());
+    const Matrix b = matrix(Buffer::from(be, b16), br, bc);
+    for (const std::int64_t pad : {0, 24}) {
+      const std::int64_t lda = ac + pad;
+      std::vector<bfloat16> a16(static_cast<std::size_t>(ar * lda), bfloat16(std::nanf("")));
+      for (std::int64_t r = 0; r < ar; ++r) {
+        for (std::int64_t q = 0; q < ac; ++q) a16[std::size_t(r * lda + q)] = bfloat16(af[std::size_t(r * ac + q)]);
+      }
+      const Matrix a = matrix(Buffer::from(be, a16), ar, ac, lda);
+      const Matrix c = matmul(a, b, {.trans_a = s.ta, .trans_b = s.tb, .tier = MatmulTier::tensor_core});
+      const std::vector<float> got = c.buffer.to_vector<float>();
+      std::size_t wrong = 0;
+      for (std::size_t e = 0; e < got.size(); ++e) wrong += got[e] != ab[e];
+      CHECK_MESSAGE(wrong == 0, s.m, "x", s.n, "x", s.k, " lda ", lda, std::string(s.ta == Transpose::yes ? " A^T" : ""),
+                    std::string(s.tb == Transpose::yes ? " B^T" : ""), ": ", wrong, " elements differ");
+    }
+  }
 #endif
 }
 

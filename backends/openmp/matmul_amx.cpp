@@ -13,11 +13,12 @@
 // the pair-interleaved ("VNNI") layout tdpbf16ps and vdpbf16ps read: pair row k/2 holds the
 // columns' (B[k][c], B[k + 1][c]). Each step loads two A tiles and two B tiles and issues four
 // tdpbf16ps (2 x 16 x 16 x 32 flops each), each load just before the first product that needs
-// it. K runs in chunks sized from L1 (amx_blocking), the blocks' sums kept between chunks in
-// accumulators of their own; on the AVX512-BF16 engine the last chunk writes C from its
-// registers, on AMX it stores full blocks of C from the tiles when alpha is 1 and beta 0 (the
-// other blocks go through write_block). bf16 is packed as bf16: the inputs are never widened,
-// which is the point of the tier. The packed operands and accumulators are kept per thread between calls (pack_buffer.hpp).
+// it. K runs in chunks (amx_blocking: from L1 on AMX, 64 steps on AVX512-BF16), the blocks' sums
+// kept between chunks in accumulators of their own; on the AVX512-BF16 engine the last chunk
+// writes C from its registers, on AMX it stores full blocks of C from the tiles when alpha is 1
+// and beta 0 (the other blocks go through write_block). The AVX512-BF16 engine reads A in place
+// where it can (APanels). bf16 is packed as bf16: the inputs are never widened, which is the
+// point of the tier. The packed operands and accumulators are kept per thread between calls (pack_buffer.hpp).
 #include <immintrin.h>
 #include <omp.h>
 #include <sys/syscall.h>
@@ -95,13 +96,31 @@ std::uint16_t bits_at(const bfloat16* m, std::int64_t ld, Transpose t, std::int6
 
 constexpr std::int64_t kStep = kBlock * kBlock;  // bf16 per K step of a panel: two 16 x 32 tiles
 
-// The packed panels: each panel's steps one after the other, panel after panel. (Laid out chunk
-// by chunk of K instead, so that a chunk's pieces of a panel group were one run, products of
-// 1024^3-4096^3 on two threads ran within the noise of this layout.)
+// The packed panels from panel `first` on: each panel's steps one after the other, panel after
+// panel. (Laid out chunk by chunk of K instead, so that a chunk's pieces of a panel group were one
+// run, products of 1024^3-4096^3 on two threads ran within the noise of this layout.)
 struct Panels {
   std::uint16_t* data;
-  std::int64_t steps;  // per panel
-  std::uint16_t* step(std::int64_t p, std::int64_t s) const { return data + (p * steps + s) * kStep; }
+  std::int64_t steps;      // per panel
+  std::int64_t first = 0;  // the panel at data
+  std::uint16_t* step(std::int64_t p, std::int64_t s) const { return data + ((p - first) * steps + s) * kStep; }
+};
+
+// A's row panels as the AVX512-BF16 engine reads them: panels [0, direct) straight from op(A) =
+// A, whose rows are lda apart and a step 32 values on (no copy: vdpbf16ps takes A's pairs as
+// they lie), the rest packed (rows 32 apart, a step kStep on). The AMX engine's tile loads read
+// packed panels only (direct = 0). Reading A in place saves the pack's pass over memory: at
+// 1024^3 on two threads packing A took 0.10-0.39 ms of a 5.2-5.8 ms product, while the chunks ran
+// as fast from A itself (rows 2 KiB apart; at 4096^3, 8 KiB apart, too).
+struct APanels {
+  Panels packed;
+  const std::uint16_t* a = nullptr;  // op(A) = A's bits
+  std::int64_t lda = 0, direct = 0;
+  const std::uint16_t* step(std::int64_t p, std::int64_t s) const {
+    return p < direct ? a + p * kBlock * lda + s * kBlock : packed.step(p, s);
+  }
+  std::int64_t row_stride(std::int64_t p) const { return p < direct ? lda : kBlock; }
+  std::int64_t step_stride(std::int64_t p) const { return p < direct ? kBlock : kStep; }
 };
 
 // op(A)'s rows [i0, i0 + 32) as a panel: for each step of 32 along K, rows 0-15 then 16-31, each
@@ -326,15 +345,21 @@ BlockOut block_out(const GemmArgs& g, std::int64_t i0, std::int64_t j0) {
   return out;
 }
 
-// Steps [s0, s1) of the block with AVX512-BF16 (ap, bp: the panels' step s0; the first chunk,
-// s0 == 0, starts from zero): vdpbf16ps adds a pair of bf16 products into each f32 lane, so
-// one instruction takes a broadcast (A[i][k], A[i][k + 1]) pair against a pair row of B's packed
-// tile, 16 columns wide. Eight rows of the block at a time: 16 accumulators, two B registers. What
+// Where a chunk finds its A panel's rows: row r of step s0 + d at at + r * row + d * step.
+struct ARows {
+  const std::uint16_t* at;
+  std::int64_t row, step;
+};
+
+// Steps [s0, s1) of the block with AVX512-BF16 (ap: the A panel from step s0; bp: the B panel's
+// step s0; the first chunk, s0 == 0, starts from zero): vdpbf16ps adds a pair of bf16 products
+// into each f32 lane, so one instruction takes a broadcast (A[i][k], A[i][k + 1]) pair against a
+// pair row of B's packed tile, 16 columns wide. Eight rows of the block at a time: 16 accumulators, two B registers. What
 // the next call reads first comes from L2 or beyond and nothing asks for it early, so it is
 // prefetched here: the next call's piece of B (b_next: next_steps steps, at most s1 - s0 of them)
 // during the first two of the four passes, a line per pair row, and the next block's
 // accumulators (acc_next, 4 KiB) during the first step of the last two.
-__attribute__((target("avx512f,avx512bf16"))) void chunk_avx512bf16(const std::uint16_t* ap, const std::uint16_t* bp,
+__attribute__((target("avx512f,avx512bf16"))) void chunk_avx512bf16(const ARows& ap, const std::uint16_t* bp,
                                                                     const std::uint16_t* b_next,
                                                                     std::int64_t next_steps, const float* acc_next,
                                                                     std::int64_t s0, std::int64_t s1, float* acc,
@@ -350,8 +375,8 @@ __attribute__((target("avx512f,avx512bf16"))) void chunk_avx512bf16(const std::u
       c[i][1] = s0 == 0 ? _mm512_setzero_ps() : _mm512_loadu_ps(row + 16);
     }
     for (std::int64_t s = s0; s < s1; ++s) {
-      // A[r0 + i][32 s + q] at a_step[i * 32 + q]
-      const std::uint16_t* a_step = ap + (s - s0) * kStep + r0 * kBlock;
+      // A[r0 + i][32 s + q] at a_step[i * ap.row + q]
+      const std::uint16_t* a_step = ap.at + (s - s0) * ap.step + r0 * ap.row;
       const std::uint16_t* b_step = bp + (s - s0) * kStep;
       for (std::int64_t pair = 0; pair < kBlock / 2; ++pair) {
         if (r0 < 2 * kRows) {
@@ -366,7 +391,7 @@ __attribute__((target("avx512f,avx512bf16"))) void chunk_avx512bf16(const std::u
         const auto b1 = (__m512bh)_mm512_loadu_si512(b_step + kStep / 2 + pair * kBlock);
         for (int i = 0; i < kRows; ++i) {
           std::int32_t bits;
-          std::memcpy(&bits, a_step + i * kBlock + 2 * pair, 4);
+          std::memcpy(&bits, a_step + i * ap.row + 2 * pair, 4);
           const auto a = (__m512bh)_mm512_set1_epi32(bits);
           c[i][0] = _mm512_dpbf16_ps(c[i][0], a, b0);
           c[i][1] = _mm512_dpbf16_ps(c[i][1], a, b1);
@@ -415,23 +440,28 @@ void write_block(const float* acc, const BlockOut& out) {
   }
 }
 
-// How the product is cut (in panels of 32 and steps of 32 along K), from the caches: a chunk of
-// an A panel (32 rows x chunk steps) stays in L1 while the B panels of a column group pass, and
-// that group's chunk of B and the task's accumulators stay in L2 while the row group's panels
-// use them.
+// How the product is cut (in panels of 32 and steps of 32 along K), from the caches and the
+// engine: on AMX a chunk of an A panel (32 rows x chunk steps) stays in L1 while the B panels of
+// a column group pass; on either engine that group's chunk of B and the task's accumulators stay
+// in L2 while the row group's panels use them.
 struct AmxBlocking {
   std::int64_t chunk_steps, row_panels, col_panels;
 };
 
-AmxBlocking amx_blocking() {
+AmxBlocking amx_blocking(Bf16Engine engine) {
   const CpuTopology& cpu = cpu_topology();
   // sysfs may be silent (containers): the sizes of every AMX CPU so far (48 KiB L1d, 2 MiB L2).
   const auto l1 = static_cast<std::int64_t>(cpu.l1d_bytes ? cpu.l1d_bytes : 48 << 10);
   const auto l2 = static_cast<std::int64_t>(cpu.l2_bytes ? cpu.l2_bytes : 2 << 20);
   AmxBlocking b{};
-  // A's chunk within a third of L1 (the rest for B's piece, the next one as the AVX512-BF16
-  // engine prefetches it, and the block's accumulators).
-  b.chunk_steps = std::clamp<std::int64_t>(l1 / 3 / (kStep * 2), 2, 64);
+  // AMX: A's chunk within a third of L1 (the rest for B's piece and the block's accumulators):
+  // the tile loads read it again for every block of the row. AVX512-BF16 takes A a pair at a
+  // time (a broadcast) and streams B's piece from L2 four times a block whatever its size, so
+  // what a chunk costs there is its end, the block's sums stored to the accumulators and loaded
+  // again: K in chunks of 64 steps (2048) ran 2-4% faster than chunks from L1 (5 steps of a
+  // 32 KiB L1) at 1024^3 and 2048^3 on two threads, and 128 steps no faster than 64 at 4096^3
+  // (Zen 4).
+  b.chunk_steps = engine == Bf16Engine::amx ? std::clamp<std::int64_t>(l1 / 3 / (kStep * 2), 2, 64) : 64;
   // A task's accumulators (4 KiB a block) and its column group's chunk of B within 5/8 of L2
   // (the rest for the pieces coming in from L3 and for C), as many row panels as column panels:
   // every piece of A or B from L3 serves that many blocks, so a square task asks L3 for the
@@ -481,7 +511,7 @@ ThreadGrid thread_grid(std::int64_t row_panels, std::int64_t col_panels, std::in
 // chunks, with its accumulators (a 32 x 32 f32 block each) at acc.
 struct Task {
   const GemmArgs* g;
-  const Panels* a;
+  const APanels* a;
   const Panels* b;
   std::int64_t ib0, ib1, jb0, jb1, steps, chunk_steps, acc_cols;
   float* acc;
@@ -543,7 +573,7 @@ void run_avx512bf16(const Task& t) {
   for (std::int64_t s0 = 0; s0 < t.steps; s0 += t.chunk_steps) {
     const std::int64_t s1 = std::min(t.steps, s0 + t.chunk_steps);
     for (std::int64_t ib = t.ib0; ib < t.ib1; ++ib) {
-      const std::uint16_t* ap = t.a->step(ib, s0);
+      const ARows ap{t.a->step(ib, s0), t.a->row_stride(ib), t.a->step_stride(ib)};
       for (std::int64_t jb = t.jb0; jb < t.jb1; ++jb) {
         const std::uint16_t* bp = t.b->step(jb, s0);
         BlockOut out;
@@ -584,15 +614,20 @@ void matmul_amx_bf16(const GemmArgs& g, Bf16Engine engine) {
   }
   const std::int64_t kp = (g.k + kBlock - 1) / kBlock * kBlock;
   const std::int64_t row_panels = (g.m + kBlock - 1) / kBlock, col_panels = (g.n + kBlock - 1) / kBlock;
-  const PackBuffer<std::uint16_t> a(PackSlot::a_blocks, static_cast<std::size_t>(row_panels * kBlock * kp));
+  // The AVX512-BF16 engine reads A's full row panels in place where every step is whole (a
+  // partial last step or panel would read past A: those are packed, with their zeros).
+  const std::int64_t direct = !amx && g.trans_a == Transpose::no && g.k % kBlock == 0 ? g.m / kBlock : 0;
+  const PackBuffer<std::uint16_t> a(PackSlot::a_blocks, static_cast<std::size_t>((row_panels - direct) * kBlock * kp));
   const PackBuffer<std::uint16_t> b(PackSlot::b_blocks, static_cast<std::size_t>(col_panels * kBlock * kp));
   const bool parallel = g.m * g.n * g.k >= std::int64_t(1) << 18;
   const int threads = parallel ? std::max(omp_get_max_threads(), 1) : 1;
   // Each thread owns a rectangle of the blocks (thread_grid), which it covers with tasks of at
   // most the caches' square side, every task in it within one panel of the others' shape.
-  static const AmxBlocking caches = amx_blocking();
+  static const AmxBlocking amx_caches = amx_blocking(Bf16Engine::amx);
+  static const AmxBlocking avx512_caches = amx_blocking(Bf16Engine::avx512bf16);
+  const AmxBlocking& caches = amx ? amx_caches : avx512_caches;
   const std::int64_t steps = kp / kBlock;
-  const Panels a_panels{a.data, steps};
+  const APanels a_panels{Panels{a.data, steps, direct}, reinterpret_cast<const std::uint16_t*>(g.a), g.lda, direct};
   const Panels b_panels{b.data, steps};
   // Each thread's accumulators (32 x 32 f32 per block of a task), across its tasks' chunks of K:
   // allocated here, as an exception may not leave a parallel region.
@@ -602,17 +637,25 @@ void matmul_amx_bf16(const GemmArgs& g, Bf16Engine engine) {
   const PackBuffer<float> accumulators(PackSlot::accumulators, static_cast<std::size_t>(per_thread * threads));
 #pragma omp parallel if (parallel) num_threads(threads)
   {
-#pragma omp for schedule(static) nowait
-    for (std::int64_t ib = 0; ib < row_panels; ++ib) pack_a(g, ib, a_panels);
     const std::int64_t t = omp_get_thread_num(), team = omp_get_num_threads();
-    const Range mine = share_of(col_panels, team, t);
-    pack_b_range(g, mine.begin, mine.end, b_panels);
+    const ThreadGrid grid = thread_grid(row_panels, col_panels, team);
+    // Where the grid is one row of rectangles and A is read in place, a thread reads no panel but
+    // A's and the B panels of its own columns: it packs each column group's just before the
+    // group's first task (into L2, and with no barrier: 1-3% faster than the team packing first
+    // at 1024^3 and 2048^3 on two threads, Zen 4). Otherwise the team packs A and B between them
+    // first. (own_b is the same on every thread, as the barrier needs.)
+    const bool own_b = grid.rows == 1 && direct == row_panels;
+    if (!own_b) {
+#pragma omp for schedule(static) nowait
+      for (std::int64_t ib = direct; ib < row_panels; ++ib) pack_a(g, ib, a_panels.packed);
+      const Range mine = share_of(col_panels, team, t);
+      pack_b_range(g, mine.begin, mine.end, b_panels);
 #pragma omp barrier
+    }
     // Tile state is per thread: each one configures its tiles, and releases them when done.
     const TileConfig config = tile_config();
     if (amx) _tile_loadconfig(&config);
     float* const acc = accumulators.data + per_thread * t;
-    const ThreadGrid grid = thread_grid(row_panels, col_panels, team);
     const Range rows = share_of(row_panels, grid.rows, t / grid.cols);
     const Range cols = share_of(col_panels, grid.cols, t % grid.cols);
     const std::int64_t row_groups = groups(rows.end - rows.begin, caches.row_panels);
@@ -621,6 +664,7 @@ void matmul_amx_bf16(const GemmArgs& g, Bf16Engine engine) {
       const Range tr = share_of(rows.end - rows.begin, row_groups, rg);
       for (std::int64_t cg = 0; cg < col_groups; ++cg) {
         const Range tc = share_of(cols.end - cols.begin, col_groups, cg);
+        if (own_b && rg == 0) pack_b_range(g, cols.begin + tc.begin, cols.begin + tc.end, b_panels);
         const Task task{&g,
                         &a_panels,
                         &b_panels,
