@@ -1,15 +1,18 @@
 // The openmp backend's ops and an MLP epoch, timed: the median milliseconds of each, as one JSON
 // object on standard output. bench/busy_machine.py runs it quiet and beside one busy process per
 // core, with the backend's own thread choice and with OMP_NUM_THREADS fixing the team, and
-// judges the ratios.
+// judges the ratios. --pause MS sleeps that long before each timed call (the team's threads
+// asleep by then), as a program that computes now and then does.
 //
-// usage: tandem_bench_busy [--reps R]
+// usage: tandem_bench_busy [--reps R] [--pause MS]
 #include <algorithm>
+#include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <functional>
 #include <optional>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "bench_util.hpp"
@@ -18,13 +21,15 @@
 
 int main(int argc, char** argv) {
   using namespace tandem;
-  int reps = 9;
+  int reps = 9, pause_ms = 0;
   for (int i = 1; i < argc; ++i) {
     const std::string a = argv[i];
     if (a == "--reps" && i + 1 < argc) {
       reps = std::max(1, std::atoi(argv[++i]));
+    } else if (a == "--pause" && i + 1 < argc) {
+      pause_ms = std::max(0, std::atoi(argv[++i]));
     } else {
-      std::fprintf(stderr, "usage: tandem_bench_busy [--reps R]\n");
+      std::fprintf(stderr, "usage: tandem_bench_busy [--reps R] [--pause MS]\n");
       return a == "--help" || a == "-h" ? 0 : 2;
     }
   }
@@ -80,10 +85,11 @@ int main(int argc, char** argv) {
         be.synchronize({});
       };
       double s = 0;
-      if (ops[i].setup) {  // each run after its setup, untimed; one run first, to warm up
+      if (ops[i].setup || pause_ms > 0) {  // each run after its setup and pause, untimed; one run first, to warm up
         const auto sample = [&] {
-          ops[i].setup();
+          if (ops[i].setup) ops[i].setup();
           be.synchronize({});
+          std::this_thread::sleep_for(std::chrono::milliseconds(pause_ms));
           return detail::host_ms(timed);
         };
         (void)sample();

@@ -64,6 +64,12 @@ const std::vector<Checked>& table() {
        "elements from which the openmp backend's loops run on every thread; below, on the calling thread "
        "(default: measured)",
        [] { env::parallel_from(); }},
+      {"TANDEM_OPENMP_PLACEMENT", [] { return std::string("on or off"); },
+       "on (default): the openmp backend keeps its team's threads off the CPU of the thread that calls the op "
+       "(a worker woken onto it waited there for milliseconds after a pause); off: where the OS puts them",
+       [] {
+         env::choice("TANDEM_OPENMP_PLACEMENT", {"on", "off"}, "on");
+       }},
       {"TANDEM_OPENMP_STORES", [] { return std::string("streaming or plain"); },
        "how the openmp backend writes large outputs (default: measured)",
        [] {

@@ -48,6 +48,17 @@ foreach(threads 3 6)
     set_tests_properties("${name}" PROPERTIES LABELS openmp ENVIRONMENT "${env}" SKIP_REGULAR_EXPRESSION "SKIPPED:")
   endforeach()
 endforeach()
+# The team's workers kept off the calling thread's CPU, on a fixed team (the plain unit run reports
+# SKIPPED): 2 threads (on a 2-CPU machine, each worker on the other CPU), 3 (more threads than such
+# a machine's CPUs: every CPU), and with the placement off (where the OS puts them).
+foreach(case "2;on" "3;on" "2;off")
+  list(GET case 0 threads)
+  list(GET case 1 placement)
+  set(name "openmp: the team's workers off the caller's CPU, ${threads} threads, placement ${placement}")
+  add_test(NAME "${name}" COMMAND tandem_unit_tests "--test-case=openmp keeps its team's workers*")
+  set_tests_properties("${name}" PROPERTIES LABELS openmp SKIP_REGULAR_EXPRESSION "SKIPPED:"
+                       ENVIRONMENT "OMP_NUM_THREADS=${threads};TANDEM_OPENMP_PLACEMENT=${placement};TANDEM_TUNING=table")
+endforeach()
 # The automatic bf16 tier from the table (the plain unit tests run it with the measured crossover).
 add_test(NAME "openmp: the automatic bf16 tier from the table under TANDEM_CPU_ISA=avx512"
          COMMAND tandem_unit_tests "--test-case=openmp's automatic tier takes*")

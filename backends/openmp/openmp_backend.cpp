@@ -22,6 +22,7 @@
 #include "amx.hpp"
 #include "kernels.hpp"
 #include "microkernel.hpp"
+#include "placement.hpp"
 #include "tandem/environment.hpp"
 #include "tandem/topology.hpp"
 
@@ -253,6 +254,7 @@ TeamScope::TeamScope(Team& team) {
     omp_set_num_threads(want);
     set_ = true;
   }
+  keep_team_off_caller_cpu(want);
 }
 
 TeamScope::~TeamScope() {
@@ -278,6 +280,7 @@ DeviceProperties OpenMPBackend::properties() const {
   p.tuning.push_back({"wait policy", wait != nullptr ? std::string("OMP_WAIT_POLICY=") + wait
                                                      : std::string("the OpenMP runtime's default (libgomp: spin "
                                                                    "briefly, then sleep)")});
+  p.tuning.push_back({"placement", placement_description()});
   const ParallelTuning& par = parallel_tuning();
   p.tuning.push_back(
       {"parallel from", std::to_string(par.from) + " elements (smaller loops run on the calling thread)"});
