@@ -57,9 +57,8 @@ std::unique_ptr<CpuSet> caller_cpus() {
   return nullptr;
 }
 
-// What the calling thread's workers were last given: the CPU they avoid (-1: none yet) and the
-// team they were placed for. Per calling thread: each thread that starts OpenMP regions has
-// workers of its own.
+// The CPU the calling thread's workers were last told to avoid (-1: none yet) and the team of its
+// last op. Per calling thread: each thread that starts OpenMP regions has workers of its own.
 struct Placed {
   int cpu = -1;
   int threads = 0;
@@ -71,10 +70,16 @@ thread_local Placed placed;
 
 void keep_team_off_caller_cpu(int threads) {
 #if defined(__linux__)
-  if (threads < 2 || omp_in_parallel() || !refusal().empty()) return;
+  if (omp_in_parallel() || !refusal().empty()) return;
+  // libgomp ends the pool threads a smaller team of two or more leaves unused, and a larger team
+  // starts new ones, with the caller's affinity: so a team larger than the last op's is placed
+  // again.
+  const int last = placed.threads;
+  placed.threads = threads;
+  if (threads < 2) return;
   const int cpu = sched_getcpu();
-  if (cpu < 0 || (cpu == placed.cpu && threads <= placed.threads)) return;
-  placed = {cpu, threads};  // once per move, whatever happens below
+  if (cpu < 0 || (cpu == placed.cpu && threads <= last)) return;
+  placed.cpu = cpu;  // once per move, whatever happens below
   const std::unique_ptr<CpuSet> cpus = caller_cpus();
   if (cpus == nullptr || cpu >= cpus->cpus) return;
   // More threads than the caller's CPUs share them anyway: then the workers take every one (set
