@@ -27,7 +27,13 @@ int main(int argc, char** argv) {
     if (a == "--reps" && i + 1 < argc) {
       reps = std::max(1, std::atoi(argv[++i]));
     } else if (a == "--pause" && i + 1 < argc) {
-      pause_ms = std::max(0, std::atoi(argv[++i]));
+      char* end = nullptr;
+      const long ms = std::strtol(argv[++i], &end, 10);
+      if (end == argv[i] || *end != '\0' || ms < 0 || ms > 60000) {
+        std::fprintf(stderr, "tandem_bench_busy: --pause takes milliseconds from 0 to 60000, not '%s'\n", argv[i]);
+        return 2;
+      }
+      pause_ms = static_cast<int>(ms);
     } else {
       std::fprintf(stderr, "usage: tandem_bench_busy [--reps R] [--pause MS]\n");
       return a == "--help" || a == "-h" ? 0 : 2;

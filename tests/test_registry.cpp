@@ -400,8 +400,8 @@ TEST_CASE("openmp's tensor_core tier on large bf16 products is within the oracle
 // takes chunks of a few steps of 32, AVX512-BF16 of 64). Small
 // integers make every sum exact in f32: each element must equal the sum computed here in double,
 // so a block computed twice (C0 + 2AB with beta 1) or never (NaN with beta 0) shows. 256 x 1024
-// x 384 is whole panels and steps: each thread of a one-row grid packs its own B panels, group by
-// group, on the AVX512-BF16 engine.
+// x 384 and 128 x 256 x 2112 (two chunks) are whole panels and steps: each thread of a one-row
+// grid packs its own B panels, group by group, on the AVX512-BF16 engine.
 TEST_CASE("openmp's tensor_core tier gives every block to one thread, on any team") {
 #ifndef TANDEM_TEST_HAVE_OPENMP
   std::printf("SKIPPED: this build has no openmp backend\n");
@@ -418,7 +418,8 @@ TEST_CASE("openmp's tensor_core tier gives every block to one thread, on any tea
   for (const int threads : {team, 1}) {
     omp_set_num_threads(threads);
     for (const Shape s : {Shape{1000, 70, 400}, Shape{70, 1100, 400}, Shape{420, 400, 417}, Shape{608, 20, 400},
-                          Shape{40, 33, 400}, Shape{300, 200, 2100}, Shape{256, 1024, 384}}) {
+                          Shape{40, 33, 400}, Shape{300, 200, 2100}, Shape{256, 1024, 384},
+                          Shape{128, 256, 2112}}) {
       std::vector<float> af(static_cast<std::size_t>(s.m * s.k)), bf(static_cast<std::size_t>(s.k * s.n));
       std::vector<float> c0(static_cast<std::size_t>(s.m * s.n));
       for (auto& x : af) x = float(u(rng));

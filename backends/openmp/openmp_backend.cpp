@@ -250,11 +250,11 @@ TeamScope::TeamScope(Team& team) {
   if (omp_in_parallel()) return;  // inside a region of the caller's: its own setting applies
   // At most the caller's own setting: omp_set_num_threads(1) before an op runs it on one thread.
   const int want = std::min(team.size(), before_);
+  keep_team_off_caller_cpu(want);  // first: it may throw (a bad TANDEM_OPENMP_PLACEMENT)
   if (want != before_) {
     omp_set_num_threads(want);
     set_ = true;
   }
-  keep_team_off_caller_cpu(want);
 }
 
 TeamScope::~TeamScope() {
@@ -387,6 +387,7 @@ void OpenMPBackend::matmul(Queue q, const GemmArgs& g) {
         // busy-machine team, so that the same product gives the same bits.
         const ThreadsScope pinned(std::min(threads_, team.caller_threads()));
         matmul_vendor(g);
+        forget_team_placement();  // OpenBLAS sizes its own regions
         break;
       }
       case MatmulTier::tensor_core: {
@@ -440,6 +441,7 @@ void OpenMPBackend::host_parallel(Queue q, std::size_t n, std::size_t grain, uns
       failed = true;
     }
   }
+  if (team_size < omp_get_max_threads()) forget_team_placement();  // a smaller team may end workers
   if (error) std::rethrow_exception(error);
 }
 
