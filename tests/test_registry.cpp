@@ -321,6 +321,35 @@ Backend* openmp_with_tensor_tier() {
   }
   return &be;
 }
+
+// Operands of small integers in [-3, 3] for op(A) (m x k) and op(B) (k x n), stored as ta and tb
+// say (ar x ac and br x bc, rows packed), and their product in double, m x n: every sum is exact
+// in f32 too, so a tier's result must equal it.
+struct SmallIntegerProduct {
+  std::int64_t ar, ac, br, bc;
+  std::vector<float> a, b;
+  std::vector<double> ab;
+};
+SmallIntegerProduct small_integer_product(std::mt19937& rng, std::int64_t m, std::int64_t n, std::int64_t k,
+                                          Transpose ta = Transpose::no, Transpose tb = Transpose::no) {
+  std::uniform_int_distribution<int> u(-3, 3);
+  SmallIntegerProduct p{ta == Transpose::no ? m : k, ta == Transpose::no ? k : m, tb == Transpose::no ? k : n,
+                        tb == Transpose::no ? n : k, {}, {}, std::vector<double>(static_cast<std::size_t>(m * n), 0.0)};
+  p.a.resize(static_cast<std::size_t>(p.ar * p.ac));
+  p.b.resize(static_cast<std::size_t>(p.br * p.bc));
+  for (auto& x : p.a) x = float(u(rng));
+  for (auto& x : p.b) x = float(u(rng));
+  for (std::int64_t i = 0; i < m; ++i) {
+    for (std::int64_t q = 0; q < k; ++q) {
+      const double x = ta == Transpose::no ? p.a[std::size_t(i * p.ac + q)] : p.a[std::size_t(q * p.ac + i)];
+      for (std::int64_t j = 0; j < n; ++j) {
+        p.ab[std::size_t(i * n + j)] +=
+            x * (tb == Transpose::no ? p.b[std::size_t(q * p.bc + j)] : p.b[std::size_t(j * p.bc + q)]);
+      }
+    }
+  }
+  return p;
+}
 #endif
 
 // The tensor_core tier on products of several K chunks and of fewer than 32 K, odd K, partial
@@ -420,20 +449,12 @@ TEST_CASE("openmp's tensor_core tier gives every block to one thread, on any tea
     for (const Shape s : {Shape{1000, 70, 400}, Shape{70, 1100, 400}, Shape{420, 400, 417}, Shape{608, 20, 400},
                           Shape{40, 33, 400}, Shape{300, 200, 2100}, Shape{256, 1024, 384},
                           Shape{128, 256, 2112}}) {
-      std::vector<float> af(static_cast<std::size_t>(s.m * s.k)), bf(static_cast<std::size_t>(s.k * s.n));
+      const SmallIntegerProduct prod = small_integer_product(rng, s.m, s.n, s.k);
+      const std::vector<double>& ab = prod.ab;
       std::vector<float> c0(static_cast<std::size_t>(s.m * s.n));
-      for (auto& x : af) x = float(u(rng));
-      for (auto& x : bf) x = float(u(rng));
       for (auto& x : c0) x = float(u(rng));
-      std::vector<bfloat16> a16(af.begin(), af.end()), b16(bf.begin(), bf.end());
+      std::vector<bfloat16> a16(prod.a.begin(), prod.a.end()), b16(prod.b.begin(), prod.b.end());
       const Matrix a = matrix(Buffer::from(be, a16), s.m, s.k), b = matrix(Buffer::from(be, b16), s.k, s.n);
-      std::vector<double> ab(static_cast<std::size_t>(s.m * s.n), 0.0);
-      for (std::int64_t i = 0; i < s.m; ++i) {
-        for (std::int64_t p = 0; p < s.k; ++p) {
-          const double x = af[std::size_t(i * s.k + p)];
-          for (std::int64_t j = 0; j < s.n; ++j) ab[std::size_t(i * s.n + j)] += x * bf[std::size_t(p * s.n + j)];
-        }
-      }
       // beta 0 into NaN (a block never written stays NaN; AMX stores full blocks from its tiles),
       // beta 1 into C0 (a block computed twice is C0 + 2AB).
       for (const double beta : {0.0, 1.0}) {
@@ -454,8 +475,9 @@ TEST_CASE("openmp's tensor_core tier gives every block to one thread, on any tea
 // The AVX512-BF16 engine reads A's full row panels in place when op(A) = A and K is whole steps
 // of 32, and packs the rest (an edge panel, a partial step, A transposed): A with padded rows
 // whose padding is NaN (a read past K would poison C), over full and edge panels, K of one step
-// and of several chunks (64 steps a chunk on AVX512-BF16), B either way, against the exact product (small integers: every sum is
-// exact in f32). The AMX engine packs A always; it runs this too where the CPU has it.
+// and of several chunks (64 steps a chunk on AVX512-BF16), B either way, against the exact product
+// (small integers: every sum is exact in f32). The AMX engine packs A always; it runs this too
+// where the CPU has it.
 TEST_CASE("openmp's tensor_core tier reads A in place where it can, with any row stride") {
 #ifndef TANDEM_TEST_HAVE_OPENMP
   std::printf("SKIPPED: this build has no openmp backend\n");
@@ -464,7 +486,6 @@ TEST_CASE("openmp's tensor_core tier reads A in place where it can, with any row
   if (tensor_tier == nullptr) return;
   Backend& be = *tensor_tier;
   std::mt19937 rng(13);
-  std::uniform_int_distribution<int> u(-3, 3);
   struct Shape {
     std::int64_t m, n, k;
     Transpose ta, tb;
@@ -474,36 +495,21 @@ TEST_CASE("openmp's tensor_core tier reads A in place where it can, with any row
                         Shape{70, 64, 100, Transpose::no, Transpose::no}, Shape{40, 70, 4160, Transpose::no, Transpose::no},
                         Shape{50, 33, 2100, Transpose::no, Transpose::yes}}) {
     // op(A) = A: m x k (rows of k); A^T: k x m. Stored with 24 NaN past each row, or none.
-    const std::int64_t ar = s.ta == Transpose::no ? s.m : s.k, ac = s.ta == Transpose::no ? s.k : s.m;
-    const std::int64_t br = s.tb == Transpose::no ? s.k : s.n, bc = s.tb == Transpose::no ? s.n : s.k;
-    std::vector<float> af(static_cast<std::size_t>(ar * ac)), bf(static_cast<std::size_t>(br * bc));
-    for (auto& x : af) x = float(u(rng));
-    for (auto& x : bf) x = float(u(rng));
-    const auto op_a = [&](std::int64_t i, std::int64_t p) {
-      return s.ta == Transpose::no ? af[std::size_t(i * ac + p)] : af[std::size_t(p * ac + i)];
-    };
-    const auto op_b = [&](std::int64_t p, std::int64_t j) {
-      return s.tb == Transpose::no ? bf[std::size_t(p * bc + j)] : bf[std::size_t(j * bc + p)];
-    };
-    std::vector<double> ab(static_cast<std::size_t>(s.m * s.n), 0.0);
-    for (std::int64_t i = 0; i < s.m; ++i) {
-      for (std::int64_t p = 0; p < s.k; ++p) {
-        for (std::int64_t j = 0; j < s.n; ++j) ab[std::size_t(i * s.n + j)] += double(op_a(i, p)) * op_b(p, j);
-      }
-    }
-    std::vector<bfloat16> b16(bf.begin(), bf.end());
-    const Matrix b = matrix(Buffer::from(be, b16), br, bc);
+    const SmallIntegerProduct prod = small_integer_product(rng, s.m, s.n, s.k, s.ta, s.tb);
+    const std::int64_t ar = prod.ar, ac = prod.ac;
+    std::vector<bfloat16> b16(prod.b.begin(), prod.b.end());
+    const Matrix b = matrix(Buffer::from(be, b16), prod.br, prod.bc);
     for (const std::int64_t pad : {0, 24}) {
       const std::int64_t lda = ac + pad;
       std::vector<bfloat16> a16(static_cast<std::size_t>(ar * lda), bfloat16(std::nanf("")));
       for (std::int64_t r = 0; r < ar; ++r) {
-        for (std::int64_t q = 0; q < ac; ++q) a16[std::size_t(r * lda + q)] = bfloat16(af[std::size_t(r * ac + q)]);
+        for (std::int64_t q = 0; q < ac; ++q) a16[std::size_t(r * lda + q)] = bfloat16(prod.a[std::size_t(r * ac + q)]);
       }
       const Matrix a = matrix(Buffer::from(be, a16), ar, ac, lda);
       const Matrix c = matmul(a, b, {.trans_a = s.ta, .trans_b = s.tb, .tier = MatmulTier::tensor_core});
       const std::vector<float> got = c.buffer.to_vector<float>();
       std::size_t wrong = 0;
-      for (std::size_t e = 0; e < got.size(); ++e) wrong += got[e] != ab[e];
+      for (std::size_t e = 0; e < got.size(); ++e) wrong += got[e] != prod.ab[e];
       CHECK_MESSAGE(wrong == 0, s.m, "x", s.n, "x", s.k, " lda ", lda, std::string(s.ta == Transpose::yes ? " A^T" : ""),
                     std::string(s.tb == Transpose::yes ? " B^T" : ""), ": ", wrong, " elements differ");
     }
