@@ -317,8 +317,8 @@ const CalibrationLoops& calibration_loops();
 // of a window of b into a with this tuning's stores; returns the GB/s (read + write) of each.
 const std::vector<ReadPrefetch>& scan_prefetch_variants();
 std::vector<double> measure_scan_prefetch(const CalibrationArrays& arrays, int reps, bool stream);
-// The same for the sums' prefetch, but the median of `reps` rounds of an f32 dot of a window of
-// b and c; returns the GB/s (read) of each.
+// The same for the sums' prefetch (the first is none), but the median of `reps` rounds of an f32
+// dot of a window of b and c; returns the GB/s (read) of each.
 const std::vector<ReadPrefetch>& reduce_prefetch_variants();
 std::vector<double> measure_reduce_prefetch(const CalibrationArrays& arrays, int reps);
 // "4096 bytes ahead into L2", and the same as written in the cache file and
