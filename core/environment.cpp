@@ -88,6 +88,12 @@ const std::vector<Checked>& table() {
        "how far ahead, and into which cache, the openmp sums (sum, norm2, dot, mse) prefetch inputs past the "
        "last-level cache (default: measured)",
        [] { env::cache_distance("TANDEM_OPENMP_REDUCE_PREFETCH"); }},
+      {"TANDEM_OPENMP_REDUCE_ISA", [] { return std::string("avx2, or the kernels' own ISA"); },
+       "the loops the openmp sums (sum, norm2, dot, mse) read inputs past the last-level cache with: with the "
+       "avx512 kernels, avx2 (256-bit loads) or avx512 (default: measured)",
+       [] {
+         env::choice("TANDEM_OPENMP_REDUCE_ISA", {"generic", "avx2", "avx512"}, "avx512");
+       }},
       {"TANDEM_OPENMP_GEMM_BLOCKING", [] { return std::string("mc,kc,nc"); },
        "the openmp register_blocked tier's cache blocking for every product (default: measured for f32 "
        "products of 512^3 and more, else by micro-kernel)",

@@ -168,6 +168,14 @@ foreach(kind "scans|SCAN|scan" "sums|REDUCE|reduce")
   endforeach()
 endforeach()
 
+# The sums past the last-level cache with the AVX2 loops under the AVX-512 kernels, at every
+# alignment (a CPU without AVX-512 reports SKIPPED: its sums are its kernels' own, run above).
+add_test(NAME "openmp: sums with the avx2 loops under the avx512 kernels"
+         COMMAND tandem_matrix_tests --tandem-backend=openmp "--test-case=reduce,slices at every alignment")
+set_tests_properties("openmp: sums with the avx2 loops under the avx512 kernels" PROPERTIES LABELS openmp
+  ENVIRONMENT "TANDEM_OPENMP_REDUCE_ISA=avx2;TANDEM_OPENMP_STREAM_FROM=0;TANDEM_TUNING=table;OMP_NUM_THREADS=2;TANDEM_TEST_NEEDS_ISA=avx512"
+  SKIP_REGULAR_EXPRESSION "SKIPPED:")
+
 # The scan's SSE2 pass (AVX-512 CPUs take the AVX-512 one), streamed and not.
 foreach(stream_from off 0)
   add_test(NAME "openmp: scans with the SSE2 pass, streaming from ${stream_from}"
@@ -210,7 +218,7 @@ if(TANDEM_ENABLE_OPENMP_ON)
   set(tuning_cache "${CMAKE_CURRENT_BINARY_DIR}/tuning-cache-test")
   set(tuning_steps
       "calibrated, then cached|TANDEM_TUNING=calibrate|0|stores chosen by: calibrated now \\([0-9.]+ s, 3 x [0-9]+ MiB in windows of [0-9]+ MiB\\). cached in ${tuning_cache}/openmp-stores-.*gemm blocking f32: mc [0-9]+, kc [0-9]+, nc [0-9]+, [AB] panels in L1 \\(calibrated now \\([0-9.]+ s\\). cached in ${tuning_cache}/openmp-gemm-"
-      "read back from the cache|TANDEM_TUNING=auto|0|stores chosen by: cached in ${tuning_cache}/openmp-stores-.*scan prefetch: [0-9a-z ]+ .*scan prefetch measured: l1:2048 [0-9.]+, .*off [0-9.]+ GB/s.*reduction prefetch: [0-9a-zA-Z ()]+.*reduction prefetch measured: off [0-9.]+, l2:2048 [0-9.]+, .*GB/s.*gemm blocking f32: mc [0-9]+, kc [0-9]+, nc [0-9]+, [AB] panels in L1 \\(cached in ${tuning_cache}/openmp-gemm-.*gemm blocking measured: [0-9]+,[0-9]+,[0-9]+ [0-9.]+, [0-9]+,[0-9]+,[0-9]+,A [0-9.]+[, 0-9.A]* GFLOP/s"
+      "read back from the cache|TANDEM_TUNING=auto|0|stores chosen by: cached in ${tuning_cache}/openmp-stores-.*scan prefetch: [0-9a-z ]+ .*scan prefetch measured: l1:2048 [0-9.]+, .*off [0-9.]+ GB/s.*reduction prefetch: [0-9a-zA-Z ()]+.*reduction prefetch measured: (avx2 off [0-9.]+, )?off [0-9.]+, l2:2048 [0-9.]+, .*GB/s.*gemm blocking f32: mc [0-9]+, kc [0-9]+, nc [0-9]+, [AB] panels in L1 \\(cached in ${tuning_cache}/openmp-gemm-.*gemm blocking measured: [0-9]+,[0-9]+,[0-9]+ [0-9.]+, [0-9]+,[0-9]+,[0-9]+,A [0-9.]+[, 0-9.A]* GFLOP/s"
       "from the table on request|TANDEM_TUNING=table|0|stores chosen by: table \\(.*gemm blocking f32: mc [0-9]+, kc [0-9]+, nc [0-9]+, [AB] panels in L1 \\(table: [a-z0-9]+\\)"
       "gemm blocking forced|TANDEM_OPENMP_GEMM_BLOCKING=96,512,2048|0|gemm blocking f32: mc 96, kc 512, nc 2048, B panels in L1 \\(TANDEM_OPENMP_GEMM_BLOCKING\\)"
       "gemm panel in L1 forced|TANDEM_OPENMP_GEMM_L1=a|0|gemm blocking f32: mc [0-9]+, kc [0-9]+, nc [0-9]+, A panels in L1 \\(cached in ${tuning_cache}/openmp-gemm-[^;]*. the panel in L1 from TANDEM_OPENMP_GEMM_L1\\)"
@@ -222,6 +230,7 @@ if(TANDEM_ENABLE_OPENMP_ON)
       "refused: scan prefetch into L3|TANDEM_OPENMP_SCAN_PREFETCH=l3:100|2|TANDEM_OPENMP_SCAN_PREFETCH='l3:100'.*l1:BYTES or l2:BYTES"
       "reduction prefetch forced|TANDEM_OPENMP_REDUCE_PREFETCH=l1:4096|0|stores chosen by: .*reduction prefetch from TANDEM_OPENMP_REDUCE_PREFETCH.*reduction prefetch: 4096 bytes ahead into L1"
       "refused: reduction prefetch of 100 bytes|TANDEM_OPENMP_REDUCE_PREFETCH=l2:100|2|TANDEM_OPENMP_REDUCE_PREFETCH='l2:100'.*a multiple of 64"
+      "refused: the sums' loops of no ISA|TANDEM_OPENMP_REDUCE_ISA=sse|2|TANDEM_OPENMP_REDUCE_ISA='sse' is not one of generic, avx2 or avx512"
       "parallel threshold measured on first use and read back|OMP_NUM_THREADS=2|0|parallel from: [0-9]+ elements \\(smaller loops run on the calling thread\\).*parallel from chosen by: cached in ${tuning_cache}/openmp-parallel-[0-9a-f]+\\.txt.*parallel from measured: the team's time over one thread's at 1K [0-9.]+, 2K [0-9.]+,.* 256K [0-9.]+"
       "parallel threshold from the table|TANDEM_TUNING=table|0|parallel from: 32768 elements .*parallel from chosen by: table"
       "parallel threshold forced|TANDEM_OPENMP_PARALLEL_FROM=4096|0|parallel from: 4096 elements .*parallel from chosen by: TANDEM_OPENMP_PARALLEL_FROM"
@@ -252,6 +261,11 @@ if(TANDEM_ENABLE_OPENMP_ON)
                    -P ${CMAKE_CURRENT_SOURCE_DIR}/cmake/stores_cache_edited.cmake)
   set_tests_properties("cli: openmp tuning the reduction prefetch is read from the cache, and a file without it measured again"
                        PROPERTIES LABELS cli RESOURCE_LOCK tuning_cache DEPENDS "${previous}")
+  add_test(NAME "cli: openmp tuning the sums' loops forced, refused and read back from the cache"
+           COMMAND ${CMAKE_COMMAND} -DTANDEM=$<TARGET_FILE:tandem_cli> -DDIR=${tuning_cache}
+                   -P ${CMAKE_CURRENT_SOURCE_DIR}/cmake/sums_isa.cmake)
+  set_tests_properties("cli: openmp tuning the sums' loops forced, refused and read back from the cache" PROPERTIES
+                       LABELS cli RESOURCE_LOCK tuning_cache DEPENDS "${previous}" SKIP_REGULAR_EXPRESSION "SKIPPED:")
   add_test(NAME "cli: openmp tuning an edited gemm cache entry is measured again"
            COMMAND ${CMAKE_COMMAND} -DTANDEM=$<TARGET_FILE:tandem_cli> -DDIR=${tuning_cache}
                    -P ${CMAKE_CURRENT_SOURCE_DIR}/cmake/gemm_cache_edited.cmake)

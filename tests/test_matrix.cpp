@@ -21,10 +21,16 @@ using namespace tandem;
 
 // The backend under test, or nullptr after printing SKIPPED with the reason. The runs that cap
 // openmp's kernels at an ISA (TANDEM_CPU_ISA) name it in TANDEM_TEST_SKIP_IF_WIDEST too: on a CPU
-// whose widest kernels are that ISA, the plain openmp matrix has run them already.
+// whose widest kernels are that ISA, the plain openmp matrix has run them already. A run of a path
+// only some CPUs have names their ISA in TANDEM_TEST_NEEDS_ISA.
 Backend* backend_or_skip() {
   if (const char* isa = std::getenv("TANDEM_TEST_SKIP_IF_WIDEST"); isa != nullptr && test::widest_isa() == isa) {
     std::printf("SKIPPED: %s is this CPU's widest ISA: the plain openmp matrix ran these kernels\n", isa);
+    return nullptr;
+  }
+  if (const char* isa = std::getenv("TANDEM_TEST_NEEDS_ISA");
+      isa != nullptr && test::isa_rank(test::widest_isa()) < test::isa_rank(isa)) {
+    std::printf("SKIPPED: this run needs %s kernels; this CPU's widest are %s\n", isa, test::widest_isa().c_str());
     return nullptr;
   }
   return test::backend_or_skip();

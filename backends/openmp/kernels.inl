@@ -101,15 +101,21 @@ class Kernels : public OpenMPBackend {
     const TeamScope team = enter(q);
     // min, max and argmax do not prefetch: they neither need the calibration nor wait for it.
     const bool sums = op == ReduceOp::sum || op == ReduceOp::norm2;
-    reductions::reduce(op, t, n, x, result, sums ? reduce_prefetch(n * size_of(t)) : kReducePrefetchTable);
+    const std::size_t bytes = n * size_of(t);
+    if (const SumLoops* avx2 = sums ? narrower(bytes) : nullptr) return avx2->reduce(op, t, n, x, result, reduce_prefetch(bytes));
+    reductions::reduce(op, t, n, x, result, sums ? reduce_prefetch(bytes) : kReducePrefetchTable);
   }
   void dot(Queue q, DType t, std::size_t n, const void* x, const void* y, void* result) override {
     const TeamScope team = enter(q);
-    reductions::dot(t, n, x, y, result, reduce_prefetch((x == y ? 1 : 2) * n * size_of(t)));
+    const std::size_t bytes = (x == y ? 1 : 2) * n * size_of(t);
+    if (const SumLoops* avx2 = narrower(bytes)) return avx2->dot(t, n, x, y, result, reduce_prefetch(bytes));
+    reductions::dot(t, n, x, y, result, reduce_prefetch(bytes));
   }
   void mse(Queue q, DType t, std::size_t n, const void* a, const void* b, void* result) override {
     const TeamScope team = enter(q);
-    reductions::mse(t, n, a, b, result, reduce_prefetch((a == b ? 1 : 2) * n * size_of(t)));
+    const std::size_t bytes = (a == b ? 1 : 2) * n * size_of(t);
+    if (const SumLoops* avx2 = narrower(bytes)) return avx2->mse(t, n, a, b, result, reduce_prefetch(bytes));
+    reductions::mse(t, n, a, b, result, reduce_prefetch(bytes));
   }
   void reduce_rows(Queue q, ReduceOp op, DType t, std::int64_t rows, std::int64_t cols, const void* x, std::int64_t ldx,
                    void* out) override {
@@ -137,6 +143,30 @@ class Kernels : public OpenMPBackend {
     }
     const StoreTuning& tune = store_tuning();
     scans::scan(kind, t, n, x, out, tune.stream ? stream_from_bytes() : SIZE_MAX, tune.scan_prefetch);
+  }
+
+ private:
+  // The AVX2 loops where a sum of `bytes` of distinct inputs goes to them instead (AVX-512 only),
+  // else null.
+  const SumLoops* narrower(std::size_t bytes) const {
+#if TANDEM_ISA_AVX512
+    if (narrow_sums(bytes)) return &sum_loops_avx2();
+#endif
+    (void)bytes;
+    return nullptr;
+  }
+};
+
+class Sums final : public SumLoops {
+ public:
+  void reduce(ReduceOp op, DType t, std::size_t n, const void* x, void* result, ReadPrefetch pf) const override {
+    reductions::reduce(op, t, n, x, result, pf);
+  }
+  void dot(DType t, std::size_t n, const void* x, const void* y, void* result, ReadPrefetch pf) const override {
+    reductions::dot(t, n, x, y, result, pf);
+  }
+  void mse(DType t, std::size_t n, const void* a, const void* b, void* result, ReadPrefetch pf) const override {
+    reductions::mse(t, n, a, b, result, pf);
   }
 };
 
@@ -176,6 +206,11 @@ std::shared_ptr<Backend> TANDEM_CAT(make_openmp_backend_, TANDEM_ISA)() {
 const CalibrationLoops& TANDEM_CAT(calibration_loops_, TANDEM_ISA)() {
   static const TANDEM_ISA::Loops loops;
   return loops;
+}
+
+const SumLoops& TANDEM_CAT(sum_loops_, TANDEM_ISA)() {
+  static const TANDEM_ISA::Sums sums;
+  return sums;
 }
 
 }  // namespace tandem::openmp

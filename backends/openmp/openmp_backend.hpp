@@ -192,6 +192,10 @@ class OpenMPBackend : public host::HostBackend {
   // stream_from_bytes(), where the reads come from memory; the table's below, without waiting for
   // a calibration.
   ReadPrefetch reduce_prefetch(std::size_t bytes) const;
+  // Whether the sums of distinct inputs of `bytes` together read them with the AVX2 kernels'
+  // loops (sum_loops_avx2) instead of this ISA's: from stream_from_bytes(), where store_tuning()
+  // chose them (AVX-512 kernels only).
+  bool narrow_sums(std::size_t bytes) const;
 
  private:
   int threads_;
@@ -218,6 +222,7 @@ struct StoreTuning {
   ReadPrefetch scan_prefetch = kScanPrefetchTable;      // the scan's prefetch (prefetch.hpp)
   std::string scan_measured;                            // each scan prefetch variant's GB/s when calibrated
   ReadPrefetch reduce_prefetch = kReducePrefetchTable;  // the sums' (sum, norm2, dot, mse)
+  bool narrow_sums = false;  // the sums read with the AVX2 kernels' 256-bit loops (AVX-512 kernels)
   std::string reduce_measured;                          // each reduction prefetch variant's GB/s when calibrated
   std::string source;    // "calibrated now", "cached in FILE", "table (AuthenticAMD)", an environment variable
   std::string measured;  // each variant's GB/s when calibrated, else ""
@@ -317,10 +322,28 @@ const CalibrationLoops& calibration_loops();
 // of a window of b into a with this tuning's stores; returns the GB/s (read + write) of each.
 const std::vector<ReadPrefetch>& scan_prefetch_variants();
 std::vector<double> measure_scan_prefetch(const CalibrationArrays& arrays, int reps, bool stream);
-// The same for the sums' prefetch (the first is none), but the median of `reps` rounds of an f32
-// dot of a window of b and c; returns the GB/s (read) of each.
-const std::vector<ReadPrefetch>& reduce_prefetch_variants();
-std::vector<double> measure_reduce_prefetch(const CalibrationArrays& arrays, int reps);
+// One ISA's sums (reduce.inl) for the backend of another: the AVX-512 backend reads inputs past the
+// last-level cache with the AVX2 loops where the calibration found them faster (on a 2-vCPU Zen 4
+// EPYC, 256-bit loads read 2-12% more bytes per second than 512-bit ones while its memory was fast,
+// the same while it was slow).
+class SumLoops {
+ public:
+  virtual ~SumLoops() = default;
+  virtual void reduce(ReduceOp op, DType t, std::size_t n, const void* x, void* result, ReadPrefetch pf) const = 0;
+  virtual void dot(DType t, std::size_t n, const void* x, const void* y, void* result, ReadPrefetch pf) const = 0;
+  virtual void mse(DType t, std::size_t n, const void* a, const void* b, void* result, ReadPrefetch pf) const = 0;
+};
+// The sums' variants: with the AVX-512 kernels first the AVX2 loops unprefetched (`narrow`), then
+// this ISA's unprefetched, then with a prefetch; each timed as the median of `reps` rounds of an
+// f32 dot of a window of b and c; returns the GB/s (read) of each.
+struct SumVariant {
+  bool narrow = false;
+  ReadPrefetch pf{0, false};
+};
+std::vector<SumVariant> reduce_variants();
+std::vector<double> measure_reduce_variants(const CalibrationArrays& arrays, int reps);
+// "off", "l2:2048", "avx2 off": a variant as `tandem info` lists what each measured.
+std::string sum_variant_key(const SumVariant& v);
 // "4096 bytes ahead into L2", and the same as written in the cache file and
 // TANDEM_OPENMP_SCAN_PREFETCH / TANDEM_OPENMP_REDUCE_PREFETCH ("l2:4096", or "off":
 // env::parse_cache_distance).

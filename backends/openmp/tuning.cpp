@@ -77,16 +77,27 @@ const std::vector<ReadPrefetch>& scan_prefetch_variants() {
   return variants;
 }
 
-// None first, so that a prefetch must beat the hardware prefetchers alone by more than the noise
-// (first_near_the_fastest): where it does not, it only competes with them for the line-fill
+// Unprefetched first, so that a prefetch must beat the hardware prefetchers alone by more than the
+// noise (first_near_the_fastest): where it does not, it only competes with them for the line-fill
 // buffers. On a 2-vCPU Zen 4 EPYC, l2:2048 calibrated level with none (35.7 against 35.0 GB/s),
 // then ran dot at 88-100% and sum at 82-96% of OpenMP's reduction loop timed in turns with it,
 // where none ran them at 100-103% and 98-100%; no calibration recorded on Zen 3 or Zen 4 had a
-// prefetch 3% ahead. Then the table's, then into L1.
-const std::vector<ReadPrefetch>& reduce_prefetch_variants() {
-  static const std::vector<ReadPrefetch> variants = {{0, false}, kReducePrefetchTable, {2048, false}};
+// prefetch 3% ahead. With the AVX-512 kernels, the AVX2 loops come first of all: on that Zen 4
+// they read 2-12% more than the AVX-512 loops while its memory was fast and the same while it was
+// slow, so the wider loads must show their worth on the CPU at hand. Then the table's prefetch,
+// then into L1.
+std::vector<SumVariant> reduce_variants() {
+  std::vector<SumVariant> variants;
+#ifdef TANDEM_X86_KERNELS
+  if (kernels_isa() == "avx512") variants.push_back({true, {0, false}});
+#endif
+  for (const ReadPrefetch pf : {ReadPrefetch{0, false}, kReducePrefetchTable, ReadPrefetch{2048, false}}) {
+    variants.push_back({false, pf});
+  }
   return variants;
 }
+
+std::string sum_variant_key(const SumVariant& v) { return (v.narrow ? "avx2 " : "") + prefetch_key(v.pf); }
 
 namespace {
 
@@ -99,11 +110,11 @@ std::vector<double> gigabytes_per_second(double bytes_per_run, const std::vector
 
 }  // namespace
 
-std::vector<double> measure_reduce_prefetch(const CalibrationArrays& arrays, int reps) {
+std::vector<double> measure_reduce_variants(const CalibrationArrays& arrays, int reps) {
   // A dot: two inputs prefetched per stream, where a prefetch that does not pay costs most (twice
   // what it costs a sum).
   if (!arrays.ok()) return {};
-  const std::vector<ReadPrefetch>& variants = reduce_prefetch_variants();
+  const std::vector<SumVariant> variants = reduce_variants();
   float result = 0;
   std::size_t done = 0;
   // The median, not the fastest: a prefetch that costs 15-20% in most runs can match none in its
@@ -111,7 +122,15 @@ std::vector<double> measure_reduce_prefetch(const CalibrationArrays& arrays, int
   return gigabytes_per_second(
       2.0 * double(arrays.window * sizeof(float)), median_in_rotating_rounds(variants.size(), reps, [&](std::size_t v) {
         const std::size_t at = arrays.offset(done++);
-        calibration_loops().dot(arrays.window, arrays.b + at, arrays.c + at, &result, variants[v]);
+        const float* b = arrays.b + at;
+        const float* c = arrays.c + at;
+#ifdef TANDEM_X86_KERNELS
+        if (variants[v].narrow) {
+          sum_loops_avx2().dot(DType::f32, arrays.window, b, c, &result, variants[v].pf);
+          return;
+        }
+#endif
+        calibration_loops().dot(arrays.window, b, c, &result, variants[v].pf);
       }));
 }
 
@@ -185,12 +204,13 @@ std::map<std::string, std::string> cache_key() {
 // A store entry is also the elementwise kernels' ISA: its choices were timed in their code, the
 // line loops and the scan's passes compiled per ISA (the same variant moves a fifth more bytes
 // with AVX2's kernels than with the generic ones), so TANDEM_CPU_ISA=avx2 on an AVX-512 CPU must
-// not take the AVX-512 kernels' entry. "sums": entries whose sums' prefetch was chosen with the
-// table's first within the noise (reduce_prefetch_variants) are measured again.
+// not take the AVX-512 kernels' entry. "sums": entries whose sums were chosen with the table's
+// prefetch first within the noise, and without the AVX2 loops (reduce_variants), are measured
+// again.
 std::map<std::string, std::string> store_cache_key() {
   auto key = cache_key();
   key["kernels"] = std::string(kernels_isa());
-  key["sums"] = "none-first";
+  key["sums"] = "unprefetched-avx2-first";
   return key;
 }
 
@@ -207,9 +227,9 @@ fs::path cache_file(const char* kind, const std::map<std::string, std::string>& 
   return dir / name;
 }
 
-// The index of the first of `speeds`, in the order the candidates are listed (the table's
-// first), within 3% of the fastest: within the noise, keep what was measured on more CPUs, or the
-// simpler (a variant 1.5% faster in one calibration can be 10-25% slower in the next).
+// The index of the first of `speeds`, in the order the candidates are listed (the preferred
+// first: the table's, or what measured better where it differed), within 3% of the fastest:
+// within the noise, keep what was measured on more CPUs, or the simpler (a variant 1.5% faster in one calibration can be 10-25% slower in the next).
 std::size_t first_near_the_fastest(const std::vector<double>& speeds) {
   const double fastest = *std::max_element(speeds.begin(), speeds.end());
   std::size_t v = 0;
@@ -290,6 +310,10 @@ bool read_cache(const fs::path& file, StoreTuning& t) {
   t.scan_prefetch = prefetch_of(*prefetch);
   t.scan_measured = values["scan_measured"];
   t.reduce_prefetch = prefetch_of(*reduce_prefetch);
+  // The sums' loops: this ISA's, or AVX2's under the AVX-512 kernels.
+  const std::string& sums_isa = values["reduce_isa"];
+  if (sums_isa != kernels_isa() && !(sums_isa == "avx2" && kernels_isa() == "avx512")) return false;
+  t.narrow_sums = sums_isa != kernels_isa();
   t.reduce_measured = values["reduce_measured"];
   t.stream = values["stream"] == "1";
   t.measured = values["measured"];
@@ -306,6 +330,7 @@ std::string write_cache(const fs::path& file, const StoreTuning& t) {
                       {"scan_prefetch", prefetch_key(t.scan_prefetch)},
                       {"scan_measured", t.scan_measured},
                       {"reduce_prefetch", prefetch_key(t.reduce_prefetch)},
+                      {"reduce_isa", t.narrow_sums ? std::string("avx2") : std::string(kernels_isa())},
                       {"reduce_measured", t.reduce_measured}});
 }
 
@@ -327,14 +352,24 @@ StoreTuning calibrate() {
     return t;
   }
   StoreTuning t = choose_store_tuning(measured);
-  // The scan's prefetch, with the stores just chosen, and the sums': for each, the first variant
-  // within 3% of the fastest.
+  // The scan's prefetch, with the stores just chosen, and the sums' loops and prefetch: for each,
+  // the first variant within 3% of the fastest.
   const std::vector<double> scan = measure_scan_prefetch(arrays, 3, t.stream);
   if (!scan.empty()) t.scan_prefetch = scan_prefetch_variants()[first_near_the_fastest(scan)];
   t.scan_measured = describe_prefetch(scan_prefetch_variants(), scan);
-  const std::vector<double> sums = measure_reduce_prefetch(arrays, 5);
-  if (!sums.empty()) t.reduce_prefetch = reduce_prefetch_variants()[first_near_the_fastest(sums)];
-  t.reduce_measured = describe_prefetch(reduce_prefetch_variants(), sums);
+  const std::vector<SumVariant> variants = reduce_variants();
+  const std::vector<double> sums = measure_reduce_variants(arrays, 5);
+  if (!sums.empty()) {
+    const SumVariant& chosen = variants[first_near_the_fastest(sums)];
+    t.reduce_prefetch = chosen.pf;
+    t.narrow_sums = chosen.narrow;
+  }
+  for (std::size_t v = 0; v < sums.size() && v < variants.size(); ++v) {
+    char item[64];
+    std::snprintf(item, sizeof item, "%s%s %.1f", v == 0 ? "" : ", ", sum_variant_key(variants[v]).c_str(), sums[v]);
+    t.reduce_measured += item;
+  }
+  if (!t.reduce_measured.empty()) t.reduce_measured += " GB/s";
   char took[128];
   std::snprintf(took, sizeof took, "calibrated now (%.2f s, 3 x %zu MiB in windows of %zu MiB)", omp_get_wtime() - t0,
                 arrays.n * sizeof(float) >> 20, arrays.window * sizeof(float) >> 20);
@@ -348,6 +383,12 @@ StoreTuning resolve() {
   const auto forced_stores = env::text("TANDEM_OPENMP_STORES");
   const auto forced_prefetch = env::cache_distance("TANDEM_OPENMP_SCAN_PREFETCH");
   const auto forced_reduce_prefetch = env::cache_distance("TANDEM_OPENMP_REDUCE_PREFETCH");
+  const auto forced_sums_isa = env::text("TANDEM_OPENMP_REDUCE_ISA");
+  if (forced_sums_isa && *forced_sums_isa != kernels_isa() && !(*forced_sums_isa == "avx2" && kernels_isa() == "avx512")) {
+    throw InvalidArgument("TANDEM_OPENMP_REDUCE_ISA='" + *forced_sums_isa + "': this process's openmp kernels are " +
+                          std::string(kernels_isa()) + " (the CPU, or TANDEM_CPU_ISA); give " +
+                          std::string(kernels_isa()) + (kernels_isa() == "avx512" ? " or avx2" : ""));
+  }
   int runs = 0;
   if (forced_runs && !whole_runs(*forced_runs, runs)) {
     throw InvalidArgument("TANDEM_OPENMP_STORE_RUNS='" + *forced_runs + "': give 1, 2 or 4 (runs per thread)");
@@ -385,6 +426,10 @@ StoreTuning resolve() {
   if (forced_reduce_prefetch) {
     t.reduce_prefetch = prefetch_of(*forced_reduce_prefetch);
     t.source += "; reduction prefetch from TANDEM_OPENMP_REDUCE_PREFETCH";
+  }
+  if (forced_sums_isa) {
+    t.narrow_sums = *forced_sums_isa != kernels_isa();
+    t.source += "; the sums' loops from TANDEM_OPENMP_REDUCE_ISA";
   }
   return t;
 }
