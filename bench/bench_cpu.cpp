@@ -48,7 +48,7 @@ using Row = bench::TargetRow;
 
 using Clock = std::chrono::steady_clock;
 
-// Medians (seconds) of op and peer timed alternately, after one warm-up call of each. With
+// Medians (seconds) of each of `works` timed in turns, after one warm-up call of each. With
 // `settle`, each call starts after a pause of kSettle: for peers on another thread pool than
 // OpenMP's (a pthreads OpenBLAS). Each pool's idle threads spin for a while after their work, and
 // on 2 vCPUs they took the cores from the other pool's threads. Alternating sgemm at N = 1024, in
@@ -57,22 +57,29 @@ using Clock = std::chrono::steady_clock;
 // loops, an OpenMP build of OpenBLAS) run without it, as the ops do: the pause would time every
 // call from a sleeping team, which NumPy's and PyTorch's timings (cpu_peers.py) do not.
 constexpr auto kSettle = std::chrono::milliseconds(250);
-std::pair<double, double> paired_seconds(int reps, const std::function<void()>& op, const std::function<void()>& peer,
-                                         bool settle = false) {
-  op();
-  peer();
-  std::vector<double> a, b;
+std::vector<double> seconds_in_turns(int reps, const std::vector<std::function<void()>>& works, bool settle = false) {
+  for (const auto& w : works) w();
+  std::vector<std::vector<double>> times(works.size());
   for (int r = 0; r < reps; ++r) {
-    for (int which = 0; which < 2; ++which) {
+    for (std::size_t which = 0; which < works.size(); ++which) {
       if (settle) std::this_thread::sleep_for(kSettle);
       const auto t0 = Clock::now();
-      (which == 0 ? op : peer)();
-      (which == 0 ? a : b).push_back(std::chrono::duration<double>(Clock::now() - t0).count());
+      works[which]();
+      times[which].push_back(std::chrono::duration<double>(Clock::now() - t0).count());
     }
   }
-  std::sort(a.begin(), a.end());
-  std::sort(b.begin(), b.end());
-  return {a[a.size() / 2], b[b.size() / 2]};
+  std::vector<double> medians;
+  for (auto& t : times) {
+    std::sort(t.begin(), t.end());
+    medians.push_back(t[t.size() / 2]);
+  }
+  return medians;
+}
+// The same for an op and its peer.
+std::pair<double, double> paired_seconds(int reps, const std::function<void()>& op, const std::function<void()>& peer,
+                                         bool settle = false) {
+  const std::vector<double> s = seconds_in_turns(reps, {op, peer}, settle);
+  return {s[0], s[1]};
 }
 
 // The peers on raw arrays of n floats.
@@ -246,11 +253,15 @@ void measure_memory(Backend& be, int reps, std::vector<Row>& rows) {
   Buffer &x = a.x, &y = a.y, &out = a.out, &r = a.r;
 
   // op against a peer: arrays_moved arrays (256 MB each) per call of op, peer_arrays per call of peer.
+  // Against OpenMP's reduction loops, which read at the same bandwidth, the peer is timed twice in
+  // each turn: how far the loop lies from itself is the spread a ratio near 1 is read against.
   auto mem_row = [&](const std::string& name, double arrays_moved, const Work& op, const std::string& peer_name,
                      double peer_arrays, const Work& peer, double target) {
-    const auto [op_s, peer_s] = paired_seconds(reps, op, peer);
-    rows.push_back(
-        {"memory", name, "GB/s", arrays_moved * kArrayGb / op_s, peer_arrays * kArrayGb / peer_s, peer_name, target});
+    const bool again = peer_name == "omp reduction";
+    const std::vector<double> s = again ? seconds_in_turns(reps, {op, peer, peer}) : seconds_in_turns(reps, {op, peer});
+    Row row{"memory", name, "GB/s", arrays_moved * kArrayGb / s[0], peer_arrays * kArrayGb / s[1], peer_name, target};
+    if (again) row.peer_again = peer_arrays * kArrayGb / s[2];
+    rows.push_back(row);
   };
   mem_row(
       "sum f32 (1 read)", 1, [&] { reduce(ReduceOp::sum, x, r); }, "copy", 2, copy_peer, 0.70);

@@ -86,7 +86,11 @@ struct TargetRow {
   double value = 0, peer = 0;
   std::string peer_name;
   double target = 0;
+  // The peer timed again in the same turns (0: not): the peer over itself, the spread that two
+  // runs of the same code show on this machine, against which a ratio near 1 is read.
+  double peer_again = 0;
   double ratio() const { return peer > 0 ? value / peer : 0; }
+  double peer_self_ratio() const { return peer > 0 && peer_again > 0 ? peer_again / peer : 0; }
   // Whether the row has a target to judge; `judge` false (a simulator's run) judges none.
   bool judged(bool judge) const { return judge && target > 0 && peer > 0; }
   bool met() const { return ratio() >= target; }
@@ -108,6 +112,11 @@ inline void print_targets(const std::vector<TargetRow>& rows, bool judge) {
       char t[64];
       std::snprintf(t, sizeof t, ">= %.0f%%: %s", row.target * 100, row.met() ? "met" : "MISSED");
       verdict = t;
+    }
+    if (row.peer_self_ratio() > 0) {
+      char self[64];
+      std::snprintf(self, sizeof self, " (the peer again: %.1f%%)", row.peer_self_ratio() * 100);
+      verdict += self;
     }
     if (row.peer > 0) {
       std::printf("%-12s %-*s %9.4g %-8s %9.4g %-14s %6.1f%%  %s\n", row.group.c_str(), w, row.name.c_str(), row.value,
@@ -132,11 +141,15 @@ inline bool write_targets_json(const std::string& path, const std::string& heade
   std::fprintf(f, "{%s, \"results\": [", header.c_str());
   for (std::size_t i = 0; i < rows.size(); ++i) {
     const auto& row = rows[i];
+    char again[64] = "";
+    if (row.peer_self_ratio() > 0) {
+      std::snprintf(again, sizeof again, ", \"peer_again_value\": %.3f", row.peer_again);
+    }
     std::fprintf(f,
                  "%s\n  {\"group\": \"%s\", \"name\": \"%s\", \"unit\": \"%s\", \"value\": %.3f, \"peer\": \"%s\", "
-                 "\"peer_value\": %.3f, \"ratio\": %.4f, \"target\": %.2f, \"met\": %s}",
+                 "\"peer_value\": %.3f%s, \"ratio\": %.4f, \"target\": %.2f, \"met\": %s}",
                  i ? "," : "", row.group.c_str(), row.name.c_str(), row.unit.c_str(), row.value, row.peer_name.c_str(),
-                 row.peer, row.ratio(), row.target, row.judged(judge) ? (row.met() ? "true" : "false") : "null");
+                 row.peer, again, row.ratio(), row.target, row.judged(judge) ? (row.met() ? "true" : "false") : "null");
   }
   std::fprintf(f, "\n]}\n");
   return std::fclose(f) == 0;

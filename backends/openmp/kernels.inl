@@ -102,7 +102,8 @@ class Kernels : public OpenMPBackend {
     // min, max and argmax do not prefetch: they neither need the calibration nor wait for it.
     const bool sums = op == ReduceOp::sum || op == ReduceOp::norm2;
     const std::size_t bytes = n * size_of(t);
-    if (const SumLoops* avx2 = sums ? narrower(bytes) : nullptr) return avx2->reduce(op, t, n, x, result, reduce_prefetch(bytes));
+    if (const SumLoops* avx2 = sums ? narrower(bytes) : nullptr)
+      return avx2->reduce(op, t, n, x, result, reduce_prefetch(bytes));
     reductions::reduce(op, t, n, x, result, sums ? reduce_prefetch(bytes) : kReducePrefetchTable);
   }
   void dot(Queue q, DType t, std::size_t n, const void* x, const void* y, void* result) override {

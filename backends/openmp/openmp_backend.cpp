@@ -295,9 +295,9 @@ DeviceProperties OpenMPBackend::properties() const {
   if (!t.scan_measured.empty()) p.tuning.push_back({"scan prefetch measured", t.scan_measured});
   p.tuning.push_back({"reduction prefetch", prefetch_text(t.reduce_prefetch)});
   if (!t.reduce_measured.empty()) p.tuning.push_back({"reduction prefetch measured", t.reduce_measured});
-  p.tuning.push_back({"kernels", std::string(kernels_isa()) + " (elementwise, reductions, scans, softmax)" +
-                                     (t.narrow_sums ? "; avx2's for sum, norm2, dot and mse past the last-level cache"
-                                                    : "")});
+  p.tuning.push_back(
+      {"kernels", std::string(kernels_isa()) + " (elementwise, reductions, scans, softmax)" +
+                      (t.narrow_sums ? "; avx2's for sum, norm2, dot and mse past the last-level cache" : "")});
   p.tuning.push_back({"micro-kernel", best_microkernel_f32().isa});
   {
     std::string why;

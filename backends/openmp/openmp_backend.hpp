@@ -222,10 +222,10 @@ struct StoreTuning {
   ReadPrefetch scan_prefetch = kScanPrefetchTable;      // the scan's prefetch (prefetch.hpp)
   std::string scan_measured;                            // each scan prefetch variant's GB/s when calibrated
   ReadPrefetch reduce_prefetch = kReducePrefetchTable;  // the sums' (sum, norm2, dot, mse)
-  bool narrow_sums = false;  // the sums read with the AVX2 kernels' 256-bit loops (AVX-512 kernels)
-  std::string reduce_measured;                          // each reduction prefetch variant's GB/s when calibrated
-  std::string source;    // "calibrated now", "cached in FILE", "table (AuthenticAMD)", an environment variable
-  std::string measured;  // each variant's GB/s when calibrated, else ""
+  bool narrow_sums = false;     // the sums read with the AVX2 kernels' 256-bit loops (AVX-512 kernels)
+  std::string reduce_measured;  // each sums variant's GB/s when calibrated
+  std::string source;           // "calibrated now", "cached in FILE", "table (AuthenticAMD)", an environment variable
+  std::string measured;         // each variant's GB/s when calibrated, else ""
 };
 const StoreTuning& store_tuning();
 

@@ -119,19 +119,20 @@ std::vector<double> measure_reduce_variants(const CalibrationArrays& arrays, int
   std::size_t done = 0;
   // The median, not the fastest: a prefetch that costs 15-20% in most runs can match none in its
   // fastest.
-  return gigabytes_per_second(
-      2.0 * double(arrays.window * sizeof(float)), median_in_rotating_rounds(variants.size(), reps, [&](std::size_t v) {
-        const std::size_t at = arrays.offset(done++);
-        const float* b = arrays.b + at;
-        const float* c = arrays.c + at;
+  auto run = [&](std::size_t v) {
+    const std::size_t at = arrays.offset(done++);
+    const float* b = arrays.b + at;
+    const float* c = arrays.c + at;
 #ifdef TANDEM_X86_KERNELS
-        if (variants[v].narrow) {
-          sum_loops_avx2().dot(DType::f32, arrays.window, b, c, &result, variants[v].pf);
-          return;
-        }
+    if (variants[v].narrow) {
+      sum_loops_avx2().dot(DType::f32, arrays.window, b, c, &result, variants[v].pf);
+      return;
+    }
 #endif
-        calibration_loops().dot(arrays.window, b, c, &result, variants[v].pf);
-      }));
+    calibration_loops().dot(arrays.window, b, c, &result, variants[v].pf);
+  };
+  return gigabytes_per_second(2.0 * double(arrays.window * sizeof(float)),
+                              median_in_rotating_rounds(variants.size(), reps, run));
 }
 
 std::vector<double> measure_scan_prefetch(const CalibrationArrays& arrays, int reps, bool stream) {
@@ -229,7 +230,8 @@ fs::path cache_file(const char* kind, const std::map<std::string, std::string>& 
 
 // The index of the first of `speeds`, in the order the candidates are listed (the preferred
 // first: the table's, or what measured better where it differed), within 3% of the fastest:
-// within the noise, keep what was measured on more CPUs, or the simpler (a variant 1.5% faster in one calibration can be 10-25% slower in the next).
+// within the noise, keep what was measured on more CPUs, or the simpler (a variant 1.5% faster
+// in one calibration can be 10-25% slower in the next).
 std::size_t first_near_the_fastest(const std::vector<double>& speeds) {
   const double fastest = *std::max_element(speeds.begin(), speeds.end());
   std::size_t v = 0;
@@ -384,7 +386,8 @@ StoreTuning resolve() {
   const auto forced_prefetch = env::cache_distance("TANDEM_OPENMP_SCAN_PREFETCH");
   const auto forced_reduce_prefetch = env::cache_distance("TANDEM_OPENMP_REDUCE_PREFETCH");
   const auto forced_sums_isa = env::text("TANDEM_OPENMP_REDUCE_ISA");
-  if (forced_sums_isa && *forced_sums_isa != kernels_isa() && !(*forced_sums_isa == "avx2" && kernels_isa() == "avx512")) {
+  if (forced_sums_isa && *forced_sums_isa != kernels_isa() &&
+      !(*forced_sums_isa == "avx2" && kernels_isa() == "avx512")) {
     throw InvalidArgument("TANDEM_OPENMP_REDUCE_ISA='" + *forced_sums_isa + "': this process's openmp kernels are " +
                           std::string(kernels_isa()) + " (the CPU, or TANDEM_CPU_ISA); give " +
                           std::string(kernels_isa()) + (kernels_isa() == "avx512" ? " or avx2" : ""));
