@@ -258,8 +258,10 @@ void measure_memory(Backend& be, int reps, std::vector<Row>& rows) {
   auto mem_row = [&](const std::string& name, double arrays_moved, const Work& op, const std::string& peer_name,
                      double peer_arrays, const Work& peer, double target) {
     const bool again = peer_name == "omp reduction";
-    const std::vector<double> s = again ? seconds_in_turns(reps, {op, peer, peer}) : seconds_in_turns(reps, {op, peer});
-    Row row{"memory", name, "GB/s", arrays_moved * kArrayGb / s[0], peer_arrays * kArrayGb / s[1], peer_name, target};
+    // (Peer, op, peer: each timing of the peer beside one of the op's.)
+    const std::vector<double> s = again ? seconds_in_turns(reps, {peer, op, peer}) : seconds_in_turns(reps, {op, peer});
+    const double op_s = again ? s[1] : s[0], peer_s = again ? s[0] : s[1];
+    Row row{"memory", name, "GB/s", arrays_moved * kArrayGb / op_s, peer_arrays * kArrayGb / peer_s, peer_name, target};
     if (again) row.peer_again = peer_arrays * kArrayGb / s[2];
     rows.push_back(row);
   };

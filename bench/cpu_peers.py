@@ -208,7 +208,8 @@ def time_peer(peer, sizes, reps):
 
 
 def run_tandem(bench, quick):
-    """{op: (value, its own peer's value, the peer's name)} from one tandem_bench_cpu run."""
+    """{op: (value, its own peer's value, the peer's name, that peer's value timed again in the same turns
+    or 0)} from one tandem_bench_cpu run, and the sgemm rows' FMA roofs."""
     with tempfile.TemporaryDirectory() as d:
         path = os.path.join(d, "cpu.json")
         cmd = [bench, "--json", path] + (["--quick"] if quick else [])
@@ -230,7 +231,8 @@ def run_tandem(bench, quick):
         # code's two timings, against which a ratio near 1 is read.
         paired = [r for r in rows if r["peer"] == "omp reduction"]
         if paired:
-            got[op] = (paired[0]["value"], paired[0]["peer_value"], "omp reduction", paired[0].get("peer_again_value", 0))
+            got[op] = (paired[0]["value"], paired[0]["peer_value"], "omp reduction",
+                       paired[0].get("peer_again_value", 0))
         elif rows:
             got[op] = (rows[0]["value"], 0, "", 0)
     roofs = {}

@@ -16,8 +16,6 @@ std::shared_ptr<Backend> make_openmp_backend_generic();
 const CalibrationLoops& calibration_loops_avx512();
 const CalibrationLoops& calibration_loops_avx2();
 const CalibrationLoops& calibration_loops_generic();
-const SumLoops& sum_loops_avx512();
 const SumLoops& sum_loops_avx2();
-const SumLoops& sum_loops_generic();
 
 }  // namespace tandem::openmp

@@ -209,10 +209,13 @@ const CalibrationLoops& TANDEM_CAT(calibration_loops_, TANDEM_ISA)() {
   return loops;
 }
 
-const SumLoops& TANDEM_CAT(sum_loops_, TANDEM_ISA)() {
+#if TANDEM_ISA_AVX2
+// The AVX2 kernels' sums, for the AVX-512 backend (Kernels::narrower).
+const SumLoops& sum_loops_avx2() {
   static const TANDEM_ISA::Sums sums;
   return sums;
 }
+#endif
 
 }  // namespace tandem::openmp
 

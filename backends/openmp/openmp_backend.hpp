@@ -323,9 +323,8 @@ const CalibrationLoops& calibration_loops();
 const std::vector<ReadPrefetch>& scan_prefetch_variants();
 std::vector<double> measure_scan_prefetch(const CalibrationArrays& arrays, int reps, bool stream);
 // One ISA's sums (reduce.inl) for the backend of another: the AVX-512 backend reads inputs past the
-// last-level cache with the AVX2 loops where the calibration found them faster (on a 2-vCPU Zen 4
-// EPYC, 256-bit loads read 2-12% more bytes per second than 512-bit ones while its memory was fast,
-// the same while it was slow).
+// last-level cache with the AVX2 loops unless its own were 3% faster in the calibration, or as
+// TANDEM_OPENMP_REDUCE_ISA says (StoreTuning::narrow_sums).
 class SumLoops {
  public:
   virtual ~SumLoops() = default;

@@ -77,15 +77,11 @@ const std::vector<ReadPrefetch>& scan_prefetch_variants() {
   return variants;
 }
 
-// Unprefetched first, so that a prefetch must beat the hardware prefetchers alone by more than the
-// noise (first_near_the_fastest): where it does not, it only competes with them for the line-fill
-// buffers. On a 2-vCPU Zen 4 EPYC, l2:2048 calibrated level with none (35.7 against 35.0 GB/s),
-// then ran dot at 88-100% and sum at 82-96% of OpenMP's reduction loop timed in turns with it,
-// where none ran them at 100-103% and 98-100%; no calibration recorded on Zen 3 or Zen 4 had a
-// prefetch 3% ahead. With the AVX-512 kernels, the AVX2 loops come first of all: on that Zen 4
-// they read 2-12% more than the AVX-512 loops while its memory was fast and the same while it was
-// slow, so the wider loads must show their worth on the CPU at hand. Then the table's prefetch,
-// then into L1.
+// Unprefetched first, so that a prefetch must beat the hardware prefetchers alone by 3%
+// (first_near_the_fastest): where it does not, it only competes with them for the line-fill
+// buffers (Zen 4 EPYC: l2:2048 calibrated level with none, then cost dot and sum 4-18%). With the
+// AVX-512 kernels the AVX2 loops come first of all, so that 512-bit loads must win by 3% too (Zen 4
+// EPYC: 256-bit loads read 2-12% more). Then the table's prefetch, then into L1.
 std::vector<SumVariant> reduce_variants() {
   std::vector<SumVariant> variants;
 #ifdef TANDEM_X86_KERNELS
@@ -389,8 +385,9 @@ StoreTuning resolve() {
   if (forced_sums_isa && *forced_sums_isa != kernels_isa() &&
       !(*forced_sums_isa == "avx2" && kernels_isa() == "avx512")) {
     throw InvalidArgument("TANDEM_OPENMP_REDUCE_ISA='" + *forced_sums_isa + "': this process's openmp kernels are " +
-                          std::string(kernels_isa()) + " (the CPU, or TANDEM_CPU_ISA); give " +
-                          std::string(kernels_isa()) + (kernels_isa() == "avx512" ? " or avx2" : ""));
+                          std::string(kernels_isa()) + " (the CPU, or TANDEM_CPU_ISA)" +
+                          (kernels_isa() == "avx512" ? "; give avx512 or avx2"
+                                                     : ", whose sums have no other loops: unset it"));
   }
   int runs = 0;
   if (forced_runs && !whole_runs(*forced_runs, runs)) {
