@@ -384,10 +384,10 @@ StoreTuning resolve() {
   const auto forced_sums_isa = env::text("TANDEM_OPENMP_REDUCE_ISA");
   if (forced_sums_isa && *forced_sums_isa != kernels_isa() &&
       !(*forced_sums_isa == "avx2" && kernels_isa() == "avx512")) {
-    throw InvalidArgument("TANDEM_OPENMP_REDUCE_ISA='" + *forced_sums_isa + "': this process's openmp kernels are " +
-                          std::string(kernels_isa()) + " (the CPU, or TANDEM_CPU_ISA)" +
-                          (kernels_isa() == "avx512" ? "; give avx512 or avx2"
-                                                     : ", whose sums have no other loops: unset it"));
+    throw InvalidArgument(
+        "TANDEM_OPENMP_REDUCE_ISA='" + *forced_sums_isa + "': this process's openmp kernels are " +
+        std::string(kernels_isa()) + " (the CPU, or TANDEM_CPU_ISA)" +
+        (kernels_isa() == "avx512" ? "; give avx512 or avx2" : ", whose sums have no other loops: unset it"));
   }
   int runs = 0;
   if (forced_runs && !whole_runs(*forced_runs, runs)) {
