@@ -6,6 +6,7 @@
 #include <charconv>
 #include <cstdlib>
 #include <functional>
+#include <utility>
 
 #include "tandem/errors.hpp"
 #include "tandem/registry.hpp"
@@ -48,14 +49,9 @@ void check_backend() {
   }
 }
 
-const std::vector<Checked>& table() {
-  static const std::vector<Checked> rows = {
-      {"TANDEM_BACKEND", backend_values, "the backend default_backend() and the CLI use", check_backend},
-      {"TANDEM_CPU_ISA", [] { return std::string("generic, avx2, avx512 or amx"); },
-       "the widest instruction set the openmp kernels may use",
-       [] {
-         env::choice("TANDEM_CPU_ISA", {"generic", "avx2", "avx512", "amx"}, "amx");
-       }},
+// The openmp backend's settings (a function of their own: table() would pass the size rule).
+std::vector<Checked> openmp_rows() {
+  return {
       {"TANDEM_OPENMP_STREAM_FROM", [] { return std::string("a size in bytes, or off"); },
        "bytes an op moves (inputs and output) from which the openmp backend writes its output in interleaved "
        "runs, streamed where that pays (default: the last-level cache)",
@@ -104,69 +100,87 @@ const std::vector<Checked>& table() {
        [] {
          env::choice("TANDEM_OPENMP_GEMM_L1", {"a", "b"}, "b");
        }},
-      {"TANDEM_GPU_GEMM_TILE", [] { return std::string("auto, 64 or 128"); },
-       "the block tile of the cuda, hip and sim register_blocked tier: 64 x 64, or 128 x 128 for f32 inputs "
-       "(default auto: 128 where its tiles fill every multiprocessor twice)",
-       [] {
-         env::choice("TANDEM_GPU_GEMM_TILE", {"auto", "64", "128"}, "auto");
-       }},
-      {"TANDEM_GPU_TENSOR_KERNEL", [] { return std::string("mma_sync, wgmma or wgmma_128"); },
-       "the kernel of the cuda and sim tensor_core tier: mma_sync (default, any NVIDIA GPU since sm_80) or "
-       "Hopper's TMA and wgmma kernel with 128 x 256 tiles (wgmma) or 128 x 128 (wgmma_128) (sm_90a builds on "
-       "compute capability 9.0; bf16 or f16, either operand transposed or not, rows 16-byte aligned; opt-in until a "
-       "GPU run has measured it)",
-       [] {
-         env::choice("TANDEM_GPU_TENSOR_KERNEL", {"mma_sync", "wgmma", "wgmma_128"}, "mma_sync");
-       }},
-      {"TANDEM_TUNING", [] { return std::string("auto, table or calibrate"); },
-       "auto: the CPU tuning cached from a calibration, else measured on first use; table: by CPU vendor, "
-       "nothing measured; calibrate: measure again",
-       [] {
-         env::choice("TANDEM_TUNING", {"auto", "table", "calibrate"}, "auto");
-       }},
-      {"TANDEM_BACKEND_PATH", [] { return std::string("folders, ':' between them"); },
-       "where a shared libtandem looks first for its backend modules (libtandem-cuda.so, -hip, -kokkos)", [] {}},
-      {"TANDEM_CACHE_DIR", [] { return std::string("a directory"); },
-       "where the CPU tuning is cached (default $XDG_CACHE_HOME/tandem or ~/.cache/tandem)", [] {}},
-      {"TANDEM_TEST_SEED", [] { return std::string("a whole number"); },
-       "the seed of tandem check and the tests (printed by every run, to replay it)",
-       [] { env::whole("TANDEM_TEST_SEED"); }},
-      {"TANDEM_CASE_TIMEOUT", [] { return std::string("0 to 86400"); },
-       "seconds one case of tandem check or of the test programs may run before the run stops, naming the "
-       "case as hung (default 300 for tandem check, 1200 for the tests; 0: no limit)",
-       [] { env::whole("TANDEM_CASE_TIMEOUT", 0, 86400); }},
-      {"TANDEM_SIM_SEED", [] { return std::string("a whole number"); }, "the simulator's thread order",
-       [] { env::whole("TANDEM_SIM_SEED"); }},
-      {"TANDEM_SIM_THREADS", [] { return std::string("1 to 1024"); },
-       "OS threads the simulator runs blocks on (default: one per core; at most what vm.max_map_count allows "
-       "its fiber stacks, 15 at Linux's default, which an error says)",
-       [] { env::whole("TANDEM_SIM_THREADS", 1, 1024); }},
-      {"TANDEM_SIM_ADVERSARY", [] { return std::string("0 or 1"); },
-       "1: the simulator breaks what a GPU does not promise: blocks start in a random order, few resident at "
-       "once, threads interleave at every flag access, stores reach other blocks late and loads may read old "
-       "values, unless fences, acquire/release or barriers order them; a launch that stops progressing fails",
-       [] { env::flag("TANDEM_SIM_ADVERSARY"); }},
-      {"TANDEM_SIM_RESIDENT", [] { return std::string("1 to 64"); },
-       "with TANDEM_SIM_ADVERSARY: blocks resident at once (default: 1 to 4, drawn per launch)",
-       [] { env::whole("TANDEM_SIM_RESIDENT", 1, 64); }},
-      {"TANDEM_SIM_WATCHDOG", [] { return std::string("1000 to 2^40"); },
-       "with TANDEM_SIM_ADVERSARY: flag accesses (volatile, acquire/release, atomics, fences) and warp exchanges "
-       "without progress after which a launch fails as hung (default 2^20)",
-       [] { env::whole("TANDEM_SIM_WATCHDOG", 1000, std::uint64_t(1) << 40); }},
-      {"TANDEM_SIM_HANG_SECONDS", [] { return std::string("1 to 86400"); },
-       "seconds a simulator thread may spin on a flag while no block makes progress before the launch fails as "
-       "hung (default 30)",
-       [] { env::whole("TANDEM_SIM_HANG_SECONDS", 1, 86400); }},
-      {"TANDEM_DEBUG_MEMORY", [] { return std::string("0 or 1"); }, "1: report buffers still alive at exit",
-       [] { env::flag("TANDEM_DEBUG_MEMORY"); }},
-      {"TANDEM_PROFILE", [] { return std::string("a file path"); },
-       "every op, timed, written there as a Chrome/Perfetto trace at exit", [] {}},
-      {"TANDEM_CROSSOVER", [] { return std::string("a file path"); },
-       "the crossover file of tandem compare --crossover, for backend_for()", [] {}},
-      {"TANDEM_DIST_CHECK", [] { return std::string("0 or 1"); },
-       "1: data-parallel training compares the replicas' parameters after every epoch",
-       [] { env::flag("TANDEM_DIST_CHECK"); }},
   };
+}
+
+const std::vector<Checked>& table() {
+  static const std::vector<Checked> rows = [] {
+    std::vector<Checked> all = {
+        {"TANDEM_BACKEND", backend_values, "the backend default_backend() and the CLI use", check_backend},
+        {"TANDEM_CPU_ISA", [] { return std::string("generic, avx2, avx512 or amx"); },
+         "the widest instruction set the openmp kernels may use",
+         [] {
+           env::choice("TANDEM_CPU_ISA", {"generic", "avx2", "avx512", "amx"}, "amx");
+         }},
+    };
+    for (Checked& row : openmp_rows()) all.push_back(std::move(row));
+    const std::vector<Checked> rest = {
+        {"TANDEM_GPU_GEMM_TILE", [] { return std::string("auto, 64 or 128"); },
+         "the block tile of the cuda, hip and sim register_blocked tier: 64 x 64, or 128 x 128 for f32 inputs "
+         "(default auto: 128 where its tiles fill every multiprocessor twice)",
+         [] {
+           env::choice("TANDEM_GPU_GEMM_TILE", {"auto", "64", "128"}, "auto");
+         }},
+        {"TANDEM_GPU_TENSOR_KERNEL", [] { return std::string("mma_sync, wgmma or wgmma_128"); },
+         "the kernel of the cuda and sim tensor_core tier: mma_sync (default, any NVIDIA GPU since sm_80) or "
+         "Hopper's TMA and wgmma kernel with 128 x 256 tiles (wgmma) or 128 x 128 (wgmma_128) (sm_90a builds on "
+         "compute capability 9.0; bf16 or f16, either operand transposed or not, rows 16-byte aligned; opt-in until a "
+         "GPU run has measured it)",
+         [] {
+           env::choice("TANDEM_GPU_TENSOR_KERNEL", {"mma_sync", "wgmma", "wgmma_128"}, "mma_sync");
+         }},
+        {"TANDEM_TUNING", [] { return std::string("auto, table or calibrate"); },
+         "auto: the CPU tuning cached from a calibration, else measured on first use; table: by CPU vendor, "
+         "nothing measured; calibrate: measure again",
+         [] {
+           env::choice("TANDEM_TUNING", {"auto", "table", "calibrate"}, "auto");
+         }},
+        {"TANDEM_BACKEND_PATH", [] { return std::string("folders, ':' between them"); },
+         "where a shared libtandem looks first for its backend modules (libtandem-cuda.so, -hip, -kokkos)", [] {}},
+        {"TANDEM_CACHE_DIR", [] { return std::string("a directory"); },
+         "where the CPU tuning is cached (default $XDG_CACHE_HOME/tandem or ~/.cache/tandem)", [] {}},
+        {"TANDEM_TEST_SEED", [] { return std::string("a whole number"); },
+         "the seed of tandem check and the tests (printed by every run, to replay it)",
+         [] { env::whole("TANDEM_TEST_SEED"); }},
+        {"TANDEM_CASE_TIMEOUT", [] { return std::string("0 to 86400"); },
+         "seconds one case of tandem check or of the test programs may run before the run stops, naming the "
+         "case as hung (default 300 for tandem check, 1200 for the tests; 0: no limit)",
+         [] { env::whole("TANDEM_CASE_TIMEOUT", 0, 86400); }},
+        {"TANDEM_SIM_SEED", [] { return std::string("a whole number"); }, "the simulator's thread order",
+         [] { env::whole("TANDEM_SIM_SEED"); }},
+        {"TANDEM_SIM_THREADS", [] { return std::string("1 to 1024"); },
+         "OS threads the simulator runs blocks on (default: one per core; at most what vm.max_map_count allows "
+         "its fiber stacks, 15 at Linux's default, which an error says)",
+         [] { env::whole("TANDEM_SIM_THREADS", 1, 1024); }},
+        {"TANDEM_SIM_ADVERSARY", [] { return std::string("0 or 1"); },
+         "1: the simulator breaks what a GPU does not promise: blocks start in a random order, few resident at "
+         "once, threads interleave at every flag access, stores reach other blocks late and loads may read old "
+         "values, unless fences, acquire/release or barriers order them; a launch that stops progressing fails",
+         [] { env::flag("TANDEM_SIM_ADVERSARY"); }},
+        {"TANDEM_SIM_RESIDENT", [] { return std::string("1 to 64"); },
+         "with TANDEM_SIM_ADVERSARY: blocks resident at once (default: 1 to 4, drawn per launch)",
+         [] { env::whole("TANDEM_SIM_RESIDENT", 1, 64); }},
+        {"TANDEM_SIM_WATCHDOG", [] { return std::string("1000 to 2^40"); },
+         "with TANDEM_SIM_ADVERSARY: flag accesses (volatile, acquire/release, atomics, fences) and warp exchanges "
+         "without progress after which a launch fails as hung (default 2^20)",
+         [] { env::whole("TANDEM_SIM_WATCHDOG", 1000, std::uint64_t(1) << 40); }},
+        {"TANDEM_SIM_HANG_SECONDS", [] { return std::string("1 to 86400"); },
+         "seconds a simulator thread may spin on a flag while no block makes progress before the launch fails as "
+         "hung (default 30)",
+         [] { env::whole("TANDEM_SIM_HANG_SECONDS", 1, 86400); }},
+        {"TANDEM_DEBUG_MEMORY", [] { return std::string("0 or 1"); }, "1: report buffers still alive at exit",
+         [] { env::flag("TANDEM_DEBUG_MEMORY"); }},
+        {"TANDEM_PROFILE", [] { return std::string("a file path"); },
+         "every op, timed, written there as a Chrome/Perfetto trace at exit", [] {}},
+        {"TANDEM_CROSSOVER", [] { return std::string("a file path"); },
+         "the crossover file of tandem compare --crossover, for backend_for()", [] {}},
+        {"TANDEM_DIST_CHECK", [] { return std::string("0 or 1"); },
+         "1: data-parallel training compares the replicas' parameters after every epoch",
+         [] { env::flag("TANDEM_DIST_CHECK"); }},
+    };
+    all.insert(all.end(), rest.begin(), rest.end());
+    return all;
+  }();
   return rows;
 }
 
