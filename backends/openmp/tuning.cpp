@@ -79,9 +79,9 @@ const std::vector<ReadPrefetch>& scan_prefetch_variants() {
 
 // Unprefetched first, so that a prefetch must beat the hardware prefetchers alone by 3%
 // (first_near_the_fastest): where it does not, it only competes with them for the line-fill
-// buffers (Zen 4 EPYC: l2:2048 calibrated level with none, then cost dot and sum 4-18%). With the
+// buffers (Zen 4 EPYC: l2:2048 calibrated level with none, then cost dot 0-12%, sum 4-18%). With the
 // AVX-512 kernels the AVX2 loops come first of all, so that 512-bit loads must win by 3% too (Zen 4
-// EPYC: 256-bit loads read 2-12% more). Then the table's prefetch, then into L1.
+// EPYC: 256-bit loads read a median 6.5% more). Then the table's prefetch, then into L1.
 std::vector<SumVariant> reduce_variants() {
   std::vector<SumVariant> variants;
 #ifdef TANDEM_X86_KERNELS
@@ -295,6 +295,11 @@ std::string write_entry(const fs::path& file, const std::string& what, const std
   return "cached in " + file.string();
 }
 
+// Whether the sums may read with `isa`'s loops: the kernels' own, or AVX2's under the AVX-512 kernels.
+bool sums_isa_allowed(const std::string& isa) {
+  return isa == kernels_isa() || (isa == "avx2" && kernels_isa() == "avx512");
+}
+
 // The cached store tuning, when the file is there, is this machine's and reads cleanly.
 bool read_cache(const fs::path& file, StoreTuning& t) {
   const auto entry = read_entry(file, store_cache_key());
@@ -308,9 +313,8 @@ bool read_cache(const fs::path& file, StoreTuning& t) {
   t.scan_prefetch = prefetch_of(*prefetch);
   t.scan_measured = values["scan_measured"];
   t.reduce_prefetch = prefetch_of(*reduce_prefetch);
-  // The sums' loops: this ISA's, or AVX2's under the AVX-512 kernels.
   const std::string& sums_isa = values["reduce_isa"];
-  if (sums_isa != kernels_isa() && !(sums_isa == "avx2" && kernels_isa() == "avx512")) return false;
+  if (!sums_isa_allowed(sums_isa)) return false;
   t.narrow_sums = sums_isa != kernels_isa();
   t.reduce_measured = values["reduce_measured"];
   t.stream = values["stream"] == "1";
@@ -382,8 +386,7 @@ StoreTuning resolve() {
   const auto forced_prefetch = env::cache_distance("TANDEM_OPENMP_SCAN_PREFETCH");
   const auto forced_reduce_prefetch = env::cache_distance("TANDEM_OPENMP_REDUCE_PREFETCH");
   const auto forced_sums_isa = env::text("TANDEM_OPENMP_REDUCE_ISA");
-  if (forced_sums_isa && *forced_sums_isa != kernels_isa() &&
-      !(*forced_sums_isa == "avx2" && kernels_isa() == "avx512")) {
+  if (forced_sums_isa && !sums_isa_allowed(*forced_sums_isa)) {
     throw InvalidArgument(
         "TANDEM_OPENMP_REDUCE_ISA='" + *forced_sums_isa + "': this process's openmp kernels are " +
         std::string(kernels_isa()) + " (the CPU, or TANDEM_CPU_ISA)" +
